@@ -1,0 +1,292 @@
+"""Op executions read from a TensorFlow profiler trace (``<host>.xplane.pb``).
+
+In: the path of one ``.xplane.pb`` file (one serialized ``XSpace``, written by
+``tf.profiler.experimental.start/stop`` or the Keras TensorBoard callback), or
+a log directory to search for such files. Out: a ``Profile`` holding plain
+tuples: the eager op executions, the graph op executions with the kernel that
+ran, and the ``tf.function`` calls, all in absolute epoch nanoseconds, plus a
+list of ``Problem``s. Bad content never raises: it becomes a ``Problem``.
+
+What the files hold (measured on TF 2.13 and 2.21 CPU profiles):
+
+- Plane ``/host:CPU``; one line per thread (``python``, ``tf_Compute/<id>``,
+  ``tf_data_iterator_*``). Event name and display name are interned in
+  ``event_metadata``, stat names (and string stat values, as ``ref_value``)
+  in ``stat_metadata``.
+- Times are stored relative to the start of profiling: line ``timestamp_ns``
+  is a few microseconds, not an epoch. TF 2.21 adds a plane
+  ``Task Environment`` (2.13 does not) with stat ``profile_start_time``
+  (epoch ns), so
+  absolute = profile_start_time + line.timestamp_ns + event.offset_ps // 1000
+  (checked: it falls between profile_start_time and profile_stop_time, and a
+  few ms before the file's mtime). TF 2.13 writes no such plane: the start is
+  then estimated as file mtime minus the span of the events, and a Problem
+  says so (``Profile.time_source == "file_mtime"``).
+- Eager executions: events (``EagerExecute`` in 2.13 and 2.21) with stats
+  ``eager_op`` (op type, or ``__inference_<fn>_<n>`` for a function call) and
+  ``is_func``. We key on the stat, not the event name.
+- Graph op executions: events named ``<node_name>:<kernel_type>`` whose
+  metadata display name is the kernel type, mostly on ``tf_Compute`` lines
+  but also on the calling thread when the executor runs inline.
+- Async kernels (``IteratorGetNext``, ``_Recv``): TF 2.13 writes a
+  ``node:type`` event; TF 2.21 writes ``ExecutorState::ProcessAsync::Start``
+  with stats ``name`` and ``kernel_type`` instead (no ``node:type`` event,
+  even at host_tracer_level 3), which we turn into a graph op: the launch,
+  whose duration excludes the wait for the result.
+- ``tf.function`` calls: events named after the Python function with stat
+  ``tf_function_call`` (``traced-nonXla`` on a call that traced,
+  ``notTraced-nonXla`` otherwise).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from .schema import XSpace
+from .tfrecord import Problem
+
+__all__ = ["Profile", "read_profile", "find_profiles", "HOST_PLANE", "CONSTANT_FOLDING_STEP_ID"]
+
+HOST_PLANE = "/host:CPU"
+_TASK_ENV_PLANE = "Task Environment"
+_SUFFIX = ".xplane.pb"
+
+# Graph op event name: a TF node name, ':', an op/kernel type name. Node names
+# follow TF's node-name rule, so they hold no ':' and no space; that alone
+# rejects every framework event we saw, all spelled with '::' or ': ':
+#   ExecutorState::Process (the executor's per-node-batch wrapper),
+#   ExecutorState::ProcessAsync::Done, ThreadpoolListener::{StartRegion,
+#   StopRegion,Record} (2.21 thread-pool bookkeeping, zero duration),
+#   KernelAndDeviceFunc::Run, IteratorGetNextOp::DoCompute, Iterator::Root...
+#   (tf.data pipeline stages, not ops), EagerLocalExecute: <op> (eager
+#   dispatch; the op is taken from EagerExecute's stat instead).
+# Names without ':' (ExecutorDoneCallback, FunctionRun, PrefetchConsume,
+# TFE_*, convert_to_tensor, tf.constant, ...) are not op executions either.
+# OpKernel::TraceString may append "#k=v,...#" details (TfOpDetailsEnabled);
+# not seen even with host_tracer_level=3 in 2.13/2.21, but cut off if there.
+_OP_NAME = re.compile(r"([A-Za-z0-9.][A-Za-z0-9_.\-/>]*):([A-Za-z_][A-Za-z0-9_]*)")
+
+# Step id of executors run by GraphRunner / shape inference to evaluate a
+# constant subgraph while a function is traced (LogMemory::SpecialStepIds).
+# Their ops (seen on the python line inside "tf.function-graph_building":
+# ".../moments/Maximum:Maximum", "_send_...:_Send") are not executions of
+# the user's graph, so ops under an ExecutorState::Process with this id are
+# excluded.
+CONSTANT_FOLDING_STEP_ID = -1
+_CONSTANT_FOLDING_IDS = (CONSTANT_FOLDING_STEP_ID, (1 << 64) - 1)  # int64 or uint64
+
+_PROCESS = "ExecutorState::Process"
+_ASYNC_START = "ExecutorState::ProcessAsync::Start"
+# A line timestamp above this (year 1973) is already an epoch, not relative.
+_EPOCH_MIN_NS = 10 ** 17
+
+# Kinds of event metadata. _SCOPE: C++ scopes named "Class::Method" (the
+# bulk of non-op events, e.g. ThreadpoolListener::Record); in 2.13/2.21 they
+# never carry eager_op or tf_function_call, so their stats are not scanned
+# (a third less time on a 480k-event profile).
+_OTHER, _OP, _EXEC, _ASYNC, _SCOPE = 0, 1, 2, 3, 4
+
+
+@dataclass
+class Profile:
+    """Op executions of one ``<host>.xplane.pb``; all times are epoch ns."""
+
+    path: str
+    host: str
+    start_ns: int = 0
+    end_ns: int = 0
+    eager_ops: list[tuple[str, bool, int, int]] = field(default_factory=list)
+    """(op type from stat eager_op, is_func, start_ns, duration_ns)"""
+    graph_ops: list[tuple[str, str, int, int]] = field(default_factory=list)
+    """(node_name as written, incl. call prefixes; kernel_type, start_ns, duration_ns)"""
+    function_calls: list[tuple[str, int, int]] = field(default_factory=list)
+    """(Python function name, start_ns, duration_ns), tracing included"""
+    problems: list[Problem] = field(default_factory=list)
+    time_source: str = ""
+    """"profile_start_time" (exact), "line_timestamps" (already epoch),
+    "file_mtime" (estimated, TF 2.13) or "" (nothing read)."""
+
+
+def find_profiles(root: str) -> list[str]:
+    """Every ``**/plugins/profile/*/*.xplane.pb`` under ``root``, sorted."""
+    pattern = os.path.join(glob.escape(root), "**", "plugins", "profile", "*", "*" + _SUFFIX)
+    return sorted(glob.glob(pattern, recursive=True))
+
+
+def _host(path: str) -> str:
+    name = os.path.basename(path)
+    return name[:-len(_SUFFIX)] if name.endswith(_SUFFIX) else name
+
+
+def _stat_value(stat: Any, stat_names: dict[int, str]) -> int | float | str | bytes:
+    """The value of an XStat. Our schema declares the value fields without
+    their oneof (proto3 scalars, no presence), so take the first non-zero
+    one; a zero of any type reads as 0. ``ref_value`` is an interned string,
+    its text is the name of that stat metadata (ids start at 1)."""
+    if stat.ref_value:
+        return stat_names.get(stat.ref_value, "")
+    if stat.str_value:
+        return stat.str_value
+    return stat.int64_value or stat.uint64_value or stat.double_value or stat.bytes_value or 0
+
+
+def _profile_start(space: Any) -> int | None:
+    for plane in space.planes:
+        if plane.name == _TASK_ENV_PLANE:
+            names = {e.key: e.value.name for e in plane.stat_metadata}
+            for stat in plane.stats:
+                if names.get(stat.metadata_id) == "profile_start_time":
+                    return int(stat.uint64_value or stat.int64_value) or None
+    return None
+
+
+def read_profile(path: str) -> Profile:
+    """Read one ``.xplane.pb``. Never raises for unreadable or bad content."""
+    prof = Profile(path=path, host=_host(path))
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        mtime_ns = os.stat(path).st_mtime_ns
+    except OSError as e:
+        prof.problems.append(Problem(path, 0, f"cannot read file: {e.strerror or e}"))
+        return prof
+    if not data:
+        prof.problems.append(Problem(path, 0, "empty file: no XSpace in it"))
+        return prof
+    space = XSpace()
+    try:
+        space.ParseFromString(data)
+    except DecodeError as e:
+        prof.problems.append(Problem(path, 0, f"not a complete XSpace protobuf ({len(data)} "
+                                              f"bytes; truncated or not a profile): {e}"))
+        return prof
+    planes = [p for p in space.planes if p.name == HOST_PLANE]
+    if not planes:
+        names = sorted({p.name for p in space.planes})
+        prof.problems.append(Problem(path, 0, f"no {HOST_PLANE} plane (planes: {names or 'none'}); "
+                                              "not a TensorFlow host profile?"))
+        return prof
+    base = _profile_start(space)
+    if base is not None:
+        prof.time_source = "profile_start_time"
+    elif all(line.timestamp_ns >= _EPOCH_MIN_NS for p in planes for line in p.lines):
+        base, prof.time_source = 0, "line_timestamps"
+    else:
+        base, prof.time_source = 0, "file_mtime"  # shifted below, once the span is known
+    for plane in planes:
+        _read_plane(plane, base, prof)
+    if not prof.end_ns:
+        prof.problems.append(Problem(path, 0, f"no events on the {HOST_PLANE} plane"))
+    elif prof.time_source == "file_mtime":
+        shift = mtime_ns - prof.end_ns
+        prof.eager_ops = [(o, f, s + shift, d) for o, f, s, d in prof.eager_ops]
+        prof.graph_ops = [(n, k, s + shift, d) for n, k, s, d in prof.graph_ops]
+        prof.function_calls = [(n, s + shift, d) for n, s, d in prof.function_calls]
+        prof.start_ns += shift
+        prof.end_ns += shift
+        prof.problems.append(Problem(path, 0, (
+            "no profile_start_time in the file (TF 2.13 writes none): absolute times "
+            "estimated as file mtime minus the span of the events; off by the time TF took "
+            "to write the file (milliseconds), more if the file was copied without its mtime")))
+    return prof
+
+
+def _read_plane(plane: Any, base: int, prof: Profile) -> None:
+    stat_names = {e.key: e.value.name for e in plane.stat_metadata}
+    stat_ids = {name: key for key, name in stat_names.items()}
+    sid_eager = stat_ids.get("eager_op")
+    sid_func = stat_ids.get("is_func")
+    sid_call = stat_ids.get("tf_function_call")
+    sid_step = stat_ids.get("id")
+    sid_name = stat_ids.get("name")
+    sid_kernel = stat_ids.get("kernel_type")
+    interesting = {sid_eager, sid_call} - {None}
+
+    # metadata id -> (kind, name, node, kernel)
+    kinds: dict[int, tuple[int, str, str, str]] = {}
+    for entry in plane.event_metadata:
+        md = entry.value
+        name = md.name
+        match = _OP_NAME.fullmatch(name.split("#", 1)[0])
+        if match and (not md.display_name or md.display_name == match.group(2)):
+            kinds[entry.key] = (_OP, name, match.group(1), match.group(2))
+        elif name == _PROCESS:
+            kinds[entry.key] = (_EXEC, name, "", "")
+        elif name == _ASYNC_START:
+            kinds[entry.key] = (_ASYNC, name, "", "")
+        elif "::" in name:
+            kinds[entry.key] = (_SCOPE, name, "", "")
+        else:
+            kinds[entry.key] = (_OTHER, name, "", "")
+
+    eager, graph, calls = prof.eager_ops, prof.graph_ops, prof.function_calls
+    start = prof.start_ns if prof.start_ns else None
+    end = prof.end_ns
+    unknown = 0
+    # Events of a line come sorted by offset, enclosing events first (TF sorts
+    # every plane before writing it); the executor stack below relies on it.
+    for line in plane.lines:
+        t0 = line.timestamp_ns if line.timestamp_ns >= _EPOCH_MIN_NS else base + line.timestamp_ns
+        executors: list[tuple[int, bool]] = []  # enclosing ExecutorState::Process: (end_ps, folding?)
+        for ev in line.events:
+            info = kinds.get(ev.metadata_id)
+            if info is None:
+                unknown += 1
+                continue
+            off, dur = ev.offset_ps, ev.duration_ps
+            ts, dns = t0 + off // 1000, dur // 1000
+            if start is None or ts < start:
+                start = ts
+            if ts + dns > end:
+                end = ts + dns
+            kind = info[0]
+            if kind == _SCOPE:
+                continue
+            folding = False
+            if kind != _OTHER:
+                while executors and executors[-1][0] <= off:
+                    executors.pop()
+                folding = bool(executors) and executors[-1][1]
+            if kind == _EXEC:
+                folding = folding or any(
+                    s.metadata_id == sid_step and _stat_value(s, stat_names) in _CONSTANT_FOLDING_IDS
+                    for s in ev.stats)
+                executors.append((off + dur, folding))
+                continue
+            if kind == _OP:
+                if not folding:  # constant folding at trace time: not the user's graph
+                    graph.append((info[2], info[3], ts, dns))
+                continue
+            if kind == _ASYNC:
+                if folding:  # e.g. the _Recv of a constant-folding GraphRunner
+                    continue
+                got = {s.metadata_id: _stat_value(s, stat_names) for s in ev.stats
+                       if s.metadata_id in (sid_name, sid_kernel)}
+                node, kernel = got.get(sid_name), got.get(sid_kernel)
+                if isinstance(node, str) and isinstance(kernel, str) and node and kernel:
+                    graph.append((node, kernel, ts, dns))
+                continue
+            if not interesting:
+                continue
+            eager_op: str | None = None
+            is_func = False
+            for s in ev.stats:
+                sid = s.metadata_id
+                if sid == sid_eager:
+                    eager_op = str(_stat_value(s, stat_names))
+                elif sid == sid_func:
+                    is_func = bool(_stat_value(s, stat_names))
+                elif sid == sid_call:
+                    calls.append((info[1], ts, dns))
+            if eager_op is not None:
+                eager.append((eager_op, is_func, ts, dns))
+    prof.start_ns = start or 0
+    prof.end_ns = end
+    if unknown:
+        prof.problems.append(Problem(prof.path, 0, f"{unknown} events on {plane.name} refer to "
+                                                   "event metadata missing from the file; skipped"))
