@@ -1,0 +1,43 @@
+# Two entry points, both work on a fresh machine:
+#   make demo   build a real logdir with TensorFlow and open TensorBoard with the Op Mode tab
+#   make test   install everything and run every test, on TF 2.21 and on TF 2.13
+PYTHON ?= python3
+VENV ?= .venv
+VENV213 ?= .venv-tf213
+DEMO_DIR ?= demo/logs/fit
+PORT ?= 6006
+PIP_FLAGS ?= -q --disable-pip-version-check
+
+.PHONY: demo test test-213 venv venv213 browser bench clean
+
+$(VENV)/.installed: setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[test]' 'tensorflow-cpu==2.21.*' tensorboard
+	touch $@
+
+$(VENV213)/.installed: setup.py
+	$(PYTHON) -m venv $(VENV213)
+	$(VENV213)/bin/pip install $(PIP_FLAGS) -e . 'tensorflow-cpu==2.13.*' pytest hypothesis
+	touch $@
+
+venv: $(VENV)/.installed
+venv213: $(VENV213)/.installed
+
+# Debian's chromium for the browser tests (Playwright drives it; no browser download).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium; }
+
+demo: venv
+	rm -rf $(DEMO_DIR) && $(VENV)/bin/python demo/make_logdir.py $(DEMO_DIR)
+	$(VENV)/bin/tb-opmode summary $(DEMO_DIR)
+	$(VENV)/bin/tensorboard --logdir $(DEMO_DIR) --port $(PORT) --bind_all
+
+test: venv venv213 browser
+	$(VENV)/bin/python -m pytest -q tests
+	$(VENV213)/bin/python -m pytest -q tests -m "not browser"
+
+bench: venv
+	$(VENV)/bin/python bench/bench.py
+
+clean:
+	rm -rf $(VENV) $(VENV213) demo/logs

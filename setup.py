@@ -1,0 +1,16 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="tb_opmode",
+    version="0.1.0",
+    description="TensorBoard plugin: which TF ops ran eagerly or in graphs, and which oneDNN or stock kernel ran them",
+    packages=find_packages(include=["tb_opmode", "tb_opmode.*"]),
+    package_data={"tb_opmode": ["static/*"]},
+    python_requires=">=3.9",
+    install_requires=["tensorboard>=2.13", "werkzeug", "protobuf>=4.21,<8", "google-crc32c"],
+    extras_require={"test": ["tensorflow-cpu", "pytest", "playwright", "hypothesis"]},
+    entry_points={
+        "console_scripts": ["tb-opmode = tb_opmode.cli:main"],
+        "tensorboard_plugins": ["opmode = tb_opmode.plugin:OpModePlugin"],
+    },
+)

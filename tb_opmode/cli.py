@@ -1,0 +1,120 @@
+"""The ``tb-opmode`` command line: the same model as the tab, as text.
+
+In: argv. Out: a table, JSON or CSV on stdout; warnings on stderr; exit 0 on
+success (also when some input was damaged), 2 when there was nothing to read
+or the arguments were wrong.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from typing import Any, TextIO
+
+from . import __version__
+from .join import MODES, LogdirError, load, summary
+
+__all__ = ["main", "render_table", "render_csv"]
+
+
+def _kernel_text(kernels: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{k['name']} ({k['evidence']})" for k in kernels) or "-"
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    out = io.StringIO()
+    for run in doc["runs"]:
+        onednn = {True: "on", False: "off", None: "unknown"}[run["onednn_enabled"]]
+        why = f" ({run['onednn_source']})" if run["onednn_source"] else ""
+        out.write(f"run {run['run']}  TensorFlow {run['tensorflow_version'] or '?'}  "
+                  f"hosts {', '.join(run['hosts']) or '?'}  oneDNN {onednn}{why}\n")
+        out.write(f"  counts from: {run['counts_from'] or 'nothing'}; sources: "
+                  + "; ".join(f"{k} {len(v)}" for k, v in run["sources"].items()) + "\n")
+        if run["functions"]:
+            out.write("  tf.function calls: " + ", ".join(
+                f"{f['name']} x{f['calls']}" for f in run["functions"]) + "\n")
+        header = ["op type", "eager", "eager kernels", "graph", "graph kernels"]
+        rows = [[r["op_type"], str(r["eager"]["executions"]), _kernel_text(r["eager"]["kernels"]),
+                 str(r["graph"]["executions"]), _kernel_text(r["graph"]["kernels"])]
+                for r in run["op_types"]]
+        widths = [max(len(x) for x in col) for col in zip(header, *rows)]
+        right = {1, 3}
+        for line in [header, ["-" * w for w in widths], *rows]:
+            cells = [c.rjust(w) if i in right else c.ljust(w)
+                     for i, (c, w) in enumerate(zip(line, widths))]
+            out.write("  " + "  ".join(cells).rstrip() + "\n")
+        out.write("\n")
+    return out.getvalue()
+
+
+def render_csv(doc: dict[str, Any]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "op_type", "mode", "executions", "kernel", "kernel_executions",
+                     "onednn", "evidence"])
+    for run in doc["runs"]:
+        for r in run["op_types"]:
+            for mode in MODES:
+                stats = r[mode]
+                if not stats["executions"] and not stats["kernels"]:
+                    continue
+                for k in stats["kernels"] or [None]:
+                    writer.writerow([run["run"], r["op_type"], mode, stats["executions"],
+                                     k["name"] if k else "", k["executions"] if k else "",
+                                     str(k["onednn"]).lower() if k else "",
+                                     k["evidence"] if k else ""])
+    return out.getvalue()
+
+
+def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    models = load(args.logdir, args.run, tuple(args.log))
+    if not any(m.counts_from for m in models):
+        raise LogdirError(f"{args.logdir}: found files but nothing readable in them: "
+                          + "; ".join(str(p) for m in models for p in m.problems[:3]))
+    doc = summary(models, args.logdir)
+    for warning in doc["warnings"]:
+        stderr.write(f"tb-opmode: warning: {warning}\n")
+    if args.format == "json":
+        json.dump(doc, stdout, indent=1)
+        stdout.write("\n")
+    elif args.format == "csv":
+        stdout.write(render_csv(doc))
+    else:
+        stdout.write(render_table(doc))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tb-opmode",
+        description="Which TensorFlow ops ran eagerly or in graphs, and which kernel ran them.")
+    parser.add_argument("--version", action="version", version=f"tb-opmode {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("summary", help="per op type: executions and kernels in each mode")
+    p.add_argument("logdir", help="TensorBoard logdir holding tfdbg2 dumps, profiles or TF logs")
+    p.add_argument("--run", help="only this run (its path relative to LOGDIR, '.' for LOGDIR)")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--log", action="append", default=[], metavar="FILE",
+                   help="a TF_CPP_MAX_VLOG_LEVEL / ONEDNN_VERBOSE log outside LOGDIR (repeatable)")
+    p.set_defaults(func=_summary)
+    return parser
+
+
+def main(argv: list[str] | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args, stdout, stderr)
+    except LogdirError as err:
+        stderr.write(f"tb-opmode: error: {err}\n")
+        return 2
+    except BrokenPipeError:  # `tb-opmode summary ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Map executed graph nodes (log, profile) back to the ops in the dump.
+
+In: the dump's graphs (op name -> op type per graph) and node names as the
+executor and profiler print them. Out: for each dump op, the executed node
+names that stand for it.
+
+Executor and profiler names carry the prefixes of inlined function calls:
+``StatefulPartitionedCall/functional_1/dense_1/MatMul`` is the op
+``functional_1/dense_1/MatMul`` of the function the call inlined. We match by
+the longest ``/``-separated suffix of the node name that is an op name in the
+dump.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["suffixes", "match_nodes", "canonical_op"]
+
+# Prefixes TF puts on kernels that replace a stock op, longest first.
+_MKL_PREFIXES = ("_MklNative", "_Mkl")
+
+
+def canonical_op(kernel: str) -> str:
+    """The stock op a kernel name stands for: ``_MklNativeConv2D`` -> ``Conv2D``."""
+    for prefix in _MKL_PREFIXES:
+        if kernel.startswith(prefix) and len(kernel) > len(prefix):
+            return kernel[len(prefix):]
+    return kernel
+
+
+def suffixes(node: str) -> Iterable[str]:
+    """``a/b/c`` -> ``a/b/c``, ``b/c``, ``c``: longest first."""
+    yield node
+    start = node.find("/")
+    while start != -1:
+        yield node[start + 1:]
+        start = node.find("/", start + 1)
+
+
+def match_nodes(op_names: set[str], nodes: Iterable[str]) -> dict[str, list[str]]:
+    """Dump op name -> the executed node names whose longest matching suffix it is."""
+    out: dict[str, list[str]] = {}
+    for node in nodes:
+        for suffix in suffixes(node):
+            if suffix in op_names:
+                out.setdefault(suffix, []).append(node)
+                break
+    return out

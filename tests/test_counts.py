@@ -1,0 +1,108 @@
+"""Our counts against TensorFlow's own DebugDataReader, on dumps TF just wrote."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from tensorflow.python.debug.lib import debug_events_reader
+
+from tb_opmode.cli import main
+from tb_opmode.join import load, summary
+
+
+def reference_counts(logdir: Path) -> tuple[Counter, Counter, Counter]:
+    """(eager op types, graph op types, function calls) as DebugDataReader sees them."""
+    with debug_events_reader.DebugDataReader(str(logdir)) as reader:
+        reader.update()
+        eager, functions = Counter(), Counter()
+        for digest in reader.executions(digest=True):
+            execution = reader.read_execution(digest)
+            if execution.graph_id:
+                functions[digest.op_type] += 1
+            else:
+                eager[digest.op_type] += 1
+        traces = reader.graph_execution_traces(digest=True)
+        lowest: dict[tuple[str, str], int] = {}
+        for t in traces:
+            key = (t.graph_id, t.op_name)
+            lowest[key] = min(lowest.get(key, t.output_slot), t.output_slot)
+        graph = Counter(t.op_type for t in traces if t.output_slot == lowest[(t.graph_id, t.op_name)])
+    return eager, graph, functions
+
+
+@pytest.mark.parametrize("fixture", ["bert_logdir", "cnn_logdir", "cnn_off_logdir"])
+def test_counts_equal_debug_data_reader(fixture: str, request: pytest.FixtureRequest) -> None:
+    logdir: Path = request.getfixturevalue(fixture)
+    eager, graph, functions = reference_counts(logdir)
+    assert sum(eager.values()) > 50 and sum(graph.values()) > 50 and functions
+    (run,) = [m for m in load(str(logdir)) if m.dumps]
+    assert run.run == "."
+    ours_eager = Counter({t: r.eager.executions for t, r in run.op_types.items() if r.eager.executions})
+    ours_graph = Counter({t: r.graph.executions for t, r in run.op_types.items() if r.graph.executions})
+    assert ours_eager == eager
+    assert ours_graph == graph
+    assert run.functions == functions
+    assert run.problems == []
+
+
+def test_summary_json_contract(bert_logdir: Path, tf_version: str, capsys: pytest.CaptureFixture) -> None:
+    assert main(["summary", str(bert_logdir), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"version", "warnings", "runs"}
+    (run,) = [r for r in doc["runs"] if r["run"] == "."]
+    assert run["tensorflow_version"] == tf_version
+    assert run["onednn_enabled"] is True
+    assert run["sources"]["debugger"] and run["sources"]["profile"] and run["sources"]["logs"]
+    by_type = {r["op_type"]: r for r in run["op_types"]}
+    for row in run["op_types"]:
+        assert set(row) == {"op_type", "eager", "graph"}
+        for mode in ("eager", "graph"):
+            assert isinstance(row[mode]["executions"], int)
+            for k in row[mode]["kernels"]:
+                assert k["evidence"] in ("log", "profile", "inferred")
+                assert k["onednn"] == k["name"].startswith("_Mkl")
+    # The seed question: eager Transpose is dispatched as Transpose but runs _MklTranspose.
+    transpose = by_type["Transpose"]
+    assert transpose["eager"]["executions"] >= 1
+    assert [k["name"] for k in transpose["eager"]["kernels"]] == ["_MklTranspose"]
+    assert transpose["eager"]["kernels"][0]["evidence"] == "log"
+    assert transpose["eager"]["kernels"][0]["executions"] == transpose["eager"]["executions"]
+    assert [k["name"] for k in by_type["MatMul"]["eager"]["kernels"]] == ["_MklMatMul"]
+    assert all(not k["onednn"] for k in by_type["AddV2"]["eager"]["kernels"])
+    assert by_type["AddV2"]["eager"]["executions"] and by_type["AddV2"]["graph"]["executions"]
+    assert any(f["name"].startswith("__inference_") for f in run["functions"])
+
+
+def test_profile_run_of_keras_callback_attaches_to_dump(bert_logdir: Path) -> None:
+    models = load(str(bert_logdir))
+    assert [m.run for m in models] == ["."]
+    (profile,) = models[0].sources["profile"]
+    assert profile.endswith(".xplane.pb") and "/plugins/profile/" in profile
+
+
+def test_table_and_csv(bert_logdir: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["summary", str(bert_logdir)]) == 0
+    table = capsys.readouterr().out
+    line = next(l for l in table.splitlines() if l.strip().startswith("Transpose "))
+    assert "_MklTranspose (log)" in line
+    assert main(["summary", str(bert_logdir), "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "run,op_type,mode,executions,kernel,kernel_executions,onednn,evidence"
+    assert any(r.startswith(".,Transpose,eager,") and ",_MklTranspose," in r for r in rows)
+    doc = summary(load(str(bert_logdir)), str(bert_logdir))
+    n_pairs = sum(1 for r in doc["runs"][0]["op_types"] for m in ("eager", "graph")
+                  if r[m]["executions"] or r[m]["kernels"])
+    kernel_rows = sum(max(1, len(r[m]["kernels"])) for r in doc["runs"][0]["op_types"]
+                      for m in ("eager", "graph") if r[m]["executions"] or r[m]["kernels"])
+    assert len(rows) - 1 == kernel_rows >= n_pairs
+
+
+def test_missing_logdir_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["summary", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope" in err and "no such directory" in err
+    assert main(["summary", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tfdbg_events" in err

@@ -1,0 +1,109 @@
+"""The TFRecord reader on real dump files, intact and damaged on purpose."""
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+from tensorflow.python.lib.io import tf_record
+
+from tb_opmode.tfrecord import RecordReader, encode_record, masked_crc32c
+
+from .conftest import dump_files
+
+
+def _read(path: Path) -> tuple[list[tuple[int, bytes]], RecordReader]:
+    reader = RecordReader(str(path))
+    return list(reader), reader
+
+
+def test_payloads_equal_tensorflows_reader(bert_logdir: Path) -> None:
+    for kind, path in dump_files(bert_logdir).items():
+        ours, reader = _read(path)
+        theirs = list(tf_record.tf_record_iterator(str(path)))
+        assert [p for _, p in ours] == theirs, kind
+        assert reader.problems == []
+        assert reader.end_offset == path.stat().st_size
+
+
+def test_masked_crc_matches_tensorflow_framing(bert_logdir: Path) -> None:
+    raw = dump_files(bert_logdir)["metadata"].read_bytes()
+    (length,) = struct.unpack("<Q", raw[:8])
+    assert masked_crc32c(raw[:8]) == struct.unpack("<I", raw[8:12])[0]
+    assert encode_record(raw[12:12 + length]) == raw[:16 + length]
+
+
+def _copy(src: Path, tmp_path: Path) -> tuple[Path, bytes, list[tuple[int, bytes]]]:
+    dst = tmp_path / src.name
+    shutil.copy(src, dst)
+    intact, _ = _read(src)
+    return dst, src.read_bytes(), intact
+
+
+def test_truncated_tail_keeps_every_complete_record(bert_logdir: Path, tmp_path: Path) -> None:
+    path, raw, intact = _copy(dump_files(bert_logdir)["execution"], tmp_path)
+    cut = intact[-1][0] + 20  # inside the last record's payload
+    path.write_bytes(raw[:cut])
+    got, reader = _read(path)
+    assert got == intact[:-1]
+    assert reader.truncated and len(reader.problems) == 1
+    problem = reader.problems[0]
+    assert problem.path == str(path) and problem.offset == intact[-1][0]
+    assert "truncated" in problem.message
+    assert reader.end_offset == intact[-1][0]  # where to resume when the file grows
+
+
+def test_truncated_header(bert_logdir: Path, tmp_path: Path) -> None:
+    path, raw, intact = _copy(dump_files(bert_logdir)["execution"], tmp_path)
+    path.write_bytes(raw + b"\x05\x00\x00")
+    got, reader = _read(path)
+    assert got == intact
+    assert [p.offset for p in reader.problems] == [len(raw)]
+
+
+def test_bad_payload_crc_skips_one_record_only(bert_logdir: Path, tmp_path: Path) -> None:
+    path, raw, intact = _copy(dump_files(bert_logdir)["graph_execution_traces"], tmp_path)
+    victim = len(intact) // 2
+    offset = intact[victim][0]
+    data = bytearray(raw)
+    data[offset + 12 + 3] ^= 0xFF
+    path.write_bytes(bytes(data))
+    got, reader = _read(path)
+    assert got == intact[:victim] + intact[victim + 1:]
+    assert len(reader.problems) == 1
+    assert reader.problems[0].offset == offset and "payload checksum" in reader.problems[0].message
+
+
+def test_flipped_length_resyncs_to_next_record(bert_logdir: Path, tmp_path: Path) -> None:
+    path, raw, intact = _copy(dump_files(bert_logdir)["graph_execution_traces"], tmp_path)
+    victim = 5
+    offset = intact[victim][0]
+    data = bytearray(raw)
+    data[offset + 6] ^= 0x40  # a high bit of the length: it now runs far past the end
+    path.write_bytes(bytes(data))
+    got, reader = _read(path)
+    assert got == intact[:victim] + intact[victim + 1:]
+    assert len(reader.problems) == 1
+    assert reader.problems[0].offset == offset and "length checksum" in reader.problems[0].message
+
+
+def test_empty_and_garbage_files(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    got, reader = _read(empty)
+    assert got == [] and reader.problems == []
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(bytes(range(256)) * 40)
+    got, reader = _read(garbage)
+    assert got == []
+    assert len(reader.problems) == 1 and "end of the file" in reader.problems[0].message
+
+
+def test_resume_from_saved_offset_reads_only_new_records(bert_logdir: Path, tmp_path: Path) -> None:
+    path, raw, intact = _copy(dump_files(bert_logdir)["execution"], tmp_path)
+    half = intact[len(intact) // 2][0]
+    path.write_bytes(raw[:half])
+    first, reader = _read(path)
+    path.write_bytes(raw)  # the training job wrote more
+    second = list(RecordReader(str(path), start=reader.end_offset))
+    assert first + second == intact
