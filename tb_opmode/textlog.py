@@ -119,6 +119,10 @@ _INSTANTIATING = b"Instantiating kernel for node: "
 _PROCESS = b"Process node: "
 _BANNER = b"oneDNN custom operations are "
 _WRAPPED = b"__wrapped__"
+_DEBUG_OP_NAME = re.compile(rb'[ \[]op_name="([^"]*)"')
+_DEBUG_CONTEXT = re.compile(rb'[ \[]tfdbg_context_id="([^"]*)"')
+_DEBUG_SLOT = re.compile(rb"[ \[]output_slot=(\d+)")
+_DEBUG_KERNEL = b"Debug"  # DebugNumericSummaryV2, DebugIdentityV2: tfdbg's instrumentation
 
 # Problem kinds, in report order.
 _NON_UTF8 = "non-UTF-8 bytes"
@@ -152,6 +156,12 @@ class LogFacts:
     eager_dispatch: Counter[str] = field(default_factory=Counter)
     eager_kernels: Counter[EagerKernel] = field(default_factory=Counter)
     graph_kernels: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # tfdbg's own debug nodes (``<op>/DebugNumericSummaryV2``) -> the tensor they
+    # read: when it is not ``<op>``'s, grappler removed or forwarded ``<op>``.
+    debug_inputs: dict[str, str] = field(default_factory=dict)
+    # DebugIdentityV2 node -> (tfdbg context id = dump graph id, dump op name,
+    # output slot): the exact link from an executed node name to the dump's op.
+    debug_targets: dict[str, tuple[str, str, int]] = field(default_factory=dict)
     graph_executions: Counter[str] = field(default_factory=Counter)
     onednn_primitives: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     onednn_time_ms: Counter[tuple[str, str, str]] = field(default_factory=Counter)
@@ -194,6 +204,8 @@ class _Parser:
         self.dispatch: Counter[bytes] = Counter()
         self.eager: Counter[tuple[bytes, bytes, bytes]] = Counter()
         self.graph_kernels: dict[bytes, tuple[bytes, bytes]] = {}
+        self.debug_inputs: dict[bytes, bytes] = {}
+        self.debug_targets: dict[bytes, tuple[bytes, bytes, int]] = {}
         self.graph_exec: Counter[bytes] = Counter()
         self.prims: Counter[tuple[bytes, bytes, bytes]] = Counter()
         self.prim_ms: dict[tuple[bytes, bytes, bytes], float] = {}
@@ -467,6 +479,26 @@ class _Parser:
             self.wrapper_kernels[key] = (kernel, dtype)
             return
         self.graph_kernels[name] = (kernel, dtype)
+        if kernel.startswith(_DEBUG_KERNEL) and name not in self.debug_inputs:
+            self._debug_input(name, line)
+
+    def _debug_input(self, name: bytes, line: bytes) -> None:
+        """Record the first input of a tfdbg debug node: ``...](input, ...)``."""
+        end = line.rfind(b") device: ")
+        if end < 0:
+            end = line.rstrip().rfind(b")")
+        start = line.rfind(b"(", 0, end)
+        if start < 0 or end < 0:
+            return
+        first = line[start + 1:end].split(b",", 1)[0].strip()
+        if first:
+            self.debug_inputs[name] = first
+        op = _DEBUG_OP_NAME.search(line, 0, start)
+        ctx = _DEBUG_CONTEXT.search(line, 0, start)
+        if op is not None and ctx is not None:
+            slot = _DEBUG_SLOT.search(line, 0, start)
+            self.debug_targets[name] = (ctx.group(1), op.group(1),
+                                        int(slot.group(1)) if slot is not None else 0)
 
     def _executor(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if not line.startswith(_PROCESS, at):
@@ -480,6 +512,8 @@ class _Parser:
             return
         self.graph_exec[name] += 1
         self.graph_kernels[name] = (kernel, dtype)
+        if kernel.startswith(_DEBUG_KERNEL) and name not in self.debug_inputs:
+            self._debug_input(name, line)
 
     def _port(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if line.startswith(_BANNER, at):
@@ -505,6 +539,9 @@ class _Parser:
         for (d, k, t), v in self.eager.items():
             facts.eager_kernels[EagerKernel(_s(d), _s(k), _s(t))] += v
         facts.graph_kernels = {_s(n): (_s(k), _s(t)) for n, (k, t) in self.graph_kernels.items()}
+        facts.debug_inputs = {_s(n): _s(i) for n, i in self.debug_inputs.items()}
+        facts.debug_targets = {_s(n): (_s(c), _s(o), slot)
+                               for n, (c, o, slot) in self.debug_targets.items()}
         for n, v in self.graph_exec.items():
             facts.graph_executions[_s(n)] += v
         for key, v in self.prims.items():

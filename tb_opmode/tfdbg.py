@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -26,10 +27,65 @@ from .schema import EVENT_KINDS, DebugEvent
 from .tfrecord import Problem, RecordReader
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "find_dump_sets", "read_dump_set",
-           "DUMP_FILE_RE"]
+           "DUMP_FILE_RE", "DTYPE_NAMES", "health_dtype"]
 
 DUMP_FILE_RE = re.compile(
     r"^(?P<prefix>tfdbg_events\.(?P<ts>\d+)\.(?P<host>.+))\.(?P<kind>" + "|".join(EVENT_KINDS) + r")$")
+
+
+# tensorflow/core/framework/types.proto: the dtypes a health summary can name.
+DTYPE_NAMES = {1: "DT_FLOAT", 2: "DT_DOUBLE", 3: "DT_INT32", 4: "DT_UINT8", 5: "DT_INT16",
+               6: "DT_INT8", 7: "DT_STRING", 8: "DT_COMPLEX64", 9: "DT_INT64", 10: "DT_BOOL",
+               14: "DT_BFLOAT16", 17: "DT_UINT16", 18: "DT_COMPLEX128", 19: "DT_HALF",
+               22: "DT_UINT32", 23: "DT_UINT64"}
+# Index of the dtype in the health vector, per TensorDebugMode (FULL_HEALTH=4:
+# [tensor_id, device_id, dtype, rank, size, ...]; SHAPE=5: [tensor_id, dtype, ...]).
+_DTYPE_INDEX = {4: 2, 5: 1}
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+def health_dtype(tensor_proto: bytes, mode: int) -> str:
+    """The dtype a FULL_HEALTH/SHAPE debug tensor records, or "" if none.
+
+    The health vector is a float64 TensorProto: values in ``tensor_content``
+    (field 4) or packed ``double_val`` (field 6). Only float tensors are
+    instrumented, so an execution without one had a non-float output.
+    """
+    index = _DTYPE_INDEX.get(mode)
+    if index is None or not tensor_proto:
+        return ""
+    pos, end = 0, len(tensor_proto)
+    try:
+        while pos < end:
+            key, pos = _varint(tensor_proto, pos)
+            wire = key & 7
+            if wire == 0:
+                _, pos = _varint(tensor_proto, pos)
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
+            elif wire == 2:
+                length, pos = _varint(tensor_proto, pos)
+                if key >> 3 in (4, 6) and length >= 8 * (index + 1):
+                    (value,) = struct.unpack_from("<d", tensor_proto, pos + 8 * index)
+                    return DTYPE_NAMES.get(int(value), f"DT_{int(value)}")
+                pos += length
+            else:
+                return ""
+    except (IndexError, struct.error):
+        return ""
+    return ""
 
 
 @dataclass(frozen=True)
@@ -40,6 +96,7 @@ class OpCreation:
     device: str
     num_outputs: int
     stack: tuple[str, ...]
+    inputs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -74,8 +131,12 @@ class DumpSet:
     executions: Counter = field(default_factory=Counter)
     # (op type, stack frame ids) -> count
     execution_sites: Counter = field(default_factory=Counter)
+    # (op type, dtype of the first output as the health tensor says, "" if none) -> count
+    execution_dtypes: Counter = field(default_factory=Counter)
     # (graph id, op name, output slot) -> count
     traces: Counter = field(default_factory=Counter)
+    # (graph id, op name, output slot) -> dtype its first health tensor names
+    trace_dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
     tensor_debug_modes: Counter = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
     records: int = 0
@@ -191,7 +252,7 @@ def _read_graphs(dump: DumpSet) -> None:
                 graph = graphs[op.graph_id] = GraphInfo(op.graph_id, op.graph_name)
             graph.ops[op.op_name] = OpCreation(
                 op.op_type, op.op_name, op.graph_id, op.device_name, op.num_outputs,
-                tuple(op.code_location.stack_frame_ids))
+                tuple(op.code_location.stack_frame_ids), tuple(op.input_names))
         elif what == "debugged_graph":
             g = event.debugged_graph
             graph = graphs.get(g.graph_id)
@@ -213,6 +274,8 @@ def _read_executions(dump: DumpSet) -> None:
             executions[(ex.op_type, ex.graph_id)] += 1
             sites[(ex.op_type, tuple(ex.code_location.stack_frame_ids))] += 1
             dump.tensor_debug_modes[ex.tensor_debug_mode] += 1
+            dtype = health_dtype(ex.tensor_protos[0], ex.tensor_debug_mode) if ex.tensor_protos else ""
+            dump.execution_dtypes[(ex.op_type, dtype)] += 1
 
 
 def _read_traces(dump: DumpSet) -> None:
@@ -225,6 +288,9 @@ def _read_traces(dump: DumpSet) -> None:
         last = wall
         if event.HasField("graph_execution_trace"):
             tr = event.graph_execution_trace
-            traces[(tr.tfdbg_context_id, tr.op_name, tr.output_slot)] += 1
+            key = (tr.tfdbg_context_id, tr.op_name, tr.output_slot)
+            if key not in traces:
+                dump.trace_dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
+            traces[key] += 1
     dump._touch(first)
     dump._touch(last)
