@@ -50,12 +50,28 @@ def _eager_preprocessing(tf) -> None:
     _ = tf.reduce_sum(y) + tf.reduce_sum(z)
 
 
+def _token_mixing(tf, seq: int):
+    """A layer that mixes tokens through tf.transpose, as BERT's head split does."""
+
+    class TokenMixing(tf.keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.mix = tf.keras.layers.Dense(seq, name="mix")
+
+        def call(self, x):
+            y = self.mix(tf.transpose(x, [0, 2, 1]))
+            return x + tf.transpose(y, [0, 2, 1])
+
+    return TokenMixing(name="token_mixing")
+
+
 def _bert(tf, outdir: str, steps: int) -> None:
     seq, vocab, dim, heads = 16, 64, 32, 2
     ids = tf.keras.Input(shape=(seq,), dtype="int32", name="input_ids")
     h = tf.keras.layers.Embedding(vocab, dim, name="embeddings")(ids)
     att = tf.keras.layers.MultiHeadAttention(num_heads=heads, key_dim=dim // heads, name="attention")(h, h)
     h = tf.keras.layers.LayerNormalization(name="attention_norm")(h + att)
+    h = _token_mixing(tf, seq)(h)
     ff = tf.keras.layers.Dense(dim * 2, activation="gelu", name="intermediate")(h)
     ff = tf.keras.layers.Dense(dim, name="output_dense")(ff)
     h = tf.keras.layers.LayerNormalization(name="output_norm")(h + ff)

@@ -11,10 +11,12 @@ import csv
 import io
 import json
 import sys
+import textwrap
 from typing import Any, TextIO
 
 from . import __version__
 from .join import MODES, LogdirError, load, summary
+from .why import call_sites, explain
 
 __all__ = ["main", "render_table", "render_csv"]
 
@@ -86,6 +88,48 @@ def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return 0
 
 
+def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    models = [m for m in load(args.logdir, args.run, tuple(args.log)) if m.counts_from]
+    if not models:
+        raise LogdirError(f"{args.logdir}: found files but nothing readable in them")
+    if args.run is None and len(models) > 1:
+        with_op = [m for m in models if args.op_type in m.op_types]
+        models = with_op[:1] or models[:1]
+        stderr.write(f"tb-opmode: several runs; explaining run {models[0].run!r} "
+                     f"(choose one with --run)\n")
+    model = models[0]
+    if args.op_type not in model.op_types:
+        near = sorted(t for t in model.op_types if t.lower() == args.op_type.lower()
+                      or args.op_type.lower() in t.lower())
+        hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
+        raise LogdirError(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
+    row = model.op_types[args.op_type]
+    why = explain(model, args.op_type)
+    stdout.write(f"{args.op_type} in run {model.run} (TensorFlow {model.tensorflow_version or '?'})\n")
+    for mode in MODES:
+        stats = row.mode(mode)
+        stdout.write(f"\n{mode}: {stats.executions} executions\n")
+        for k in sorted(stats.kernels, key=lambda k: -k.executions):
+            stdout.write(f"  kernel {k.name}  x{k.executions}  [{k.evidence}]"
+                         + ("  oneDNN" if k.onednn else "") + "\n")
+        for reason in why[mode]["reasons"]:
+            stdout.write(textwrap.fill(reason["text"], width=100, initial_indent="  - ",
+                                       subsequent_indent="    ") + "\n")
+        if stats.executions:
+            sites = call_sites(model, args.op_type, mode, limit=args.top, snippets=False)
+            if sites:
+                stdout.write("  call sites" + (" (where the graph op was traced)" if mode == "graph"
+                                               else "") + ":\n")
+            for site in sites:
+                stdout.write(f"    {site['count']:>7}  {site['file']}:{site['line']}  "
+                             f"{site['function']}\n")
+                user = site.get("user_code")
+                if user:
+                    stdout.write(f"             from {user['file']}:{user['line']}  "
+                                 f"{user['function']}\n")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tb-opmode",
@@ -99,6 +143,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--log", action="append", default=[], metavar="FILE",
                    help="a TF_CPP_MAX_VLOG_LEVEL / ONEDNN_VERBOSE log outside LOGDIR (repeatable)")
     p.set_defaults(func=_summary)
+    e = sub.add_parser("explain", help="why an op type ran in each mode with its kernel")
+    e.add_argument("logdir")
+    e.add_argument("op_type", help="op type as the dump names it, e.g. Transpose")
+    e.add_argument("--run", help="the run (default: the first that has the op type)")
+    e.add_argument("--top", type=int, default=5, help="call sites to show per mode")
+    e.add_argument("--log", action="append", default=[], metavar="FILE")
+    e.set_defaults(func=_explain)
     return parser
 
 

@@ -15,20 +15,22 @@ first, then the profile's ``<node>:<kernel>`` events.
 from __future__ import annotations
 
 import os
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import __version__
-from .nodes import canonical_op, match_nodes
+from .kernels import EagerAssignment, OpKernel, assign_eager, assign_graph, detect_onednn, is_onednn
+from .nodes import canonical_op
 from .runs import RunSources, discover, relpath
 from .textlog import LogFacts, read_log
 from .tfdbg import DumpSet, read_dump_set
 from .tfrecord import Problem
+from .why import explain, op_times, time_share
 from .xplane import Profile, read_profile
 
 __all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "LogdirError", "build_run",
-           "load", "summary", "MODES"]
+           "load", "summary", "run_json", "onednn_primitives", "is_function", "MODES"]
 
 MODES = ("eager", "graph")
 
@@ -43,7 +45,8 @@ class KernelUse:
     executions: int
     onednn: bool
     evidence: str          # "log" | "profile" | "inferred"
-    note: str = ""
+    notes: list[str] = field(default_factory=list)
+    fused_into: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -78,6 +81,10 @@ class RunModel:
     dumps: list[DumpSet] = field(default_factory=list)
     profiles: list[Profile] = field(default_factory=list)
     logs: list[LogFacts] = field(default_factory=list)
+    graph_ops: list[OpKernel] = field(default_factory=list)
+    eager_ops: list[EagerAssignment] = field(default_factory=list)
+    # (op type, mode, kernel) -> [profiler events, total ns]
+    times: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
 
     def row(self, op_type: str) -> OpTypeRow:
         row = self.op_types.get(op_type)
@@ -86,7 +93,7 @@ class RunModel:
         return row
 
 
-def _is_function(name: str) -> bool:
+def is_function(name: str) -> bool:
     # tf.function calls are dispatched as ops named after the traced function.
     return name.startswith(("__inference_", "__forward_", "__backward_"))
 
@@ -94,7 +101,7 @@ def _is_function(name: str) -> bool:
 def _dump_counts(model: RunModel) -> None:
     for dump in model.dumps:
         for (op_type, graph_id), n in dump.executions.items():
-            if graph_id or _is_function(op_type):
+            if graph_id or is_function(op_type):
                 model.functions[op_type] += n
             else:
                 model.row(op_type).eager.executions += n
@@ -122,7 +129,7 @@ def _dump_counts(model: RunModel) -> None:
 def _log_counts(model: RunModel) -> None:
     for log in model.logs:
         for dispatch, n in log.eager_dispatch.items():
-            if _is_function(dispatch):
+            if is_function(dispatch):
                 model.functions[dispatch] += n
             else:
                 model.row(canonical_op(dispatch)).eager.executions += n
@@ -135,7 +142,7 @@ def _log_counts(model: RunModel) -> None:
 def _profile_counts(model: RunModel) -> None:
     for prof in model.profiles:
         for op_type, is_func, _start, _dur in prof.eager_ops:
-            if is_func or _is_function(op_type):
+            if is_func or is_function(op_type):
                 model.functions[op_type] += 1
             else:
                 model.row(op_type).eager.executions += 1
@@ -143,96 +150,48 @@ def _profile_counts(model: RunModel) -> None:
             model.row(canonical_op(kernel)).graph.executions += 1
 
 
-def _add_kernel(stats: ModeStats, name: str, executions: int, evidence: str, note: str = "") -> None:
+def _add_kernel(stats: ModeStats, name: str, executions: int, evidence: str, note: str = "",
+                fused_into: str = "") -> None:
     for k in stats.kernels:
         if k.name == name and k.evidence == evidence:
             k.executions += executions
+            if note and note not in k.notes:
+                k.notes.append(note)
+            if fused_into and fused_into not in k.fused_into:
+                k.fused_into.append(fused_into)
             return
-    stats.kernels.append(KernelUse(name, executions, name.startswith("_Mkl"), evidence, note))
+    stats.kernels.append(KernelUse(name, executions, is_onednn(name), evidence,
+                                   [note] if note else [], [fused_into] if fused_into else []))
 
 
-def _eager_kernels(model: RunModel) -> None:
-    per_type: dict[str, Counter] = defaultdict(Counter)
-    dispatch_only: dict[str, bool] = {}
-    for log in model.logs:
-        for ek, n in log.eager_kernels.items():
-            if _is_function(ek.dispatch):
-                continue
-            kernel = ek.kernel or ek.dispatch
-            op_type = canonical_op(ek.dispatch)
-            per_type[op_type][kernel] += n
-            dispatch_only[op_type] = dispatch_only.get(op_type, True) and not ek.kernel
-    for op_type, kernels in per_type.items():
-        row = model.row(op_type)
-        note = ("only the dispatch line ('Executing op') was seen; it hides the eager "
-                "wrapper's graph rewrite" if dispatch_only.get(op_type) else "")
-        if len(kernels) == 1 and row.eager.executions:
-            # One kernel for every execution the log saw: it labels the dump's count too.
-            (kernel,) = kernels
-            _add_kernel(row.eager, kernel, row.eager.executions, "log", note)
-        else:
-            for kernel, n in kernels.most_common():
-                _add_kernel(row.eager, kernel, n, "log", note)
-
-
-def _graph_kernels(model: RunModel) -> None:
-    """Label graph ops with the kernels their executed nodes ran."""
-    node_kernel: dict[str, tuple[str, str]] = {}
-    for prof in model.profiles:
-        for node, kernel, _s, _d in prof.graph_ops:
-            node_kernel.setdefault(node, (kernel, "profile"))
-    for log in model.logs:
-        for node, (kernel, _dtype) in log.graph_kernels.items():
-            node_kernel[node] = (kernel, "log")  # the log outranks the profile
-    if not node_kernel:
-        return
+def _apply_kernels(model: RunModel) -> None:
+    model.graph_ops = assign_graph(model) if model.dumps else []
+    for op in model.graph_ops:
+        _add_kernel(model.row(op.op_type).graph, op.kernel, op.executions, op.evidence,
+                    op.note, op.fused_into)
     if not model.dumps:
-        for node, (kernel, evidence) in node_kernel.items():
-            row = model.op_types.get(canonical_op(kernel))
-            if row is not None:
-                _add_kernel(row.graph, kernel, 0, evidence)
-        for row in model.op_types.values():
-            if len(row.graph.kernels) == 1:
-                row.graph.kernels[0].executions = row.graph.executions
-        return
-    for dump in model.dumps:
-        op_counts: Counter = Counter()
-        lowest: dict[tuple[str, str], int] = {}
-        for (graph_id, op_name, slot), n in dump.traces.items():
-            key = (graph_id, op_name)
-            if key not in lowest or slot < lowest[key]:
-                lowest[key] = slot
-        for (graph_id, op_name, slot), n in dump.traces.items():
-            if slot == lowest[(graph_id, op_name)]:
-                op_counts[(graph_id, op_name)] += n
-        names = {op_name for (_g, op_name) in op_counts}
-        matched = match_nodes(names, node_kernel)
-        for (graph_id, op_name), n in op_counts.items():
-            nodes = matched.get(op_name)
-            if not nodes:
-                continue
-            op = dump.graphs[graph_id].ops.get(op_name) if graph_id in dump.graphs else None
-            if op is None:
-                continue
-            kernels = {node_kernel[node] for node in nodes}
-            if len(kernels) > 1:
-                # Equal names in several functions: keep the kernels that fit the op type.
-                fitting = {k for k in kernels if canonical_op(k[0]) == op.op_type}
-                kernels = fitting or kernels
-            kernel, evidence = sorted(kernels)[0]
-            _add_kernel(model.row(op.op_type).graph, kernel, n, evidence)
+        _graph_kernels_without_dump(model)
+    model.eager_ops = assign_eager(model, model.graph_ops)
+    for e in model.eager_ops:
+        _add_kernel(model.row(e.op_type).eager, e.kernel, e.executions, e.evidence, e.note)
 
 
-def _onednn(model: RunModel) -> None:
+def _graph_kernels_without_dump(model: RunModel) -> None:
+    """No dump: op types are named after the kernels seen (log, then profile)."""
+    seen: dict[str, tuple[str, str]] = {}
+    for prof in model.profiles:
+        for _node, kernel, _s, _d in prof.graph_ops:
+            seen.setdefault(kernel, (kernel, "profile"))
     for log in model.logs:
-        if log.onednn_opts is not None:
-            model.onednn_enabled, model.onednn_source = log.onednn_opts, "log banner"
-            return
-    mkl = any(k.name.startswith("_Mkl") for row in model.op_types.values()
-              for mode in (row.eager, row.graph) for k in mode.kernels)
-    if mkl:
-        model.onednn_enabled = True
-        model.onednn_source = "oneDNN kernels (_Mkl*) seen"
+        for kernel, _dtype in log.graph_kernels.values():
+            seen[kernel] = (kernel, "log")
+    for kernel, evidence in seen.values():
+        row = model.op_types.get(canonical_op(kernel))
+        if row is not None and row.graph.executions:
+            _add_kernel(row.graph, kernel, 0, evidence)
+    for row in model.op_types.values():
+        if len(row.graph.kernels) == 1:
+            row.graph.kernels[0].executions = row.graph.executions
 
 
 def build_run(sources: RunSources, logdir: str) -> RunModel:
@@ -260,9 +219,9 @@ def build_run(sources: RunSources, logdir: str) -> RunModel:
     elif model.profiles:
         model.counts_from = "profile"
         _profile_counts(model)
-    _eager_kernels(model)
-    _graph_kernels(model)
-    _onednn(model)
+    model.onednn_enabled, model.onednn_source = detect_onednn(model)
+    _apply_kernels(model)
+    model.times = op_times(model)
     return model
 
 
@@ -287,8 +246,10 @@ def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:
     for k in sorted(stats.kernels, key=lambda k: (-k.executions, k.name)):
         item: dict[str, Any] = {"name": k.name, "executions": k.executions, "onednn": k.onednn,
                                 "evidence": k.evidence}
-        if k.note:
-            item["note"] = k.note
+        if k.notes:
+            item["notes"] = k.notes[:5]
+        if k.fused_into:
+            item["fused_into"] = k.fused_into[:20]
         out.append(item)
     return out
 
@@ -300,31 +261,79 @@ def _problem_text(problem: Problem, logdir: str) -> str:
     return f"{path}: byte {problem.offset}: {problem.message}"
 
 
-def summary(models: list[RunModel], logdir: str) -> dict[str, Any]:
+def _mode_json(m: RunModel, row: OpTypeRow, mode: str, explanation: str) -> dict[str, Any]:
+    stats = row.mode(mode)
+    kernels = _kernels_json(stats)
+    total_events = total_ns = 0
+    for k in kernels:
+        events, ns = m.times.get((row.op_type, mode, k["name"]), (0, 0))
+        if events:
+            k["time"] = {"events": events, "total_ms": ns / 1e6, "mean_us": ns / events / 1e3}
+        total_events += events
+        total_ns += ns
+    out: dict[str, Any] = {"executions": stats.executions, "kernels": kernels}
+    if total_events:
+        out["time"] = {"events": total_events, "total_ms": total_ns / 1e6,
+                       "mean_us": total_ns / total_events / 1e3}
+    if explanation:
+        out["explanation"] = explanation
+    return out
+
+
+def onednn_primitives(m: RunModel) -> dict[str, Any]:
+    """ONEDNN_VERBOSE primitives executed, by kind and implementation (ISA)."""
+    counts: Counter = Counter()
+    times: Counter = Counter()
+    for log in m.logs:
+        counts.update(log.onednn_primitives)
+        times.update(log.onednn_time_ms)
+    rows = [{"kind": kind, "implementation": impl, "prop_kind": prop, "count": n,
+             "time_ms": round(times[(kind, impl, prop)], 3)}
+            for (kind, impl, prop), n in counts.most_common()]
+    note = ""
+    if rows and all(r["kind"] == "gemm_api" for r in rows):
+        note = ("only gemm_api lines: stock MatMul also calls oneDNN's sgemm, so these alone do "
+                "not prove that TF's oneDNN ops are on")
+    elif any(r["kind"] == "gemm_api" for r in rows):
+        note = "gemm_api lines also occur with oneDNN off (stock MatMul calls oneDNN's sgemm)"
+    return {"primitives": rows, "note": note}
+
+
+def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, Any]:
+    """One run of the summary contract."""
+    warnings = [_problem_text(p, logdir) for p in m.problems]
+    rows = sorted(m.op_types.values(),
+                  key=lambda r: (-(r.eager.executions + r.graph.executions), r.op_type))
+    op_types = []
+    for r in rows:
+        why = explain(m, r.op_type) if explanations else {}
+        op_types.append({
+            "op_type": r.op_type,
+            "eager": _mode_json(m, r, "eager", why.get("eager", {}).get("explanation", "")
+                                if r.eager.executions else ""),
+            "graph": _mode_json(m, r, "graph", why.get("graph", {}).get("explanation", "")
+                                if r.graph.executions else ""),
+        })
+    return {
+        "run": m.run,
+        "tensorflow_version": m.tensorflow_version,
+        "hosts": m.hosts,
+        "onednn_enabled": m.onednn_enabled,
+        "onednn_source": m.onednn_source,
+        "counts_from": m.counts_from,
+        "sources": m.sources,
+        "warnings": warnings,
+        "functions": [{"name": n, "calls": c} for n, c in sorted(
+            m.functions.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "onednn_verbose": onednn_primitives(m),
+        "time_share": time_share(m.times),
+        "op_types": op_types,
+    }
+
+
+def summary(models: list[RunModel], logdir: str, explanations: bool = True) -> dict[str, Any]:
     """The JSON contract of ``tb-opmode summary --format json``."""
     logdir = os.path.abspath(logdir)
-    runs = []
-    all_warnings: list[str] = []
-    for m in models:
-        warnings = [_problem_text(p, logdir) for p in m.problems]
-        all_warnings.extend(f"{m.run}: {w}" for w in warnings)
-        rows = sorted(m.op_types.values(),
-                      key=lambda r: (-(r.eager.executions + r.graph.executions), r.op_type))
-        runs.append({
-            "run": m.run,
-            "tensorflow_version": m.tensorflow_version,
-            "hosts": m.hosts,
-            "onednn_enabled": m.onednn_enabled,
-            "onednn_source": m.onednn_source,
-            "counts_from": m.counts_from,
-            "sources": m.sources,
-            "warnings": warnings,
-            "functions": [{"name": n, "calls": c} for n, c in sorted(
-                m.functions.items(), key=lambda kv: (-kv[1], kv[0]))],
-            "op_types": [{
-                "op_type": r.op_type,
-                "eager": {"executions": r.eager.executions, "kernels": _kernels_json(r.eager)},
-                "graph": {"executions": r.graph.executions, "kernels": _kernels_json(r.graph)},
-            } for r in rows],
-        })
+    runs = [run_json(m, logdir, explanations) for m in models]
+    all_warnings = [f"{r['run']}: {w}" for r in runs for w in r["warnings"]]
     return {"version": __version__, "warnings": all_warnings, "runs": runs}
