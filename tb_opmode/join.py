@@ -323,6 +323,7 @@ def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, A
         "counts_from": m.counts_from,
         "sources": m.sources,
         "warnings": warnings,
+        "notes": [f"{relpath(p.path, logdir)}: {n}" for p in m.profiles for n in p.notes],
         "functions": [{"name": n, "calls": c} for n, c in sorted(
             m.functions.items(), key=lambda kv: (-kv[1], kv[0]))],
         "onednn_verbose": onednn_primitives(m),

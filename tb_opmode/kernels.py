@@ -50,8 +50,22 @@ def is_onednn(kernel: str) -> bool:
 
 
 def is_fused(kernel: str) -> bool:
-    return "Fused" in kernel and kernel not in ("FusedBatchNorm", "FusedBatchNormV2",
-                                                "FusedBatchNormV3")
+    """A kernel that grappler's remapper made out of several ops."""
+    base = canonical_op(kernel)
+    if base.startswith("FusedBatchNorm"):
+        return base.startswith("FusedBatchNormEx")  # the plain one is a single op
+    return (base.startswith(("Fused", "_Fused", "PadWith")) or "WithBias" in base
+            or base in ("Swish", "FusedMish"))
+
+
+# Op types that appear in remapper fusion patterns (grappler's remapper.cc);
+# an op of another type is never absorbed into a fused node.
+_FUSABLE = frozenset((
+    "MatMul", "BatchMatMul", "BatchMatMulV2", "BiasAdd", "BiasAddGrad", "Conv2D", "Conv3D",
+    "DepthwiseConv2dNative", "Conv2DBackpropFilter", "FusedBatchNorm", "FusedBatchNormV2",
+    "FusedBatchNormV3", "Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid", "Softplus",
+    "Add", "AddV2", "AddN", "Mul", "Erf", "Pad", "Mish", "Gelu", "Pow", "Sub", "Rsqrt",
+    "Square", "SquaredDifference", "Mean", "Cast"))
 
 
 @dataclass
@@ -104,7 +118,12 @@ def _log_links(model: RunModel) -> dict[tuple[str, str, int], tuple[str, str, st
     for log in model.logs:
         for ident, (ctx, op_name, slot) in log.debug_targets.items():
             summary_node = _strip_slot(log.debug_inputs.get(ident, ""))
-            producer = _strip_slot(log.debug_inputs.get(summary_node, summary_node))
+            summary_kernel = log.graph_kernels.get(summary_node, ("", ""))[0]
+            if summary_kernel and not summary_kernel.startswith(_DEBUG_PREFIX):
+                # Grappler folded the summary itself into a constant: so was the op.
+                producer = summary_node
+            else:
+                producer = _strip_slot(log.debug_inputs.get(summary_node, summary_node))
             # The identity node is "<prefix><op name>/DebugIdentityV2_N" or, for
             # some outputs, "<prefix><scope>/DebugIdentityV2_N"; the prefix is
             # whatever precedes the op name in it.
@@ -112,6 +131,16 @@ def _log_links(model: RunModel) -> dict[tuple[str, str, int], tuple[str, str, st
             expected = ident[:at] + op_name if at >= 0 else ""
             if not expected and (producer == op_name or producer.endswith("/" + op_name)):
                 expected = producer
+            if not expected:
+                # The identity hangs under another scope ("<prefix>a/b/DebugIdentityV2_7"
+                # for op "a/b/x"): the node, if it ran, is "<prefix>" + op name for
+                # some leading part of the identity's name.
+                cut = ident.find("/")
+                candidates = [op_name]
+                while cut != -1:
+                    candidates.append(ident[:cut + 1] + op_name)
+                    cut = ident.find("/", cut + 1)
+                expected = next((c for c in candidates if c in log.graph_kernels), "")
             kernel, dtype = log.graph_kernels.get(producer, ("", ""))
             links[(ctx, op_name, slot)] = (expected, producer, kernel, dtype)
     return links
@@ -131,17 +160,29 @@ def _node_kernels(model: RunModel) -> dict[str, tuple[str, str, str]]:
     return nodes
 
 
-def _profiled_debug_ops(model: RunModel, wanted: set[str]) -> set[str]:
-    """Dump op names whose tfdbg summary node ran in a profiled step."""
-    out: set[str] = set()
+def _profiled_debug_ops(model: RunModel, wanted: set[str]) -> tuple[set[str], set[str]]:
+    """Dump op names whose tfdbg nodes ran in a profiled step: (summary ran, identity ran).
+
+    tfdbg hangs ``<op>/DebugNumericSummaryV2`` and ``<op>/DebugIdentityV2_N`` on
+    each traced output. When the identity ran but the summary left no event,
+    grappler folded the summary into a constant, which it does only when the
+    op's own value was constant.
+    """
+    summaries: set[str] = set()
+    identities: set[str] = set()
     for prof in model.profiles:
         for node, kernel, _start, _dur in prof.graph_ops:
             if kernel.startswith("DebugNumericSummary"):
-                for suffix in suffixes(node.rpartition("/")[0]):
-                    if suffix in wanted:
-                        out.add(suffix)
-                        break
-    return out
+                target = summaries
+            elif kernel.startswith("DebugIdentity"):
+                target = identities
+            else:
+                continue
+            for suffix in suffixes(node.rpartition("/")[0]):
+                if suffix in wanted:
+                    target.add(suffix)
+                    break
+    return summaries, identities
 
 
 def _suffix_index(nodes: dict[str, tuple[str, str, str]], wanted: set[str]) -> dict[str, list[str]]:
@@ -170,10 +211,9 @@ def _classify_link(op: OpKernel, link: tuple[str, str, str, str],
         op.note = f"fused by grappler's remapper into {kernel}"
     elif kernel == "Const":
         op.kernel, op.evidence, op.node = "Const", "log", producer
-        op.note = ("deduplicated by grappler: it shares another identical constant"
-                   if op.op_type == "Const" else
-                   "constant-folded by grappler: its value was computed once, when the graph "
-                   "was optimised, and runs as a Const")
+        # Reached only when the op's own node did not run.
+        op.note = ("constant-folded by grappler: its value was computed once, when the "
+                   "graph was optimised, and is fed as a constant")
     elif kernel:
         op.kernel, op.evidence, op.node = REMOVED, "log", producer
         op.note = ("removed by grappler (it did nothing, e.g. an identity transpose or reshape): "
@@ -182,6 +222,10 @@ def _classify_link(op: OpKernel, link: tuple[str, str, str, str],
         base = canonical_op(op.kernel)
         if base != op.op_type and not is_fused(op.kernel) and not op.op_type.startswith("_"):
             op.note = f"rewritten by grappler from {op.op_type} into {op.kernel}"
+
+# Remapper patterns that fuse an op with a sibling reading the same input:
+# Conv2DBackpropFilter + BiasAddGrad -> _MklNativeConv2DBackpropFilterWithBias.
+_SIBLING_FUSIONS = {"BiasAddGrad": ("Conv2DBackpropFilter", "MatMul")}
 
 
 def _consumers(model: RunModel, dump_index: int, graph_id: str) -> dict[str, list[str]]:
@@ -223,12 +267,14 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
                 kernel, dtype, evidence = nodes[node]
                 op.kernel, op.evidence, op.node = kernel, evidence, node
                 op.dtype = op.dtype or dtype
+        if op.kernel and is_fused(op.kernel) and not op.note:
+            op.note = f"its node became the fused kernel {op.kernel} (grappler's remapper)"
         if op.kernel:
             out.append(op)
         else:
             unresolved.append((i, op))
     _fusions_and_inference(model, out, unresolved, by_suffix, nodes,
-                           _profiled_debug_ops(model, wanted) if not model.logs else set())
+                           _profiled_debug_ops(model, wanted) if not model.logs else (set(), set()))
     return out + [op for _i, op in unresolved]
 
 
@@ -236,7 +282,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                            unresolved: list[tuple[int, OpKernel]],
                            by_suffix: dict[str, list[str]],
                            nodes: dict[str, tuple[str, str, str]],
-                           profiled_debug: set[str]) -> None:
+                           profiled_debug: tuple[set[str], set[str]]) -> None:
     # This run's own observations: (op type, dtype) -> kernel seen in its graphs.
     seen: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for op in resolved:
@@ -247,9 +293,22 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     for i, op in unresolved:
         # Fused into a consumer's node? (MatMul -> BiasAdd -> Relu = _MklNativeFusedMatMul)
         key = (i, op.graph_id)
+        graph_ops = model.dumps[i].graphs[op.graph_id].ops
         if key not in consumers_cache:
             consumers_cache[key] = _consumers(model, i, op.graph_id)
-        frontier, hops = [op.op_name], 0
+        frontier, hops = ([op.op_name] if op.op_type in _FUSABLE else []), 0
+        created_op = graph_ops.get(op.op_name)
+        if op.op_type in _SIBLING_FUSIONS and created_op is not None and created_op.inputs:
+            source = _strip_slot(created_op.inputs[0])
+            for sibling in consumers_cache[key].get(source, []):
+                other = graph_ops.get(sibling)
+                done = resolved_by_name.get((op.graph_id, sibling))
+                if (other is not None and other.op_type in _SIBLING_FUSIONS[op.op_type]
+                        and done is not None and is_fused(done.kernel)):
+                    op.kernel, op.evidence, op.node = done.kernel, done.evidence, done.node
+                    op.fused_into = done.node
+                    op.note = f"fused by grappler's remapper into {done.kernel}"
+                    break
         while frontier and hops < 3 and not op.kernel:
             nxt = []
             for name in frontier:
@@ -265,13 +324,22 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                             break
                     if op.kernel:
                         break
-                    nxt.append(consumer)
+                    created = graph_ops.get(consumer)
+                    if created is not None and created.op_type in _FUSABLE:
+                        nxt.append(consumer)
                 if op.kernel:
                     break
             frontier, hops = nxt, hops + 1
         if op.kernel:
             continue
-        if op.op_name in profiled_debug and op.op_type not in _NO_EVENT_OPS:
+        summaries, identities = profiled_debug
+        if (op.op_name in identities and op.op_name not in summaries
+                and op.op_type != "Const"):
+            op.kernel, op.evidence = "Const", "inferred"
+            op.note = ("constant-folded by grappler: its debug summary was folded into a "
+                       "constant too (the profile shows tfdbg's identity node but no summary)")
+            continue
+        if op.op_name in summaries and op.op_type not in _NO_EVENT_OPS:
             op.kernel, op.evidence = REMOVED, "inferred"
             op.note = ("no profiler event for it although its debug summary ran in the same "
                        "step: grappler most likely removed it")

@@ -117,6 +117,8 @@ _RUNNING = b"Running component function on device "
 _SUCCEEDED = b"Component function execution succeeded"
 _INSTANTIATING = b"Instantiating kernel for node: "
 _PROCESS = b"Process node: "
+_FOLDING_STEP = b" step -1 "
+_FOLDED = b"Folded node: "
 _BANNER = b"oneDNN custom operations are "
 _WRAPPED = b"__wrapped__"
 _DEBUG_OP_NAME = re.compile(rb'[ \[]op_name="([^"]*)"')
@@ -205,6 +207,10 @@ class _Parser:
         self.eager: Counter[tuple[bytes, bytes, bytes]] = Counter()
         self.graph_kernels: dict[bytes, tuple[bytes, bytes]] = {}
         self.debug_inputs: dict[bytes, bytes] = {}
+        # Graph nodes seen only in "Instantiating kernel" lines, and nodes that
+        # ran only under constant folding (step -1).
+        self.instantiated: dict[bytes, tuple[bytes, bytes]] = {}
+        self.folded: set[bytes] = set()
         self.debug_targets: dict[bytes, tuple[bytes, bytes, int]] = {}
         self.graph_exec: Counter[bytes] = Counter()
         self.prims: Counter[tuple[bytes, bytes, bytes]] = Counter()
@@ -223,6 +229,7 @@ class _Parser:
             b"op_kernel.cc": ((_INSTANTIATING,), self._op_kernel),
             b"executor.cc": ((_PROCESS,), self._executor),
             b"port.cc": ((_BANNER,), self._port),
+            b"constant_folding.cc": ((_FOLDED,), self._folded),
         }
 
     # -- bookkeeping ---------------------------------------------------------------
@@ -478,7 +485,7 @@ class _Parser:
             key = ctx.key if ctx.key is not None else (ctx.dispatch, ctx.device)
             self.wrapper_kernels[key] = (kernel, dtype)
             return
-        self.graph_kernels[name] = (kernel, dtype)
+        self.instantiated[name] = (kernel, dtype)
         if kernel.startswith(_DEBUG_KERNEL) and name not in self.debug_inputs:
             self._debug_input(name, line)
 
@@ -510,10 +517,22 @@ class _Parser:
         name, kernel, dtype = parsed
         if name in _IGNORED_NODES or kernel in _IGNORED_KERNELS:
             return
+        if line.startswith(_FOLDING_STEP, line.find(b" step ", at)):
+            # Step -1 is grappler's constant folding evaluating nodes while it
+            # optimises the graph, not a run of the graph.
+            self.folded.add(name)
+            return
         self.graph_exec[name] += 1
         self.graph_kernels[name] = (kernel, dtype)
         if kernel.startswith(_DEBUG_KERNEL) and name not in self.debug_inputs:
             self._debug_input(name, line)
+
+    def _folded(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
+        """``Folded node: {{node X}} = ...``: grappler evaluated X once, at optimisation."""
+        if line.startswith(_FOLDED, at):
+            parsed = self._node(line, at)
+            if parsed is not None:
+                self.folded.add(parsed[0])
 
     def _port(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if line.startswith(_BANNER, at):
@@ -538,7 +557,12 @@ class _Parser:
         facts.eager_dispatch = Counter({_s(k): v for k, v in self.dispatch.items()})
         for (d, k, t), v in self.eager.items():
             facts.eager_kernels[EagerKernel(_s(d), _s(k), _s(t))] += v
-        facts.graph_kernels = {_s(n): (_s(k), _s(t)) for n, (k, t) in self.graph_kernels.items()}
+        # A node that "Process node" lines show ran keeps that kernel; one only
+        # instantiated counts too (a log without executor lines), unless it ran
+        # only for constant folding.
+        kernels = {n: kt for n, kt in self.instantiated.items() if n not in self.folded}
+        kernels.update(self.graph_kernels)
+        facts.graph_kernels = {_s(n): (_s(k), _s(t)) for n, (k, t) in kernels.items()}
         facts.debug_inputs = {_s(n): _s(i) for n, i in self.debug_inputs.items()}
         facts.debug_targets = {_s(n): (_s(c), _s(o), slot)
                                for n, (c, o, slot) in self.debug_targets.items()}

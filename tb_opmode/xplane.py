@@ -20,7 +20,7 @@ What the files hold (measured on TF 2.13 and 2.21 CPU profiles):
   absolute = profile_start_time + line.timestamp_ns + event.offset_ps // 1000
   (checked: it falls between profile_start_time and profile_stop_time, and a
   few ms before the file's mtime). TF 2.13 writes no such plane: the start is
-  then estimated as file mtime minus the span of the events, and a Problem
+  then estimated as file mtime minus the span of the events, and a note
   says so (``Profile.time_source == "file_mtime"``).
 - Eager executions: events (``EagerExecute`` in 2.13 and 2.21) with stats
   ``eager_op`` (op type, or ``__inference_<fn>_<n>`` for a function call) and
@@ -107,6 +107,8 @@ class Profile:
     function_calls: list[tuple[str, int, int]] = field(default_factory=list)
     """(Python function name, start_ns, duration_ns), tracing included"""
     problems: list[Problem] = field(default_factory=list)
+    # Facts about how the file was read that are not damage (e.g. estimated times).
+    notes: list[str] = field(default_factory=list)
     time_source: str = ""
     """"profile_start_time" (exact), "line_timestamps" (already epoch),
     "file_mtime" (estimated, TF 2.13) or "" (nothing read)."""
@@ -189,10 +191,10 @@ def read_profile(path: str) -> Profile:
         prof.function_calls = [(n, s + shift, d) for n, s, d in prof.function_calls]
         prof.start_ns += shift
         prof.end_ns += shift
-        prof.problems.append(Problem(path, 0, (
+        prof.notes.append((
             "no profile_start_time in the file (TF 2.13 writes none): absolute times "
             "estimated as file mtime minus the span of the events; off by the time TF took "
-            "to write the file (milliseconds), more if the file was copied without its mtime")))
+            "to write the file (milliseconds), more if the file was copied without its mtime"))
     return prof
 
 
