@@ -34,7 +34,7 @@ demo: venv
 
 test: venv venv213 browser
 	$(VENV)/bin/python -m pytest -q tests
-	$(VENV213)/bin/python -m pytest -q tests -m "not browser"
+	$(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
 
 bench: venv
 	$(VENV)/bin/python bench/bench.py
