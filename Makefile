@@ -30,7 +30,7 @@ browser:
 demo: venv
 	rm -rf $(DEMO_DIR) && $(VENV)/bin/python demo/make_logdir.py $(DEMO_DIR)
 	$(VENV)/bin/tb-opmode summary $(DEMO_DIR)
-	$(VENV)/bin/tensorboard --logdir $(DEMO_DIR) --port $(PORT) --bind_all
+	$(VENV)/bin/tensorboard --logdir $(DEMO_DIR) --port $(PORT)
 
 test: venv venv213 browser
 	$(VENV)/bin/python -m pytest -q tests

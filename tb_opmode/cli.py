@@ -22,7 +22,10 @@ __all__ = ["main", "render_table", "render_csv"]
 
 
 def _kernel_text(kernels: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{k['name']} ({k['evidence']})" for k in kernels) or "-"
+    # With several kernels in one mode, say how the executions split.
+    counts = len(kernels) > 1
+    return ", ".join(f"{k['name']}" + (f" x{k['executions']}" if counts else "")
+                     + f" ({k['evidence']})" for k in kernels) or "-"
 
 
 def render_table(doc: dict[str, Any]) -> str:
