@@ -1,0 +1,480 @@
+"""The TensorBoard plugin "opmode": routes over runs loaded in a background thread.
+
+In: a ``TBContext`` whose ``logdir`` holds tfdbg2 dumps, profiles and logs
+(found by ``runs.discover``). Out: small JSON answers under
+``/data/plugin/opmode/`` (runs, progress, overview, a page of the op table,
+one op's detail, a timeline window, a comparison of two runs, exports) and the
+tab's static files (``index.js`` and friends, from a fixed list).
+
+Loading never happens in a request: a daemon thread scans the logdir, builds
+each run (``join.build_run`` then ``views.prepare``) and publishes it under a
+lock as one finished, never-changed object, so a request sees either the old
+model or the new one, never half of one. Every ``RESCAN_SECONDS`` it scans
+again and rebuilds a run whose files changed (size or mtime) or appeared,
+keeping the old model served until the new one is ready. Routes turn bad
+parameters into 400 (``InvalidArgumentError``) and unknown runs or ops into
+404 (``NotFoundError``).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from google.protobuf.message import DecodeError
+from tensorboard import errors
+from tensorboard.backend import http_util
+from tensorboard.plugins import base_plugin
+from werkzeug import wrappers
+
+from . import views
+from .join import build_run
+from .runs import RunSources, discover
+
+__all__ = ["OpModePlugin", "PLUGIN_NAME", "STATIC_FILES", "MAX_RESPONSE_BYTES", "file_signature"]
+
+PLUGIN_NAME = "opmode"
+_STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
+# The only files the static routes serve; nothing from the request becomes a path.
+STATIC_FILES: dict[str, str] = {
+    "index.js": "text/javascript",
+    "data.js": "text/javascript",
+    "views.js": "text/javascript",
+    "timeline.js": "text/javascript",
+    "colors.js": "text/javascript",
+    "style.css": "text/css",
+}
+MAX_RESPONSE_BYTES = 1 << 20
+_MAX_TEXT_PARAM = 200
+_JSON = "application/json"
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[wrappers.Request], wrappers.Response]
+
+
+def file_signature(sources: RunSources) -> tuple[tuple[str, int, int], ...]:
+    """(path, size, mtime ns) of every file of a run: changes when a file grows or appears."""
+    paths = [p for files in sources.dump_sets.values() for p in files.values()]
+    paths += sources.profiles + sources.logs
+    out = []
+    for path in sorted(paths):
+        try:
+            st = os.stat(path)
+            out.append((path, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((path, -1, 0))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """A published run: built once, then only read."""
+
+    view: views.RunView
+    signature: tuple[tuple[str, int, int], ...]
+    loaded_at: float
+    seconds: float
+
+
+@dataclass
+class _Progress:
+    scans: int = 0
+    runs_total: int = 0
+    runs_done: int = 0
+    files_total: int = 0
+    files_done: int = 0
+    bytes_total: int = 0
+    bytes_done: int = 0
+    loading: str = ""
+    scanning: bool = False
+    error: str = ""
+    pending: list[str] = field(default_factory=list)
+
+
+class OpModePlugin(base_plugin.TBPlugin):
+    """Which ops ran eagerly or in graphs, and which oneDNN or stock kernel ran them."""
+
+    plugin_name = PLUGIN_NAME
+    RESCAN_SECONDS = 30.0
+
+    def __init__(self, context: base_plugin.TBContext, rescan_seconds: Optional[float] = None,
+                 start: bool = True) -> None:
+        self._logdir = os.path.abspath(context.logdir) if context.logdir else ""
+        self._rescan = self.RESCAN_SECONDS if rescan_seconds is None else rescan_seconds
+        self._lock = threading.Lock()
+        self._runs: dict[str, _Loaded] = {}
+        self._discovered: dict[str, RunSources] = {}
+        self._errors: dict[str, str] = {}
+        self._failed: dict[str, tuple[tuple[str, int, int], ...]] = {}
+        self._progress = _Progress()
+        self._active = False
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        if start and self._logdir:
+            self.start()
+
+    # ------------------------------------------------------------ loading
+
+    def start(self) -> None:
+        """Start the background loader (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="opmode-loader", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        """Stop the background loader and wait for it."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def rescan(self) -> None:
+        """Ask the loader to scan now instead of at the next interval."""
+        self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Block until a full scan and all its loads finished (for tests and tools)."""
+        return self._idle.wait(timeout)
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                self._wake.clear()
+                self._scan_once()
+                self._idle.set()
+                self._wake.wait(self._rescan)
+        finally:
+            if not self._stop.is_set():
+                # An error we do not expect (a bug): threading.excepthook logs it; say so too.
+                with self._lock:
+                    self._progress.error = ("the background loader stopped on an unexpected "
+                                            "error; see TensorBoard's log")
+                    self._progress.scanning = False
+                self._idle.set()
+
+    def _scan_once(self) -> None:
+        with self._lock:
+            self._progress.scanning = True
+        try:
+            found = discover(self._logdir)
+            scan_error = ""
+        except OSError as err:
+            found, scan_error = [], f"cannot scan {self._logdir}: {err.strerror or err}"
+        signatures = {r.name: file_signature(r) for r in found}
+        with self._lock:
+            self._discovered = {r.name: r for r in found}
+            for name in list(self._runs):
+                if name not in self._discovered:
+                    del self._runs[name]
+            for name in list(self._errors):
+                if name not in self._discovered:
+                    del self._errors[name]
+                    self._failed.pop(name, None)
+            self._active = bool(found)
+            self._progress.error = scan_error
+            self._progress.scans += 1
+            self._update_progress(signatures)
+        for sources in found:
+            if self._stop.is_set():
+                return
+            signature = signatures[sources.name]
+            with self._lock:
+                current = self._runs.get(sources.name)
+                if current is not None and current.signature == signature:
+                    continue
+                if self._failed.get(sources.name) == signature:
+                    continue  # failed before on exactly these files
+                self._progress.loading = sources.name
+            self._load(sources, signature)
+            with self._lock:
+                self._update_progress(signatures)
+        with self._lock:
+            self._progress.loading = ""
+            self._progress.scanning = False
+
+    def _load(self, sources: RunSources, signature: tuple[tuple[str, int, int], ...]) -> None:
+        began = time.monotonic()
+        try:
+            model = build_run(sources, self._logdir)
+            view = views.prepare(model, self._logdir)
+        except (OSError, ValueError, DecodeError) as err:
+            logger.warning("opmode: cannot load run %s: %s", sources.name, err)
+            with self._lock:
+                self._errors[sources.name] = f"{type(err).__name__}: {err}"
+                self._failed[sources.name] = signature
+            return
+        loaded = _Loaded(view, signature, time.time(), time.monotonic() - began)
+        with self._lock:
+            self._runs[sources.name] = loaded
+            self._errors.pop(sources.name, None)
+            self._failed.pop(sources.name, None)
+
+    def _update_progress(self, signatures: dict[str, tuple[tuple[str, int, int], ...]]) -> None:
+        """Recount progress (lock held)."""
+        p = self._progress
+        p.runs_total = len(signatures)
+        p.runs_done = p.files_total = p.files_done = p.bytes_total = p.bytes_done = 0
+        p.pending = []
+        for name, sig in signatures.items():
+            size = sum(max(0, s) for _p, s, _m in sig)
+            p.files_total += len(sig)
+            p.bytes_total += size
+            loaded = self._runs.get(name)
+            if (loaded is not None and loaded.signature == sig) or name in self._errors:
+                p.runs_done += 1
+                p.files_done += len(sig)
+                p.bytes_done += size
+            else:
+                p.pending.append(name)
+
+    # ------------------------------------------------------------ TBPlugin
+
+    def get_plugin_apps(self) -> dict[str, Handler]:
+        apps: dict[str, Handler] = {
+            "/runs": self._serve_runs,
+            "/progress": self._serve_progress,
+            "/overview": self._serve_overview,
+            "/optypes": self._serve_optypes,
+            "/op": self._serve_op,
+            "/timeline": self._serve_timeline,
+            "/compare": self._serve_compare,
+            "/export": self._serve_export,
+            "/static/*": self._serve_static,
+        }
+        for name in STATIC_FILES:
+            apps["/" + name] = self._serve_static
+        return apps
+
+    def is_active(self) -> bool:
+        return self._active
+
+    def frontend_metadata(self) -> base_plugin.FrontendMetadata:
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Op Mode",
+                                            disable_reload=True)
+
+    # ------------------------------------------------------------ helpers
+
+    def _respond(self, request: wrappers.Request, body: Any) -> wrappers.Response:
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=True)
+        if len(text) > MAX_RESPONSE_BYTES:
+            raise errors.InvalidArgumentError(
+                "the answer would exceed 1 MB; ask for a smaller page or window")
+        return http_util.Respond(request, text, _JSON)
+
+    def _view(self, name: Optional[str], param: str = "run") -> views.RunView:
+        if not name:
+            raise errors.InvalidArgumentError(f"missing parameter {param!r}")
+        with self._lock:
+            loaded = self._runs.get(name)
+            known = name in self._discovered
+            error = self._errors.get(name)
+        if loaded is not None:
+            return loaded.view
+        if error:
+            raise errors.NotFoundError(f"run {name!r} could not be loaded: {error}")
+        if known:
+            raise errors.NotFoundError(f"run {name!r} is still loading")
+        raise errors.NotFoundError(f"no run named {name!r}")
+
+    @staticmethod
+    def _text(request: wrappers.Request, name: str, default: str = "") -> str:
+        value = request.args.get(name, default)
+        if len(value) > _MAX_TEXT_PARAM:
+            raise errors.InvalidArgumentError(f"{name} is longer than {_MAX_TEXT_PARAM} characters")
+        return value
+
+    @staticmethod
+    def _int(request: wrappers.Request, name: str, default: Optional[int], lo: int,
+             hi: int) -> Optional[int]:
+        raw = request.args.get(name)
+        if raw is None or raw == "":
+            return default
+        if not re.fullmatch(r"-?\d{1,19}", raw.strip()):
+            raise errors.InvalidArgumentError(f"{name} must be an integer; got {raw[:40]!r}")
+        value = int(raw)
+        if not lo <= value <= hi:
+            raise errors.InvalidArgumentError(f"{name} must be between {lo} and {hi}; got {value}")
+        return value
+
+    @staticmethod
+    def _bool(request: wrappers.Request, name: str, default: bool) -> bool:
+        raw = request.args.get(name)
+        if raw is None or raw == "":
+            return default
+        if raw.lower() in ("1", "true", "yes"):
+            return True
+        if raw.lower() in ("0", "false", "no"):
+            return False
+        raise errors.InvalidArgumentError(f"{name} must be 0 or 1; got {raw[:40]!r}")
+
+    def _progress_json(self) -> dict[str, Any]:
+        p = self._progress
+        return {"scans": p.scans, "runs_total": p.runs_total, "runs_done": p.runs_done,
+                "files_total": p.files_total, "files_done": p.files_done,
+                "bytes_total": p.bytes_total, "bytes_done": p.bytes_done,
+                "loading": p.loading, "scanning": p.scanning, "pending": list(p.pending),
+                "error": p.error, "logdir_set": bool(self._logdir)}
+
+    # ------------------------------------------------------------ routes
+
+    @wrappers.Request.application
+    def _serve_runs(self, request: wrappers.Request) -> wrappers.Response:
+        """All runs, loaded or not: ``[{run, status, tensorflow_version, ...}]`` plus progress."""
+        with self._lock:
+            names = sorted(set(self._discovered) | set(self._runs))
+            runs = []
+            for name in names:
+                loaded = self._runs.get(name)
+                entry: dict[str, Any] = {"run": name}
+                if loaded is not None:
+                    doc = loaded.view.doc
+                    stale = (name in self._progress.pending)
+                    entry.update(status="ready", reloading=stale,
+                                 tensorflow_version=doc["tensorflow_version"],
+                                 onednn_enabled=doc["onednn_enabled"],
+                                 onednn_state=views.onednn_state(loaded.view)[0],
+                                 counts_from=doc["counts_from"],
+                                 op_types=len(loaded.view.rows),
+                                 has_profile=bool(loaded.view.model.profiles),
+                                 warnings=len(doc["warnings"]),
+                                 loaded_at=loaded.loaded_at)
+                elif name in self._errors:
+                    entry.update(status="error", error=self._errors[name])
+                else:
+                    entry.update(status="loading")
+                runs.append(entry)
+            progress = self._progress_json()
+        return self._respond(request, {"runs": runs, "progress": progress})
+
+    @wrappers.Request.application
+    def _serve_progress(self, request: wrappers.Request) -> wrappers.Response:
+        """Runs, files and bytes loaded of those found."""
+        with self._lock:
+            body = self._progress_json()
+        return self._respond(request, body)
+
+    @wrappers.Request.application
+    def _serve_overview(self, request: wrappers.Request) -> wrappers.Response:
+        """``?run=``: run facts, mode shares, oneDNN coverage, the mode x class matrix."""
+        view = self._view(self._text(request, "run"))
+        return self._respond(request, views.overview(view))
+
+    @wrappers.Request.application
+    def _serve_optypes(self, request: wrappers.Request) -> wrappers.Response:
+        """``?run=&sort=&order=asc|desc&filter=a,b&q=&page=&page_size=``: a page of the op table."""
+        view = self._view(self._text(request, "run"))
+        order = self._text(request, "order", "desc")
+        if order not in ("asc", "desc"):
+            raise errors.InvalidArgumentError(f"order must be asc or desc; got {order[:40]!r}")
+        raw_filters = self._text(request, "filter")
+        filters = tuple(f for f in raw_filters.split(",") if f) if raw_filters else ()
+        page = self._int(request, "page", 0, 0, 1_000_000)
+        page_size = self._int(request, "page_size", 50, 1, views.MAX_PAGE_SIZE)
+        try:
+            body = views.op_page(view, self._text(request, "sort", "total"), order == "desc",
+                                 filters, self._text(request, "q"), page or 0, page_size or 50)
+        except ValueError as err:
+            raise errors.InvalidArgumentError(str(err)) from err
+        return self._respond(request, body)
+
+    @wrappers.Request.application
+    def _serve_op(self, request: wrappers.Request) -> wrappers.Response:
+        """``?run=&op=&sites=``: kernels, evidence, call sites with source lines, graphs."""
+        view = self._view(self._text(request, "run"))
+        op = self._text(request, "op")
+        if not op:
+            raise errors.InvalidArgumentError("missing parameter 'op'")
+        sites = self._int(request, "sites", 10, 1, 50)
+        try:
+            body = views.op_detail(view, op, sites or 10)
+        except KeyError as err:
+            raise errors.NotFoundError(f"run {view.doc['run']!r} has no op type {op!r}") from err
+        except ValueError as err:
+            raise errors.InvalidArgumentError(str(err)) from err
+        return self._respond(request, body)
+
+    @wrappers.Request.application
+    def _serve_timeline(self, request: wrappers.Request) -> wrappers.Response:
+        """``?run=&start=&end=&max_events=&debug=``: events or bins of a window (ns from start)."""
+        view = self._view(self._text(request, "run"))
+        limit = 1 << 62
+        start = self._int(request, "start", None, -limit, limit)
+        end = self._int(request, "end", None, -limit, limit)
+        max_events = self._int(request, "max_events", 5000, 1, views.MAX_EVENTS)
+        debug = self._bool(request, "debug", False)
+        try:
+            body = views.timeline_window(view, start, end, max_events or 5000, debug)
+        except ValueError as err:
+            raise errors.InvalidArgumentError(str(err)) from err
+        return self._respond(request, body)
+
+    @wrappers.Request.application
+    def _serve_compare(self, request: wrappers.Request) -> wrappers.Response:
+        """``?a=&b=&changed_only=&page=&page_size=``: op types whose modes or kernels differ."""
+        a = self._view(self._text(request, "a"), "a")
+        b = self._view(self._text(request, "b"), "b")
+        changed_only = self._bool(request, "changed_only", True)
+        page = self._int(request, "page", 0, 0, 1_000_000)
+        page_size = self._int(request, "page_size", 100, 1, views.MAX_PAGE_SIZE)
+        try:
+            body = views.compare(a, b, changed_only, page or 0, page_size or 100)
+        except ValueError as err:
+            raise errors.InvalidArgumentError(str(err)) from err
+        return self._respond(request, body)
+
+    @wrappers.Request.application
+    def _serve_export(self, request: wrappers.Request) -> wrappers.Response:
+        """``?run=&format=csv|json|trace`` (trace also takes start, end, max_events, debug)."""
+        view = self._view(self._text(request, "run"))
+        fmt = self._text(request, "format", "csv")
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", view.doc["run"]).strip("._") or "logdir"
+        if fmt == "csv":
+            content, ctype, ext = views.export_csv(view), "text/csv", "csv"
+        elif fmt == "json":
+            content, ctype, ext = views.dumps_json(views.export_json(view)), _JSON, "json"
+        elif fmt == "trace":
+            limit = 1 << 62
+            start = self._int(request, "start", None, -limit, limit)
+            end = self._int(request, "end", None, -limit, limit)
+            max_events = self._int(request, "max_events", views.MAX_TRACE_EVENTS, 1,
+                                   views.MAX_TRACE_EVENTS)
+            try:
+                trace = views.export_trace(view, start, end, max_events or 1,
+                                           self._bool(request, "debug", False))
+            except ValueError as err:
+                raise errors.InvalidArgumentError(str(err)) from err
+            content, ctype, ext = views.dumps_json(trace), _JSON, "trace.json"
+        else:
+            raise errors.InvalidArgumentError(f"format must be csv, json or trace; got {fmt[:40]!r}")
+        if len(content) > MAX_RESPONSE_BYTES:
+            raise errors.InvalidArgumentError(
+                "the export would exceed 1 MB; export a smaller timeline window")
+        headers = [("Content-Disposition", f'attachment; filename="opmode-{safe}.{ext}"')]
+        return http_util.Respond(request, content, ctype, headers=headers)
+
+    @wrappers.Request.application
+    def _serve_static(self, request: wrappers.Request) -> wrappers.Response:
+        """A file of the tab, by its name in ``STATIC_FILES``; anything else is 404."""
+        prefix = f"/data/plugin/{PLUGIN_NAME}/"
+        path = request.path
+        name = path[len(prefix):] if path.startswith(prefix) else ""
+        if name.startswith("static/"):
+            name = name[len("static/"):]
+        ctype = STATIC_FILES.get(name)
+        if ctype is None:
+            raise errors.NotFoundError(f"no such file: {name[:80]!r}")
+        try:
+            with open(os.path.join(_STATIC_DIR, name), "rb") as f:
+                body = f.read()
+        except OSError as err:
+            raise errors.NotFoundError(f"no such file: {name!r}") from err
+        return http_util.Respond(request, body, ctype)
