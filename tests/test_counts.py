@@ -106,3 +106,24 @@ def test_missing_logdir_is_one_clear_line(tmp_path: Path, capsys: pytest.Capture
     assert main(["summary", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tfdbg_events" in err
+
+
+def test_several_hosts_in_one_directory(bert_logdir: Path, cnn_logdir: Path, tmp_path: Path) -> None:
+    """Two dump sets (hosts) in one run directory: counts add up, both hosts listed."""
+    import shutil
+
+    logdir = tmp_path / "multi"
+    shutil.copytree(bert_logdir, logdir, ignore=shutil.ignore_patterns("*.txt", "2*"))
+    for path in cnn_logdir.glob("tfdbg_events.*"):
+        ts, _host, kind = path.name.split(".", 1)[1].split(".", 2)
+        shutil.copy(path, logdir / f"tfdbg_events.{ts}.worker-1.{kind}")
+    (run,) = load(str(logdir))
+    assert len(run.dumps) == 2 and set(run.hosts) >= {"worker-1"} and len(run.hosts) == 2
+    total = [reference_counts(d) for d in (bert_logdir, cnn_logdir)]
+    expected_eager = total[0][0] + total[1][0]
+    expected_graph = total[0][1] + total[1][1]
+    assert Counter({t: r.eager.executions for t, r in run.op_types.items()
+                    if r.eager.executions}) == expected_eager
+    assert Counter({t: r.graph.executions for t, r in run.op_types.items()
+                    if r.graph.executions}) == expected_graph
+    assert run.functions == total[0][2] + total[1][2]
