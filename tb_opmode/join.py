@@ -20,14 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import __version__
+from .cache import cached_dump_set, cached_log, cached_profile
 from .kernels import EagerAssignment, OpKernel, assign_eager, assign_graph, detect_onednn, is_onednn
 from .nodes import canonical_op
-from .runs import RunSources, discover, relpath
-from .textlog import LogFacts, read_log
-from .tfdbg import DumpSet, read_dump_set
+from .runs import RunSources, discover, display, relpath
+from .textlog import LogFacts
+from .tfdbg import DumpSet
 from .tfrecord import Problem
 from .why import explain, op_times, time_share
-from .xplane import Profile, read_profile
+from .xplane import Profile
 
 __all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "LogdirError", "build_run",
            "load", "summary", "run_json", "onednn_primitives", "is_function", "MODES"]
@@ -194,29 +195,87 @@ def _graph_kernels_without_dump(model: RunModel) -> None:
             row.graph.kernels[0].executions = row.graph.executions
 
 
+# file_version values of tfdbg2 dumps this reader knows (TF 2.3 to 2.21 write "debug.Event:1").
+_KNOWN_DUMP_VERSION = 1
+_DUMP_VERSION_PREFIX = "debug.Event:"
+
+
+def _dump_usable(dump: DumpSet) -> bool:
+    """Whether anything at all was read from a dump set (a record of a kind we know)."""
+    return bool(dump.tensorflow_version or dump.file_version or dump.run_id or dump.source_files
+                or dump.stack_frames or dump.graphs or dump.devices or dump.executions
+                or dump.traces)
+
+
+def _dump_checks(dump: DumpSet) -> list[Problem]:
+    """Problems of a dump set that its reader does not report: empty files, a file version
+    newer than the one we know."""
+    out = []
+    for kind, path in sorted(dump.files.items()):
+        try:
+            empty = os.path.getsize(path) == 0
+        except OSError:
+            continue  # the reader reported it
+        if empty:
+            out.append(Problem(path, 0, f"empty file: no .{kind} records written (yet)"))
+    version = dump.file_version
+    if version:
+        number = version[len(_DUMP_VERSION_PREFIX):] if version.startswith(_DUMP_VERSION_PREFIX) else ""
+        path = dump.files.get("metadata", dump.prefix)
+        if not number.isdigit():
+            out.append(Problem(path, 0, f"unknown file_version {version!r}: read as "
+                                        f"{_DUMP_VERSION_PREFIX}{_KNOWN_DUMP_VERSION}"))
+        elif int(number) > _KNOWN_DUMP_VERSION:
+            out.append(Problem(path, 0, f"file_version {version!r} is newer than "
+                                        f"{_DUMP_VERSION_PREFIX}{_KNOWN_DUMP_VERSION}, the newest "
+                                        "this reader knows: fields added since are ignored"))
+    return out
+
+
+def _read_logs(paths: list[str], problems: list[Problem]) -> list[LogFacts]:
+    logs = []
+    for path in paths:
+        try:
+            logs.append(cached_log(path))
+        except OSError as err:  # vanished or unreadable since discovery
+            problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
+    return logs
+
+
 def build_run(sources: RunSources, logdir: str) -> RunModel:
     model = RunModel(run=sources.name, directory=sources.directory)
-    for prefix, files in sorted(sources.dump_sets.items()):
-        model.dumps.append(read_dump_set(sources.directory, prefix, files))
-    model.profiles = [read_profile(p) for p in sources.profiles]
-    model.logs = [read_log(p) for p in sources.logs]
+    dumps = [cached_dump_set(sources.directory, prefix, files)
+             for prefix, files in sorted(sources.dump_sets.items())]
+    model.profiles = [cached_profile(p) for p in sources.profiles]
+    read_problems: list[Problem] = []
+    model.logs = _read_logs(sources.logs, read_problems)
+    # A dump set of which nothing could be read (all damaged, or files named like a
+    # dump holding something else) counts nothing: its problems say why.
+    model.dumps = [d for d in dumps if _dump_usable(d)]
     versions = sorted({d.tensorflow_version for d in model.dumps if d.tensorflow_version})
     model.tensorflow_version = ", ".join(versions)
-    model.hosts = sorted({d.host for d in model.dumps} | {p.host for p in model.profiles})
+    model.hosts = sorted({display(d.host) for d in model.dumps}
+                         | {display(p.host) for p in model.profiles if p.time_source})
     model.sources = {
-        "debugger": [relpath(os.path.join(d.directory, d.prefix), logdir) for d in model.dumps],
+        "debugger": [relpath(os.path.join(d.directory, d.prefix), logdir) for d in dumps],
         "profile": [relpath(p, logdir) for p in sources.profiles],
         "logs": [relpath(p, logdir) for p in sources.logs],
     }
-    for part in (*model.dumps, *model.profiles, *model.logs):
+    for path, why in sources.skipped:
+        model.problems.append(Problem(path, 0, f"{why}, not a regular file: not read"))
+    for dump in dumps:
+        model.problems.extend(dump.problems)
+        model.problems.extend(_dump_checks(dump))
+    for part in (*model.profiles, *model.logs):
         model.problems.extend(part.problems)
+    model.problems.extend(read_problems)
     if model.dumps:
         model.counts_from = "debugger"
         _dump_counts(model)
     elif any(log.eager_dispatch or log.graph_executions for log in model.logs):
         model.counts_from = "log"
         _log_counts(model)
-    elif model.profiles:
+    elif any(p.time_source for p in model.profiles):  # a host plane was read
         model.counts_from = "profile"
         _profile_counts(model)
     model.onednn_enabled, model.onednn_source = detect_onednn(model)
@@ -258,7 +317,7 @@ def _problem_text(problem: Problem, logdir: str) -> str:
     path = problem.path
     if os.path.isabs(path) and path.startswith(logdir.rstrip(os.sep) + os.sep):
         path = relpath(path, logdir)
-    return f"{path}: byte {problem.offset}: {problem.message}"
+    return f"{display(path)}: byte {problem.offset}: {display(problem.message)}"
 
 
 def _mode_json(m: RunModel, row: OpTypeRow, mode: str, explanation: str) -> dict[str, Any]:

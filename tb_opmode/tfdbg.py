@@ -12,22 +12,48 @@ process), each holding aggregated facts rather than one object per record:
 - graph execution traces, counted per (graph id, op name, output slot).
 
 Damaged records become ``Problem``s; everything intact is kept.
+
+Each file is read into a ``FileState`` (the fields of ``DumpSet`` that file
+fills, its problems, and the offset to resume from); ``assemble_dump_set``
+joins the states of a set into the ``DumpSet``. ``read_file_states`` reuses
+unchanged states and resumes grown files from their saved offset, so a cache
+(``cache.py``) can keep the states between runs.
+
+The ``.graph_execution_traces`` file is most of a dump (a million records per
+thousand steps of a small model) and its records repeat: per (context id, op
+name, output slot) they differ only in wall time and health values. A big one
+is read by ``_TraceJob`` without decoding each record: records are framed by
+hand, keyed by the bytes between the wall time and the tensor proto, their
+CRCs checked a chunk at a time (``tfrecord.ChunkVerifier``), and only the first
+record of each key is decoded and checked to have the expected layout. Two
+forked worker processes read the two halves of the file while the parent
+reads the other files. Whatever does not fit (damage, another layout) is read
+record by record with the same results as the plain reader.
 """
 from __future__ import annotations
 
+import gc
+import importlib.util
+import mmap
 import os
+import pickle
 import re
 import struct
+import threading
+from sys import intern
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 from google.protobuf.message import DecodeError
 
 from .schema import EVENT_KINDS, DebugEvent
-from .tfrecord import Problem, RecordReader
+from .tfrecord import ChunkVerifier, Problem, RecordReader, next_intact_record
 
-__all__ = ["OpCreation", "GraphInfo", "DumpSet", "find_dump_sets", "read_dump_set",
-           "DUMP_FILE_RE", "DTYPE_NAMES", "health_dtype"]
+__all__ = ["OpCreation", "GraphInfo", "DumpSet", "FileState", "find_dump_sets", "read_dump_set",
+           "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
+           "DTYPE_NAMES", "health_dtype"]
 
 DUMP_FILE_RE = re.compile(
     r"^(?P<prefix>tfdbg_events\.(?P<ts>\d+)\.(?P<host>.+))\.(?P<kind>" + "|".join(EVENT_KINDS) + r")$")
@@ -173,77 +199,113 @@ def find_dump_sets(directory: str) -> dict[str, dict[str, str]]:
     return sets
 
 
-def _events(dump: DumpSet, kind: str):
-    path = dump.files.get(kind)
-    if path is None:
-        return
-    reader = RecordReader(path)
+# ---------------------------------------------------------------- file states
+
+# (size, mtime_ns, inode, device) of a file when it was read.
+Identity = tuple[int, int, int, int]
+
+
+def file_identity(path: str) -> Identity | None:
+    """What tells a file apart from its earlier self: size, mtime, inode, device."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
+@dataclass
+class FileState:
+    """What reading one file of a dump set gave, and where a later read resumes.
+
+    ``part`` holds the ``DumpSet`` fields this kind of file fills (and its
+    wall-time window); the problems are kept apart from it so that a resumed
+    read can drop a truncated tail that has since been completed.
+    """
+
+    kind: str
+    path: str
+    identity: Identity | None = None
+    part: DumpSet = field(default_factory=lambda: DumpSet("", "", ""))
+    end_offset: int = 0
+    records: int = 0
+    read_problems: list[Problem] = field(default_factory=list)
+    frame_problems: list[Problem] = field(default_factory=list)
+    truncated: bool = False
+    # graph_execution_traces only: first non-zero and last wall time read.
+    first_wall: float = 0.0
+    last_wall: float = 0.0
+    # The bytes just before end_offset, to recognise the same file grown.
+    tail_bytes: bytes = b""
+
+    def resumable(self) -> bool:
+        """Reading can go on from ``end_offset``: no damage but a cut-off last record."""
+        frames = self.frame_problems
+        return not self.read_problems and (not frames or (self.truncated and len(frames) == 1))
+
+
+def _tail_bytes(path: str, end: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, end - 64))
+            return f.read(end - max(0, end - 64))
+    except OSError:
+        return b""
+
+
+def _events(state: FileState, start: int = 0) -> Iterator[Any]:
+    """Decoded DebugEvents of ``state``'s file from ``start`` on; bookkeeping into ``state``."""
+    path = state.path
+    reader = RecordReader(path, start=start)
     try:
         for offset, payload in reader:
             try:
                 event = DebugEvent.FromString(payload)
             except DecodeError as err:
-                dump.problems.append(Problem(path, offset, f"record is not a DebugEvent ({err})"))
+                state.read_problems.append(Problem(path, offset, f"record is not a DebugEvent ({err})"))
                 continue
             yield event
     except OSError as err:
-        dump.problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
-    dump.problems.extend(reader.problems)
-    dump.records += reader.records
-    dump.bytes_read += reader.end_offset
+        state.read_problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
+    state.frame_problems.extend(reader.problems)
+    state.records += reader.records
+    state.end_offset = reader.end_offset
+    state.truncated = reader.truncated
 
 
-def read_dump_set(directory: str, prefix: str, files: dict[str, str]) -> DumpSet:
-    """Read the six files of one dump set (missing ones become problems)."""
-    m = DUMP_FILE_RE.match(prefix + ".metadata")
-    host = m.group("host") if m else ""
-    dump = DumpSet(directory=directory, prefix=prefix, host=host, files=dict(files))
-    for kind in EVENT_KINDS:
-        if kind not in files:
-            dump.problems.append(Problem(os.path.join(directory, f"{prefix}.{kind}"), 0,
-                                         f"missing: the dump set has no .{kind} file"))
-    _read_metadata(dump)
-    _read_source_files(dump)
-    _read_stack_frames(dump)
-    _read_graphs(dump)
-    _read_executions(dump)
-    _read_traces(dump)
-    return dump
-
-
-def _read_metadata(dump: DumpSet) -> None:
-    for event in _events(dump, "metadata"):
-        dump._touch(event.wall_time)
+def _fold_metadata(part: DumpSet, events: Iterator[Any]) -> None:
+    for event in events:
+        part._touch(event.wall_time)
         if event.HasField("debug_metadata"):
             meta = event.debug_metadata
-            dump.tensorflow_version = meta.tensorflow_version or dump.tensorflow_version
-            dump.file_version = meta.file_version or dump.file_version
-            dump.run_id = meta.tfdbg_run_id or dump.run_id
+            part.tensorflow_version = meta.tensorflow_version or part.tensorflow_version
+            part.file_version = meta.file_version or part.file_version
+            part.run_id = meta.tfdbg_run_id or part.run_id
 
 
-def _read_source_files(dump: DumpSet) -> None:
-    for event in _events(dump, "source_files"):
+def _fold_source_files(part: DumpSet, events: Iterator[Any]) -> None:
+    for event in events:
         if event.HasField("source_file"):
             src = event.source_file
             key = (src.host_name, src.file_path)
             # Stack frames index files by first appearance, as DebugDataReader does.
-            if key not in dump.source_lines:
-                dump.source_files.append(key)
-            dump.source_lines[key] = list(src.lines)
+            if key not in part.source_lines:
+                part.source_files.append(key)
+            part.source_lines[key] = list(src.lines)
 
 
-def _read_stack_frames(dump: DumpSet) -> None:
-    for event in _events(dump, "stack_frames"):
+def _fold_stack_frames(part: DumpSet, events: Iterator[Any]) -> None:
+    for event in events:
         if event.HasField("stack_frame_with_id"):
             frame = event.stack_frame_with_id
             flc = frame.file_line_col
-            dump.stack_frames[frame.id] = (flc.file_index, flc.line, flc.func)
+            part.stack_frames[frame.id] = (flc.file_index, flc.line, flc.func)
 
 
-def _read_graphs(dump: DumpSet) -> None:
-    graphs = dump.graphs
-    for event in _events(dump, "graphs"):
-        dump._touch(event.wall_time)
+def _fold_graphs(part: DumpSet, events: Iterator[Any]) -> None:
+    graphs = part.graphs
+    for event in events:
+        part._touch(event.wall_time)
         what = event.WhichOneof("what")
         if what == "graph_op_creation":
             op = event.graph_op_creation
@@ -252,7 +314,8 @@ def _read_graphs(dump: DumpSet) -> None:
                 graph = graphs[op.graph_id] = GraphInfo(op.graph_id, op.graph_name)
             graph.ops[op.op_name] = OpCreation(
                 op.op_type, op.op_name, op.graph_id, op.device_name, op.num_outputs,
-                tuple(op.code_location.stack_frame_ids), tuple(op.input_names))
+                # Interned: ops share most frames, and a cache pickle then stores each once.
+                tuple(map(intern, op.code_location.stack_frame_ids)), tuple(op.input_names))
         elif what == "debugged_graph":
             g = event.debugged_graph
             graph = graphs.get(g.graph_id)
@@ -261,36 +324,542 @@ def _read_graphs(dump: DumpSet) -> None:
             graph.name = g.graph_name or graph.name
             graph.outer_id = g.outer_context_id
         elif what == "debugged_device":
-            dump.devices[event.debugged_device.device_id] = event.debugged_device.device_name
+            part.devices[event.debugged_device.device_id] = event.debugged_device.device_name
 
 
-def _read_executions(dump: DumpSet) -> None:
-    executions = dump.executions
-    sites = dump.execution_sites
-    for event in _events(dump, "execution"):
-        dump._touch(event.wall_time)
+def _fold_executions(part: DumpSet, events: Iterator[Any]) -> None:
+    executions = part.executions
+    sites = part.execution_sites
+    for event in events:
+        part._touch(event.wall_time)
         if event.HasField("execution"):
             ex = event.execution
             executions[(ex.op_type, ex.graph_id)] += 1
             sites[(ex.op_type, tuple(ex.code_location.stack_frame_ids))] += 1
-            dump.tensor_debug_modes[ex.tensor_debug_mode] += 1
+            part.tensor_debug_modes[ex.tensor_debug_mode] += 1
             dtype = health_dtype(ex.tensor_protos[0], ex.tensor_debug_mode) if ex.tensor_protos else ""
-            dump.execution_dtypes[(ex.op_type, dtype)] += 1
+            part.execution_dtypes[(ex.op_type, dtype)] += 1
 
 
-def _read_traces(dump: DumpSet) -> None:
-    traces = dump.traces
-    first = last = 0.0
-    for event in _events(dump, "graph_execution_traces"):
-        wall = event.wall_time
-        if not first:
-            first = wall
-        last = wall
-        if event.HasField("graph_execution_trace"):
-            tr = event.graph_execution_trace
-            key = (tr.tfdbg_context_id, tr.op_name, tr.output_slot)
+_FOLDS = {"metadata": _fold_metadata, "source_files": _fold_source_files,
+          "stack_frames": _fold_stack_frames, "graphs": _fold_graphs,
+          "execution": _fold_executions}
+_TRACES = "graph_execution_traces"
+
+
+def _traces_window(state: FileState) -> None:
+    part = state.part
+    part.first_wall_time = part.last_wall_time = 0.0
+    part._touch(state.first_wall)
+    part._touch(state.last_wall)
+
+
+# ---------------------------------------------------------------- traces, exact
+
+@dataclass
+class _Part:
+    """What one stretch of a traces file gave (in file order, parts join up)."""
+
+    start: int
+    stop: int = 0             # where the next part begins (the file size once at the end)
+    end_offset: int = 0       # RecordReader.end_offset semantics
+    fast: bool = False
+    # fast: key bytes -> count, first record of each key; exact: (graph, op, slot) -> count
+    counts: dict[Any, int] = field(default_factory=dict)
+    samples: dict[bytes, bytes] = field(default_factory=dict)
+    dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    first_payload: bytes = b""
+    last_payload: bytes = b""
+    first_wall: float = 0.0
+    last_wall: float = 0.0
+    decoded: bool = False     # exact: any DebugEvent decoded (last_wall is meaningful)
+    records: int = 0
+    read_problems: list[Problem] = field(default_factory=list)
+    frame_problems: list[Problem] = field(default_factory=list)
+    truncated: bool = False
+
+
+def _exact_part(path: str, start: int, stop: int | None) -> _Part:
+    """Records of ``path`` from ``start`` up to the first one at or after ``stop``,
+    decoded one by one."""
+    part = _Part(start=start)
+    counts: Counter = Counter()
+    dtypes = part.dtypes
+    reader = RecordReader(path, start=start, stop=stop)
+    try:
+        for offset, payload in reader:
+            try:
+                event = DebugEvent.FromString(payload)
+            except DecodeError as err:
+                part.read_problems.append(Problem(path, offset, f"record is not a DebugEvent ({err})"))
+                continue
+            wall = event.wall_time
+            if not part.first_wall:
+                part.first_wall = wall
+            part.last_wall = wall
+            part.decoded = True
+            if event.HasField("graph_execution_trace"):
+                tr = event.graph_execution_trace
+                key = (tr.tfdbg_context_id, tr.op_name, tr.output_slot)
+                if key not in counts:
+                    dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
+                counts[key] += 1
+    except OSError as err:
+        part.read_problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
+    part.counts = counts
+    part.frame_problems = reader.problems
+    part.records = reader.records
+    part.end_offset = reader.end_offset
+    part.truncated = reader.truncated
+    reached = reader.end_offset
+    if stop is None or reached < stop:  # ended by the end of the file, not by ``stop``
+        reached = _size(path)
+    part.stop = max(reached, reader.end_offset)
+    return part
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+# ---------------------------------------------------------------- traces, fast
+
+# A traces file smaller than this is read record by record (forking and numpy
+# cost more than they save below a few MB).
+FAST_MIN_BYTES = 4 << 20
+_CHUNK = 8 << 20
+_WORKERS = 2
+# How far a worker looks for the first intact record of its half.
+_SYNC_LIMIT = 1 << 20
+_WALL_TAG = 0x09          # DebugEvent.wall_time, fixed64
+_TRACE_TAG = 0x52         # DebugEvent.graph_execution_trace, length-delimited
+_KEY_START = 9            # payload offset of the trace tag, after the wall time
+
+
+def _fields(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int]] | None:
+    """(field number, start, end) of each field of the message in buf[pos:end], or None."""
+    out = []
+    try:
+        while pos < end:
+            start = pos
+            key, pos = _varint(buf, pos)
+            wire = key & 7
+            if wire == 0:
+                _, pos = _varint(buf, pos)
+            elif wire == 1:
+                pos += 8
+            elif wire == 5:
+                pos += 4
+            elif wire == 2:
+                length, pos = _varint(buf, pos)
+                pos += length
+            else:
+                return None
+            out.append((key >> 3, start, pos))
+    except IndexError:
+        return None
+    return out if pos == end else None
+
+
+def _trace_tail(payload: bytes) -> int | None:
+    """Bytes from the tensor proto (or whatever follows the key fields) to the end of a
+    trace record laid out as TF writes it: wall time, then one GraphExecutionTrace whose
+    fields 1-4 (context, op name, slot, mode) come before fields 5-6 (tensor proto,
+    device). None for any other layout."""
+    if len(payload) < _KEY_START + 2 or payload[0] != _WALL_TAG or payload[_KEY_START] != _TRACE_TAG:
+        return None
+    try:
+        length, pos = _varint(payload, _KEY_START + 1)
+    except IndexError:
+        return None
+    if pos + length != len(payload):
+        return None
+    fields = _fields(payload, pos, len(payload))
+    if not fields:
+        return None
+    boundary = len(payload)
+    seen_tail = False
+    for number, start, _end in fields:
+        if number in (5, 6):
+            if not seen_tail:
+                boundary, seen_tail = start, True
+        elif number in (1, 2, 3, 4):
+            if seen_tail:
+                return None
+        else:
+            return None
+    return len(payload) - boundary
+
+
+def _first_payload(path: str, start: int) -> bytes | None:
+    reader = RecordReader(path, start=start, stop=start + 1)
+    try:
+        for _offset, payload in reader:
+            return payload
+    except OSError:
+        return None
+    return None
+
+
+def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -> list[_Part]:
+    """Read the records that start in [lo, hi) of a traces file: fast parts, then an exact
+    part from wherever the fast reading had to stop. With ``sync``, ``lo`` is any byte
+    offset and reading starts at the first intact record after it."""
+    verifier = ChunkVerifier()
+    unpack = struct.Struct("<Q").unpack_from
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
+        if sync:
+            found = next_intact_record(buf, size, lo, limit=min(hi, lo + _SYNC_LIMIT))
+            if found is None:
+                return []
+            lo = found
+        part = _Part(start=lo, fast=True)
+        counts = part.counts
+        samples = part.samples
+        cut = tail + 4
+        pos = lo
+        page = mmap.PAGESIZE
+        released = lo - lo % page
+        last = -1
+        while pos < hi:
+            window = min(size, pos + _CHUNK)
+            limit = min(hi - 1, window - 16)
+            keys: list[bytes] = []
+            offsets = array("q")
+            add_key, add_offset = keys.append, offsets.append
+            p = pos
+            while p <= limit:
+                add_offset(p)
+                e = p + unpack(buf, p)[0] + 16
+                add_key(buf[p + 21:e - cut])
+                p = e
+            if p > window:  # the last record runs past the window: leave it to the next one
+                p = offsets.pop()
+                keys.pop()
+            if not offsets or not verifier.verify(buf, offsets, p):
+                break
+            chunk = Counter(keys)
+            new = [k for k in chunk if k not in counts]
+            if new:
+                firsts = dict(zip(reversed(keys), reversed(offsets)))
+                for k in new:
+                    o = firsts[k]
+                    samples[k] = buf[o + 12:o + 12 + unpack(buf, o)[0]]
+            for k, n in chunk.items():
+                counts[k] = counts.get(k, 0) + n
+            if not part.records:
+                part.first_payload = buf[lo + 12:lo + 12 + unpack(buf, lo)[0]]
+            part.records += len(offsets)
+            last = offsets[-1]
+            pos = p
+            # Let go of the pages read (they stay in the page cache): a low RSS.
+            done = pos - pos % page
+            if done > released:
+                buf.madvise(mmap.MADV_DONTNEED, released, done - released)
+                released = done
+        if last >= 0:
+            part.last_payload = buf[last + 12:last + 12 + unpack(buf, last)[0]]
+    part.stop = part.end_offset = pos
+    parts = [part] if part.records else []
+    if pos < hi or (pos >= size and not parts):
+        parts.append(_exact_part(path, pos, hi if hi < size else None))
+    elif pos >= size:
+        part.stop = size
+    return parts
+
+
+def _can_fork() -> bool:
+    # Forking a process that runs other threads (a TensorBoard server) can deadlock the
+    # child on a lock some thread held; such a process reads in one process instead.
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+class _TraceJob:
+    """Reads a traces file from ``start`` on, in forked workers when it is big."""
+
+    def __init__(self, state: FileState, start: int) -> None:
+        self.state = state
+        self.start = start
+        self.size = _size(state.path)
+        self.tail: int | None = None
+        # (lo, hi, find the first record after lo?, (pid, read fd) of its worker or None)
+        self.ranges: list[tuple[int, int, bool, tuple[int, int] | None]] = []
+        if self.size - start < FAST_MIN_BYTES or importlib.util.find_spec("numpy") is None:
+            return
+        first = _first_payload(state.path, start)
+        self.tail = _trace_tail(first) if first else None
+        if self.tail is None:
+            return
+        workers = _WORKERS if _can_fork() and (os.cpu_count() or 1) > 1 else 1
+        span = self.size - start
+        bounds = [start + span * i // workers for i in range(workers)] + [self.size]
+        if workers > 1:
+            import numpy  # noqa: F401  (once here rather than once in each worker)
+        for i in range(workers):
+            lo, hi = bounds[i], bounds[i + 1]
+            self.ranges.append((lo, hi, i > 0, self._fork(lo, hi, i > 0) if workers > 1 else None))
+
+    def _fork(self, lo: int, hi: int, sync: bool) -> tuple[int, int] | None:
+        """Start a worker for one range: (pid, fd to read its result from), or None."""
+        try:
+            rfd, wfd = os.pipe()
+        except OSError:
+            return None
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(rfd)
+            os.close(wfd)
+            return None
+        if pid == 0:  # pragma: no cover - runs in the child
+            code = 1
+            try:
+                os.close(rfd)
+                parts = _fast_range(self.state.path, lo, hi, self.size, self.tail or 0, sync)
+                with os.fdopen(wfd, "wb") as out:
+                    pickle.dump(parts, out, protocol=pickle.HIGHEST_PROTOCOL)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(wfd)
+        return pid, rfd
+
+    @staticmethod
+    def _result(child: tuple[int, int]) -> list[_Part] | None:
+        pid, rfd = child
+        with os.fdopen(rfd, "rb") as inp:
+            data = inp.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            return None
+        try:
+            parts = pickle.loads(data)
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+            return None
+        return parts if isinstance(parts, list) else None
+
+    def abandon(self) -> None:
+        """Stop waiting for the workers (reading failed elsewhere): reap them."""
+        for _lo, _hi, _sync, child in self.ranges:
+            if child is not None:
+                pid, rfd = child
+                os.close(rfd)  # a worker still writing gets EPIPE and exits
+                os.waitpid(pid, 0)
+        self.ranges = []
+
+    def finish(self) -> None:
+        state = self.state
+        results: list[list[_Part]] | None = []
+        for lo, hi, sync, child in self.ranges:
+            got = self._result(child) if child is not None else \
+                _fast_range(state.path, lo, hi, self.size, self.tail or 0, sync)
+            if got is None or results is None:
+                results = None  # go on reaping the other workers
+            else:
+                results.append(got)
+        if self.tail is None or results is None \
+                or not _apply_fast(state, self.start, self.size, results):
+            _apply(state, [_exact_part(state.path, self.start, None)])
+
+
+def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Part]]) -> bool:
+    """Join the parts of every range into ``state``; False if a fast part's records do not
+    have the layout its key assumes (then the caller reads the file record by record)."""
+    path = state.path
+    parts: list[_Part] = []
+    cur = start
+    for ranged in results:
+        for part in ranged:
+            if part.start > cur:
+                fill = _exact_part(path, cur, part.start)
+                parts.append(fill)
+                cur = fill.stop
+            if part.start == cur:
+                parts.append(part)
+                cur = part.stop
+    if cur < size:
+        parts.append(_exact_part(path, cur, None))
+    infos: dict[bytes, tuple[tuple[str, str, int], str]] = {}
+    for part in parts:
+        if not part.fast:
+            continue
+        exact: Counter = Counter()
+        for key, n in part.counts.items():
+            info = infos.get(key)
+            if info is None:
+                info = _key_info(part.samples.get(key, b""), key)
+                if info is None:
+                    return False
+                infos[key] = info
+            tkey, dtype = info
+            if tkey not in exact:
+                part.dtypes[tkey] = dtype
+            exact[tkey] += n
+        part.counts = exact
+        try:
+            first = DebugEvent.FromString(part.first_payload).wall_time
+            last = DebugEvent.FromString(part.last_payload).wall_time
+        except DecodeError:
+            return False
+        if not first:  # the first non-zero wall time would be further on
+            return False
+        part.first_wall, part.last_wall = first, last
+        part.decoded = True
+    _apply(state, parts)
+    return True
+
+
+def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str] | None:
+    """(context id, op name, slot) and health dtype of the first record of a key, if the
+    record has the layout the key assumes."""
+    if not sample or sample[_KEY_START:_KEY_START + len(key)] != key:
+        return None
+    tail = _trace_tail(sample)
+    if tail is None or len(sample) - tail != _KEY_START + len(key):
+        return None
+    try:
+        event = DebugEvent.FromString(sample)
+    except DecodeError:
+        return None
+    tr = event.graph_execution_trace
+    return (tr.tfdbg_context_id, tr.op_name, tr.output_slot), health_dtype(tr.tensor_proto,
+                                                                           tr.tensor_debug_mode)
+
+
+def _apply(state: FileState, parts: list[_Part]) -> None:
+    """Fold parts (in file order) into a traces ``FileState``, as one plain read would."""
+    part_set = state.part
+    traces, dtypes = part_set.traces, part_set.trace_dtypes
+    for part in parts:
+        for key, n in part.counts.items():
             if key not in traces:
-                dump.trace_dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
-            traces[key] += 1
-    dump._touch(first)
-    dump._touch(last)
+                dtypes[key] = part.dtypes.get(key, "")
+            traces[key] += n
+        if part.decoded:
+            if not state.first_wall:
+                state.first_wall = part.first_wall
+            state.last_wall = part.last_wall
+        state.read_problems.extend(part.read_problems)
+        state.frame_problems.extend(part.frame_problems)
+        state.records += part.records
+        state.end_offset = part.end_offset
+        state.truncated = part.truncated
+    _traces_window(state)
+
+
+# ---------------------------------------------------------------- dump sets
+
+def _grown(old: FileState, identity: Identity) -> bool:
+    size, _mtime, ino, dev = identity
+    if old.identity is None or not old.resumable():
+        return False
+    old_size, _old_mtime, old_ino, old_dev = old.identity
+    return (ino, dev) == (old_ino, old_dev) and size > old_size and old.end_offset <= size \
+        and _tail_bytes(old.path, old.end_offset) == old.tail_bytes
+
+
+def read_file_states(files: dict[str, str],
+                     previous: dict[str, FileState] | None = None) -> dict[str, FileState]:
+    """Read each file of a dump set (kind -> path) into a ``FileState``.
+
+    A state in ``previous`` is reused as it is when its file has not changed
+    (same path, size, mtime, inode), and read on from its ``end_offset`` when
+    the file only grew; any other change reads the file afresh. The states in
+    ``previous`` may be changed in place.
+    """
+    # Reading makes many small objects that all live on: the cyclic GC would scan them
+    # again and again for nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_file_states(files, previous or {})
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_file_states(files: dict[str, str],
+                      previous: dict[str, FileState]) -> dict[str, FileState]:
+    states: dict[str, FileState] = {}
+    jobs: list[tuple[FileState, int]] = []
+    for kind in EVENT_KINDS:
+        path = files.get(kind)
+        if path is None:
+            continue
+        identity = file_identity(path)
+        old = previous.get(kind)
+        if old is not None and old.path == path and identity is not None:
+            if old.identity == identity:
+                states[kind] = old
+                continue
+            if _grown(old, identity):
+                if old.truncated:
+                    old.frame_problems.clear()
+                    old.truncated = False
+                old.identity = identity
+                jobs.append((old, old.end_offset))
+                continue
+        jobs.append((FileState(kind, path, identity), 0))
+    # The traces file first: its workers run while this process reads the rest.
+    trace_job = None
+    for state, start in jobs:
+        if state.kind == _TRACES:
+            trace_job = _TraceJob(state, start)
+    read = False
+    try:
+        for state, start in jobs:
+            if state.kind != _TRACES:
+                _FOLDS[state.kind](state.part, _events(state, start))
+        read = True
+    finally:
+        if trace_job is not None and not read:
+            trace_job.abandon()
+    if trace_job is not None:
+        trace_job.finish()
+    for state, _start in jobs:
+        state.tail_bytes = _tail_bytes(state.path, state.end_offset)
+        states[state.kind] = state
+    return {kind: states[kind] for kind in EVENT_KINDS if kind in states}
+
+
+_OWNED = {
+    "metadata": ("tensorflow_version", "file_version", "run_id"),
+    "source_files": ("source_files", "source_lines"),
+    "stack_frames": ("stack_frames",),
+    "graphs": ("graphs", "devices"),
+    "execution": ("executions", "execution_sites", "execution_dtypes", "tensor_debug_modes"),
+    _TRACES: ("traces", "trace_dtypes"),
+}
+
+
+def assemble_dump_set(directory: str, prefix: str, files: dict[str, str],
+                      states: dict[str, FileState]) -> DumpSet:
+    """The ``DumpSet`` of one file set from the states of its files (shared, not copied)."""
+    m = DUMP_FILE_RE.match(prefix + ".metadata")
+    host = m.group("host") if m else ""
+    dump = DumpSet(directory=directory, prefix=prefix, host=host, files=dict(files))
+    for kind in EVENT_KINDS:
+        if kind not in files:
+            dump.problems.append(Problem(os.path.join(directory, f"{prefix}.{kind}"), 0,
+                                         f"missing: the dump set has no .{kind} file"))
+    for kind in EVENT_KINDS:
+        state = states.get(kind)
+        if state is None:
+            continue
+        for name in _OWNED[kind]:
+            setattr(dump, name, getattr(state.part, name))
+        dump._touch(state.part.first_wall_time)
+        dump._touch(state.part.last_wall_time)
+        dump.problems.extend(state.read_problems)
+        dump.problems.extend(state.frame_problems)
+        dump.records += state.records
+        dump.bytes_read += state.end_offset
+    return dump
+
+
+def read_dump_set(directory: str, prefix: str, files: dict[str, str]) -> DumpSet:
+    """Read the six files of one dump set (missing ones become problems)."""
+    return assemble_dump_set(directory, prefix, files, read_file_states(files))

@@ -1,8 +1,11 @@
 """TFRecord framing, verified with masked CRC32C, tolerant of damage.
 
-In: a file path (and optionally a byte offset to resume from). Out: the
-payload of every intact record with its byte offset, and a list of
-``Problem``s (file, offset, what) for whatever was not intact.
+In: a file path (and optionally a byte offset to resume from, and one to stop
+at). Out: the payload of every intact record with its byte offset, and a list
+of ``Problem``s (file, offset, what) for whatever was not intact. Also, for
+readers that frame records themselves, ``ChunkVerifier``: checks every CRC of a
+run of records at once, with a handful of vector operations instead of two
+CRC calls per record.
 
 A record is: 8-byte little-endian length, 4-byte masked CRC32C of those 8
 bytes, the payload, 4-byte masked CRC32C of the payload. Damage handling:
@@ -18,15 +21,17 @@ bytes, the payload, 4-byte masked CRC32C of the payload. Damage handling:
 """
 from __future__ import annotations
 
+import ctypes
+import glob
 import mmap
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator, Sequence
 
 import google_crc32c
 
-__all__ = ["Problem", "RecordReader", "masked_crc32c", "encode_record"]
+__all__ = ["Problem", "RecordReader", "ChunkVerifier", "masked_crc32c", "encode_record"]
 
 _HEADER = 12
 _FOOTER = 4
@@ -35,6 +40,8 @@ _U32 = struct.Struct("<I")
 # A record longer than this is impossible in a dump (protobuf's 2 GiB limit);
 # treating a bigger length as damage keeps a flipped high bit from hiding the tail.
 _MAX_LENGTH = 1 << 31
+_MASK_DELTA = 0xA282EAD8
+_ALL_ONES = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,7 @@ class Problem:
 
 def masked_crc32c(data: bytes) -> int:
     crc = google_crc32c.value(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def encode_record(payload: bytes) -> bytes:
@@ -68,7 +75,9 @@ class RecordReader:
     After iteration, ``problems`` lists the damage seen and ``end_offset`` is
     the offset just past the last complete record (where to resume if the
     file grows). ``records`` counts payloads yielded, ``bytes_read`` the bytes
-    consumed.
+    consumed. With ``stop``, reading ends at the first record that starts at or
+    after it (``end_offset`` is then that record's offset): a reader of one
+    byte range of a file.
     """
 
     path: str
@@ -78,6 +87,7 @@ class RecordReader:
     end_offset: int = 0
     records: int = 0
     truncated: bool = False
+    stop: int | None = None
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         self.end_offset = self.start
@@ -92,14 +102,15 @@ class RecordReader:
         pos = self.start
         crc = masked_crc32c
         verify = self.verify
-        while pos < size:
+        u64 = _U64.unpack_from
+        u32 = _U32.unpack_from
+        stop = size if self.stop is None else min(size, self.stop)
+        while pos < stop:
             if size - pos < _HEADER:
                 self._truncated(pos, f"truncated record header ({size - pos} of {_HEADER} bytes)")
                 return
-            header = buf[pos:pos + 8]
-            (length,) = _U64.unpack(header)
-            (length_crc,) = _U32.unpack(buf[pos + 8:pos + 12])
-            if verify and crc(header) != length_crc:
+            (length,) = u64(buf, pos)
+            if verify and crc(buf[pos:pos + 8]) != u32(buf, pos + 8)[0]:
                 nxt = self._resync(buf, size, pos + 1)
                 skipped = (nxt if nxt is not None else size) - pos
                 self.problems.append(Problem(
@@ -114,18 +125,18 @@ class RecordReader:
                 self._truncated(pos, f"truncated record: length {length} runs past the end "
                                      f"of the file ({size - pos - _HEADER} bytes left)")
                 return
-            payload = buf[pos + _HEADER:pos + _HEADER + length]
-            if verify:
-                (payload_crc,) = _U32.unpack(buf[end - _FOOTER:end])
-                if crc(payload) != payload_crc:
-                    self.problems.append(Problem(
-                        self.path, pos, f"bad payload checksum; record of {length} bytes skipped"))
-                    pos = end
-                    self.end_offset = pos
-                    continue
+            payload = buf[pos + _HEADER:end - _FOOTER]
+            if verify and crc(payload) != u32(buf, end - _FOOTER)[0]:
+                self.problems.append(Problem(
+                    self.path, pos, f"bad payload checksum; record of {length} bytes skipped"))
+                pos = end
+                self.end_offset = pos
+                continue
             self.records += 1
             yield pos, payload
             pos = end
+            self.end_offset = pos
+        if pos > self.end_offset:  # stopped at ``stop`` after a resync
             self.end_offset = pos
 
     def _truncated(self, pos: int, message: str) -> None:
@@ -134,14 +145,142 @@ class RecordReader:
 
     def _resync(self, buf: mmap.mmap, size: int, pos: int) -> int | None:
         """The offset of the next fully verified record at or after ``pos``."""
-        crc = masked_crc32c
-        while pos + _HEADER + _FOOTER <= size:
-            header = buf[pos:pos + 8]
-            if crc(header) == _U32.unpack(buf[pos + 8:pos + 12])[0]:
-                (length,) = _U64.unpack(header)
-                end = pos + _HEADER + length + _FOOTER
-                if end <= size and crc(buf[pos + _HEADER:end - _FOOTER]) == _U32.unpack(
-                        buf[end - _FOOTER:end])[0]:
-                    return pos
-            pos += 1
-        return None
+        return next_intact_record(buf, size, pos)
+
+
+def next_intact_record(buf: Any, size: int, pos: int, limit: int | None = None) -> int | None:
+    """The offset of the first record at or after ``pos`` (and before ``limit``)
+    whose length CRC and payload CRC both verify, or None."""
+    crc = masked_crc32c
+    u32 = _U32.unpack_from
+    last = size - _HEADER - _FOOTER
+    if limit is not None:
+        last = min(last, limit)
+    while pos <= last:
+        header = buf[pos:pos + 8]
+        if crc(header) == u32(buf, pos + 8)[0]:
+            (length,) = _U64.unpack(header)
+            end = pos + _HEADER + length + _FOOTER
+            if end <= size and crc(buf[pos + _HEADER:end - _FOOTER]) == u32(buf, end - _FOOTER)[0]:
+                return pos
+        pos += 1
+    return None
+
+
+class ChunkVerifier:
+    """Verifies every CRC of a run of consecutive records in one pass.
+
+    The caller frames the records (reads each length, steps over it) and
+    passes their offsets; ``verify`` says whether every length CRC and every
+    payload CRC is intact. It relies on CRC32C being linear: a record whose
+    stored CRCs, once unmasked, are right has the same CRC "residue" as an
+    all-zero record of the same length, so XOR-ing each unmasked CRC with that
+    of zeros turns a run of intact records into a buffer whose CRC equals the
+    CRC of as many zero bytes. One C call over the whole run then checks them
+    all (the CRC with its inversions undone is then zero); a damaged record
+    changes the result (as surely as a per-record check would catch a single
+    damaged record; two damaged records could cancel out with probability
+    2^-32). Needs numpy; ``available()`` says if it is.
+    On False, re-read the run record by record to learn what is damaged.
+    """
+
+    def __init__(self) -> None:
+        import numpy as np  # tensorboard depends on numpy; imported only when needed
+
+        self._np = np
+        self._zero_crc: Any = np.zeros(0, dtype=np.uint32)  # crc32c(bytes(n)) by payload length n
+        self._have: Any = np.zeros(0, dtype=bool)
+        self._header_zero = google_crc32c.value(bytes(8))
+        self._zeros = bytes(1 << 20)
+        self._scratch: Any = np.zeros(0, dtype=np.uint8)
+        self._extend = _c_extend()
+
+    @staticmethod
+    def available() -> bool:
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def _crc_of_zeros(self, n: int) -> int:
+        crc = 0
+        block = len(self._zeros)
+        while n >= block:
+            crc = google_crc32c.extend(crc, self._zeros)
+            n -= block
+        return google_crc32c.extend(crc, self._zeros[:n]) if n else crc
+
+    def _zero_table(self, lengths: Any) -> Any:
+        np = self._np
+        top = int(lengths.max())
+        if top >= len(self._have):
+            grow = max(top + 1, 2 * len(self._have), 1024)
+            have = np.zeros(grow, dtype=bool)
+            have[:len(self._have)] = self._have
+            table = np.zeros(grow, dtype=np.uint32)
+            table[:len(self._zero_crc)] = self._zero_crc
+            self._have, self._zero_crc = have, table
+        missing = lengths[~self._have[lengths]]
+        if len(missing):
+            for n in np.unique(missing).tolist():
+                self._zero_crc[n] = self._crc_of_zeros(n)
+                self._have[n] = True
+        return self._zero_crc[lengths]
+
+    def verify(self, buf: Any, offsets: Sequence[int], end: int) -> bool:
+        """Whether the records starting at ``offsets`` (ascending, consecutive, the last
+        one ending at ``end``) in ``buf`` (bytes, mmap or any buffer) are all intact."""
+        np = self._np
+        if not len(offsets):
+            return True
+        o = np.asarray(offsets, dtype=np.int64) if not hasattr(offsets, "typecode") else \
+            np.frombuffer(offsets, dtype=np.int64)
+        start = int(o[0])
+        n = end - start
+        if n < _HEADER + _FOOTER:
+            return False
+        if len(self._scratch) < n:
+            self._scratch = np.empty(max(n, 2 * len(self._scratch)), dtype=np.uint8)
+        work = self._scratch[:n]
+        work[:] = np.frombuffer(buf, dtype=np.uint8, count=n, offset=start)
+        rel = o - start
+        nxt = np.empty_like(rel)
+        nxt[:-1] = rel[1:]
+        nxt[-1] = n
+        lengths = nxt - rel - (_HEADER + _FOOTER)
+        if int(lengths.min()) < 0 or int(lengths.max()) > _MAX_LENGTH:
+            return False
+        # Every 4-byte CRC field, read in place: a uint32 view with a stride of one byte.
+        words = np.ndarray((n - 3,), dtype="<u4", buffer=work, strides=(1,))
+        at_header = rel + 8
+        at_payload = nxt - 4
+        delta = np.uint32(_MASK_DELTA)
+        for where, zero in ((at_header, np.uint32(self._header_zero)),
+                            (at_payload, self._zero_table(lengths))):
+            stored = words[where] - delta
+            words[where] = ((stored << np.uint32(15)) | (stored >> np.uint32(17))) ^ zero
+        # CRC32C with its initial and final inversions undone (start from ~0, compare
+        # with ~0): zero exactly when the buffer's polynomial remainder is zero.
+        if self._extend is not None:  # straight from the array, no copy
+            crc = self._extend(_ALL_ONES, work.ctypes.data, n)
+        else:
+            crc = google_crc32c.extend(_ALL_ONES, work.tobytes())
+        return crc == _ALL_ONES
+
+
+def _c_extend() -> Any:
+    """``crc32c_extend(crc, pointer, length)`` of the C library google-crc32c ships, if it
+    can be found: it takes a pointer, so a numpy array needs no copy into bytes."""
+    here = os.path.dirname(os.path.abspath(google_crc32c.__file__))
+    for path in sorted(glob.glob(os.path.join(here + ".libs", "libcrc32c*.so*"))):
+        try:
+            lib = ctypes.CDLL(path)
+            func = lib.crc32c_extend
+        except (OSError, AttributeError):
+            continue
+        func.restype = ctypes.c_uint32
+        func.argtypes = (ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t)
+        if func(0, b"123456789", 9) == 0xE3069283:  # the CRC-32C check value
+            return func
+    return None

@@ -1,0 +1,501 @@
+"""Benchmark tb-opmode against TensorFlow's DebugDataReader (issue 5's targets).
+
+In: command-line options (sizes, repetitions). Out: a report on stdout (and
+as JSON with ``--json FILE``): per dump size, the median wall time and peak
+memory of our cold summary (empty cache), our warm summary (cache filled),
+TF's ``DebugDataReader`` counting the same op types, the tab's start-up time
+and JSON sizes, a ~70 MB XPlane read; the ratios against the targets; and
+whether our counts equal TensorFlow's. Exit 1 if they differ.
+
+Inputs are generated once into bench/cache/ (gitignored) with the project's
+own demo/make_logdir.py (BERT-like model.fit, FULL_HEALTH dump, circular
+buffer off, a Keras-callback profile; ~1,000 graph-execution-trace records per
+step) and bench/make_profile.py (the XPlane file), and reused after. Every
+measured command runs in a child process; variants are interleaved within
+each repetition so that load from other work on the machine hits them alike;
+figures are medians. Memory: ``ru_maxrss`` (largest single process; for us
+the parent or one worker) from wait4, and, in one extra run per variant, the
+peak over time of the summed PSS of the process tree (our forked workers
+share pages with the parent, PSS counts those once), sampled every 20 ms.
+
+    python bench/bench.py                # 300k and 2M records, 3 repetitions
+    python bench/bench.py --smoke        # a tiny dump, 1 repetition: for CI
+    python bench/bench.py --sizes 2m --reps 5
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "SIZES", "Measure", "run_measured"]
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CACHE = HERE / "cache"
+PY = sys.executable
+BIN = Path(PY).parent
+# name -> (make_logdir --steps, keep the VLOG log?)  ~1,000 trace records per step.
+SIZES: dict[str, tuple[int, bool]] = {"smoke": (2, False), "300k": (300, False), "2m": (2016, False)}
+XPLANE_STEPS = 31000  # ~70 MB
+TARGETS = {"cold_speedup": 15.0, "memory_fraction": 1 / 8, "warm_s": 0.3, "xplane_s": 2.0,
+           "tab_warm_s": 2.0, "tab_cold_s": 5.0, "json_bytes": 1 << 20}
+
+
+# ---------------------------------------------------------------- inputs
+
+def _marker(path: Path) -> Path:
+    return path / ".bench-complete"
+
+
+def generate_dump(name: str) -> Path:
+    """bench/cache/bert_<name>: made once by demo/make_logdir.py."""
+    steps, log = SIZES[name]
+    out = CACHE / f"bert_{name}"
+    if _marker(out).exists():
+        return out
+    tmp = CACHE / f"bert_{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    cmd = [PY, str(ROOT / "demo" / "make_logdir.py"), str(tmp), "--steps", str(steps)]
+    if not log:
+        cmd.append("--no-log")
+    print(f"generating {out.name}: {' '.join(cmd[1:])}", flush=True)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    _marker(out).write_text(f"{' '.join(cmd[1:])}\n{time.perf_counter() - t0:.0f} s\n")
+    return out
+
+
+def generate_xplane(steps: int) -> Path:
+    out = CACHE / f"xplane_{steps}"
+    if not _marker(out).exists():
+        tmp = CACHE / f"xplane_{steps}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        cmd = [PY, str(HERE / "make_profile.py"), str(tmp), "--steps", str(steps)]
+        print(f"generating {out.name}: {' '.join(cmd[1:])}", flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+        _marker(out).write_text(" ".join(cmd[1:]) + "\n")
+    (found,) = out.glob("plugins/profile/*/*.xplane.pb")
+    return found
+
+
+COUNT_RECORDS = """
+import sys
+from tb_opmode.tfrecord import RecordReader
+reader = RecordReader(sys.argv[1], verify=False)
+for _ in reader:
+    pass
+print(reader.records)
+"""
+
+
+def trace_records(logdir: Path) -> int:
+    """Counted in a child: a child's ru_maxrss starts at its parent's peak RSS (Linux
+    copies it at fork and exec), so this process must stay small."""
+    (path,) = logdir.glob("tfdbg_events.*.graph_execution_traces")
+    out = subprocess.run([PY, "-c", COUNT_RECORDS, str(path)], check=True, capture_output=True)
+    return int(out.stdout)
+
+
+# ---------------------------------------------------------------- measuring
+
+@dataclass
+class Measure:
+    wall_s: float
+    maxrss_kb: int
+    stdout: bytes = b""
+    peak_pss_kb: int = 0
+    peak_rss_kb: int = 0
+
+
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            continue
+    return out
+
+
+def _memory(pids: list[int]) -> tuple[int, int]:
+    pss = rss = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+                    elif line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+        except OSError:
+            continue
+    return pss, rss
+
+
+def run_measured(cmd: list[str], env: dict[str, str], sample: bool = False,
+                 timeout: float = 1800) -> Measure:
+    """Run ``cmd``; wall time and ru_maxrss from wait4; with ``sample``, the peak summed
+    PSS and RSS of its process tree."""
+    peak = [0, 0]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    done = threading.Event()
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read() if proc.stdout else b""))
+    reader.start()
+
+    def sampler() -> None:
+        while not done.wait(0.02):
+            pss, rss = _memory(_tree(proc.pid))
+            peak[0], peak[1] = max(peak[0], pss), max(peak[1], rss)
+
+    thread = threading.Thread(target=sampler) if sample else None
+    if thread:
+        thread.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    done.set()
+    reader.join()
+    if thread:
+        thread.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {proc.returncode}")
+    return Measure(wall, usage.ru_maxrss, b"".join(chunks), peak[0], peak[1])
+
+
+def _env(cache_dir: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["TB_OPMODE_CACHE"] = cache_dir if cache_dir else "off"
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def ours_cmd(logdir: Path) -> list[str]:
+    return [str(BIN / "tb-opmode"), "summary", str(logdir), "--format", "json"]
+
+
+def ddr_cmd(logdir: Path) -> list[str]:
+    return [PY, str(HERE / "ddr_counts.py"), str(logdir)]
+
+
+XPLANE_READ = """
+import sys, time
+t = time.perf_counter()
+from tb_opmode.{module} import {func}
+p = {func}(sys.argv[1])
+print(time.perf_counter() - t, len(p.eager_ops), len(p.graph_ops), len(p.problems))
+"""
+
+
+def xplane_cmd(path: Path, cached: bool) -> list[str]:
+    code = XPLANE_READ.format(module="cache" if cached else "xplane",
+                              func="cached_profile" if cached else "read_profile")
+    return [PY, "-c", code, str(path)]
+
+
+# ---------------------------------------------------------------- correctness
+
+def our_counts(doc: dict[str, Any]) -> dict[str, dict[str, int]]:
+    (run,) = [r for r in doc["runs"] if r["counts_from"] == "debugger"]
+    eager = {r["op_type"]: r["eager"]["executions"] for r in run["op_types"] if r["eager"]["executions"]}
+    graph = {r["op_type"]: r["graph"]["executions"] for r in run["op_types"] if r["graph"]["executions"]}
+    functions = {f["name"]: f["calls"] for f in run["functions"]}
+    return {"eager": eager, "graph": graph, "functions": functions}
+
+
+# ---------------------------------------------------------------- the tab
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 30) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+    except (urllib.error.URLError, ConnectionError, socket.timeout):
+        return 0, b""
+
+
+def tab_once(logdir: Path, cache_dir: str | None, sizes: bool = False) -> dict[str, Any]:
+    """Start tensorboard; seconds until the first run's overview is served (200);
+    with ``sizes``, the byte size of each JSON answer the tab asks for."""
+    port = _free_port()
+    env = _env(cache_dir)
+    cmd = [str(BIN / "tensorboard"), "--logdir", str(logdir), "--port", str(port),
+           "--host", "127.0.0.1", "--load_fast", "false"]
+    base = f"http://127.0.0.1:{port}/data/plugin/opmode/"
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    out: dict[str, Any] = {}
+    try:
+        run = None
+        while time.perf_counter() - t0 < 300:
+            if run is None:
+                status, body = _get(base + "runs", 5)
+                if status and "tensorboard_up_s" not in out:
+                    out["tensorboard_up_s"] = time.perf_counter() - t0
+                if status == 200:
+                    runs = json.loads(body)
+                    runs = runs.get("runs", runs) if isinstance(runs, dict) else runs
+                    names = [r["run"] for r in runs if isinstance(r, dict)]
+                    run = names[0] if names else None
+            if run is not None:
+                status, body = _get(base + "overview?" + urllib.parse.urlencode({"run": run}), 30)
+                if status == 200:
+                    out["overview_s"] = time.perf_counter() - t0
+                    break
+            time.sleep(0.02)
+        else:
+            out["error"] = "overview not served within 300 s"
+            return out
+        if sizes:
+            q = urllib.parse.urlencode
+            asks = {
+                "runs": "runs", "progress": "progress", "overview": "overview?" + q({"run": run}),
+                "optypes (page of 50)": "optypes?" + q({"run": run, "sort": "total", "order": "desc",
+                                                         "page": 0, "page_size": 50}),
+                "optypes (page of 200)": "optypes?" + q({"run": run, "page": 0, "page_size": 200}),
+            }
+            found: dict[str, int] = {}
+            for label, path in asks.items():
+                status, body = _get(base + path)
+                found[label] = len(body) if status == 200 else -status
+                if label.startswith("optypes (page of 50)") and status == 200:
+                    page = json.loads(body)
+                    rows = page.get("rows") or page.get("op_types") or []
+                    if rows:
+                        op = rows[0].get("op_type")
+                        status, body = _get(base + "op?" + q({"run": run, "op": op, "sites": 10}))
+                        found[f"op ({op}, 10 sites)"] = len(body) if status == 200 else -status
+            for events in (5000, 10000):
+                status, body = _get(base + "timeline?" + q({"run": run, "max_events": events}))
+                found[f"timeline (max_events={events})"] = len(body) if status == 200 else -status
+            out["json_bytes"] = found
+        return out
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def plugin_available() -> bool:
+    probe = subprocess.run([PY, "-c", "import tb_opmode.plugin"], capture_output=True)
+    return probe.returncode == 0 and (BIN / "tensorboard").exists()
+
+
+# ---------------------------------------------------------------- report
+
+@dataclass
+class Series:
+    runs: list[Measure] = field(default_factory=list)
+    memory: Measure | None = None
+
+    def median(self) -> float:
+        return statistics.median(m.wall_s for m in self.runs)
+
+    def maxrss_mb(self) -> float:
+        return max(m.maxrss_kb for m in self.runs) / 1024
+
+    def pss_mb(self) -> float:
+        return self.memory.peak_pss_kb / 1024 if self.memory else float("nan")
+
+    def describe(self) -> str:
+        walls = ", ".join(f"{m.wall_s:.2f}" for m in self.runs)
+        return (f"median {self.median():7.2f} s  [{walls}]  ru_maxrss {self.maxrss_mb():7.0f} MB"
+                f"  tree PSS peak {self.pss_mb():7.0f} MB")
+
+
+def _verdict(ok: bool) -> str:
+    return "MET" if ok else "MISSED"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny dump, 1 repetition (CI)")
+    parser.add_argument("--sizes", default="300k,2m", help="comma-separated: " + ",".join(SIZES))
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--no-tab", action="store_true")
+    parser.add_argument("--no-ddr", action="store_true")
+    parser.add_argument("--no-xplane", action="store_true")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    sizes = ["smoke"] if args.smoke else [s for s in args.sizes.split(",") if s]
+    reps = 1 if args.smoke else args.reps
+    CACHE.mkdir(parents=True, exist_ok=True)
+    dumps = {s: generate_dump(s) for s in sizes}
+    xplane = None
+    if not args.no_xplane:
+        if args.smoke:
+            xplane = next(dumps["smoke"].rglob("*.xplane.pb"))
+        else:
+            xplane = generate_xplane(XPLANE_STEPS)
+    tab = not args.no_tab and plugin_available()
+    records = {s: trace_records(d) for s, d in dumps.items()}
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {PY}")
+    for s, d in dumps.items():
+        size = sum(p.stat().st_size for p in d.glob("tfdbg_events.*"))
+        print(f"dump {s}: {d}  {records[s]:,} trace records, {size / 1e6:.0f} MB of dump files")
+
+    work = Path(tempfile.mkdtemp(prefix="tb_opmode_bench_"))
+    warm_dir = str(work / "warm")
+    results: dict[str, Any] = {"records": records, "sizes": {}}
+    series: dict[tuple[str, str], Series] = {}
+    tabs: dict[tuple[str, str], list[float]] = {}
+    json_sizes: dict[str, dict[str, int]] = {}
+    ok = True
+    try:
+        # Fill the warm cache, check our counts against TF's once per size.
+        if xplane is not None:
+            run_measured(xplane_cmd(xplane, True), _env(warm_dir))
+        for s, d in dumps.items():
+            mine = run_measured(ours_cmd(d), _env(warm_dir))
+            if not args.no_ddr:
+                ref = run_measured(ddr_cmd(d), _env(None))
+                same = our_counts(json.loads(mine.stdout)) == json.loads(ref.stdout)
+                ok = ok and same
+                print(f"counts {s}: ours {'==' if same else '!='} DebugDataReader's")
+        for rep in range(reps):
+            for s, d in dumps.items():
+                variants = [("cold", ours_cmd(d), None), ("warm", ours_cmd(d), warm_dir)]
+                if not args.no_ddr:
+                    variants.append(("ddr", ddr_cmd(d), None))
+                for name, cmd, cache_dir in variants:
+                    if name == "cold":
+                        cache_dir = str(work / "cold")
+                        shutil.rmtree(cache_dir, ignore_errors=True)
+                    env = _env(cache_dir) if name != "ddr" else _env(None)
+                    series.setdefault((s, name), Series()).runs.append(run_measured(cmd, env))
+                if tab:
+                    for name in ("cold", "warm"):
+                        cache_dir = str(work / "tabcold") if name == "cold" else warm_dir
+                        if name == "cold":
+                            shutil.rmtree(cache_dir, ignore_errors=True)
+                        got = tab_once(d, cache_dir, sizes=(rep == 0 and name == "warm"))
+                        if "json_bytes" in got:
+                            json_sizes[s] = got["json_bytes"]
+                        if "overview_s" in got:
+                            tabs.setdefault((s, name), []).append(got["overview_s"])
+                            tabs.setdefault((s, name + " (tensorboard answering)"), []).append(
+                                got["tensorboard_up_s"])
+                        else:
+                            print(f"tab {s} {name}: {got.get('error')}")
+            if xplane is not None:
+                for name, cached in (("xplane", False), ("xplane_warm", True)):
+                    m = run_measured(xplane_cmd(xplane, cached), _env(warm_dir))
+                    m.wall_s = float(m.stdout.split()[0])  # the read, without interpreter start
+                    series.setdefault(("xplane", name), Series()).runs.append(m)
+            print(f"repetition {rep + 1}/{reps} done", flush=True)
+        # One more run of each, sampling the process tree's memory.
+        for s, d in dumps.items():
+            for name in ("cold", "warm", "ddr"):
+                if (s, name) not in series:
+                    continue
+                cache_dir = {"cold": str(work / "cold"), "warm": warm_dir, "ddr": None}[name]
+                if name == "cold":
+                    shutil.rmtree(cache_dir or "", ignore_errors=True)
+                cmd = ddr_cmd(d) if name == "ddr" else ours_cmd(d)
+                series[(s, name)].memory = run_measured(cmd, _env(cache_dir), sample=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print()
+    for (s, name), ser in series.items():
+        print(f"{s:>6} {name:<12} {ser.describe()}")
+        results["sizes"].setdefault(s, {})[name] = {
+            "median_s": ser.median(), "runs_s": [m.wall_s for m in ser.runs],
+            "ru_maxrss_mb": ser.maxrss_mb(), "tree_pss_peak_mb": ser.pss_mb()}
+    for (s, name), walls in tabs.items():
+        print(f"{s:>6} tab {name:<8} overview served {statistics.median(walls):.2f} s after start "
+              f"[{', '.join(f'{w:.2f}' for w in walls)}]")
+        results["sizes"].setdefault(s, {})[f"tab_{name}_s"] = statistics.median(walls)
+    for s, found in json_sizes.items():
+        print(f"{s:>6} JSON answers: " + ", ".join(f"{k} {v:,} B" for k, v in found.items()))
+        results["sizes"].setdefault(s, {})["json_bytes"] = found
+    if not tab:
+        print("tab: not measured (--no-tab, or tb_opmode.plugin / tensorboard not importable)")
+
+    print("\ntargets (the issue sets them for the 2M-record dump; other sizes: ratios only)")
+    for s in dumps:
+        judge = s == "2m"
+
+        def verdict(ok: bool) -> str:
+            return f": {_verdict(ok)}" if judge else ""
+
+        if (s, "ddr") in series:
+            cold, ddr = series[(s, "cold")], series[(s, "ddr")]
+            speed = ddr.median() / cold.median()
+            mem = cold.pss_mb() / ddr.pss_mb()
+            rss = cold.maxrss_mb() / ddr.maxrss_mb()
+            print(f"{s:>6} cold: {cold.median():.2f} s vs {ddr.median():.2f} s, {speed:5.1f}x faster than "
+                  f"DebugDataReader (target >= {TARGETS['cold_speedup']:.0f}x"
+                  f"{verdict(speed >= TARGETS['cold_speedup'])}); memory {cold.pss_mb():.0f} MB vs "
+                  f"{ddr.pss_mb():.0f} MB = {mem:.3f} of its (tree PSS); {rss:.3f} (ru_maxrss) "
+                  f"(target <= 0.125{verdict(max(mem, rss) <= TARGETS['memory_fraction'])})")
+            results["sizes"][s].update(speedup=speed, memory_fraction_pss=mem, memory_fraction_rss=rss)
+        warm = series[(s, "warm")].median()
+        print(f"{s:>6} warm: {warm:.2f} s (target <= {TARGETS['warm_s']} s{verdict(warm <= TARGETS['warm_s'])})")
+        for name, key in (("warm", "tab_warm_s"), ("cold", "tab_cold_s")):
+            if (s, name) in tabs:
+                t = statistics.median(tabs[(s, name)])
+                up = statistics.median(tabs[(s, name + " (tensorboard answering)")])
+                print(f"{s:>6} tab {name}: overview {t:.2f} s after start; tensorboard itself first "
+                      f"answered at {up:.2f} s (target <= {TARGETS[key]} s{verdict(t <= TARGETS[key])})")
+        if s in json_sizes:
+            biggest = max(json_sizes[s].values())
+            print(f"{s:>6} largest JSON answer {biggest:,} B (target <= 1 MB"
+                  f"{verdict(biggest <= TARGETS['json_bytes'])})")
+    if ("xplane", "xplane") in series and xplane is not None:
+        x = series[("xplane", "xplane")].median()
+        xw = series[("xplane", "xplane_warm")].median()
+        judged = "" if args.smoke else f": {_verdict(x <= TARGETS['xplane_s'])}"
+        print(f"xplane {xplane.stat().st_size / 1e6:.0f} MB ({xplane.name}): read {x:.2f} s, "
+              f"{xw:.2f} s from the cache (target for ~70 MB <= {TARGETS['xplane_s']} s{judged})")
+        results["xplane"] = {"bytes": xplane.stat().st_size, "read_s": x, "cached_s": xw}
+    results["counts_equal"] = ok
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    if not ok:
+        print("ERROR: our counts differ from DebugDataReader's", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""The on-disk cache and the fast traces reader, on dumps TF really wrote.
+
+Cache: a hit gives the same model without reading the files; a changed file
+is read again, a grown one read on from where the last read stopped; the
+directory comes from TB_OPMODE_CACHE / XDG_CACHE_HOME; nothing is written into
+the logdir; a corrupt cache file is ignored. Fast reader: on intact and on
+damaged files, it gives exactly what the record-by-record reader gives.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tb_opmode import cache, join, tfdbg
+from tb_opmode.cli import main
+from tb_opmode.tfdbg import DumpSet, find_dump_sets, read_dump_set
+
+from .conftest import dump_files
+
+TRACES = "graph_execution_traces"
+
+
+@pytest.fixture()
+def cache_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    where = tmp_path / "cache"
+    monkeypatch.setenv("TB_OPMODE_CACHE", str(where))
+    return where
+
+
+def _copy_dump(src: Path, dst: Path) -> Path:
+    dst.mkdir(parents=True, exist_ok=True)
+    for path in dump_files(src).values():
+        shutil.copy2(path, dst / path.name)
+    return dst
+
+
+def _only_set(directory: Path) -> tuple[str, dict[str, str]]:
+    ((prefix, files),) = find_dump_sets(str(directory)).items()
+    return prefix, files
+
+
+def _exact(directory: Path, monkeypatch: pytest.MonkeyPatch) -> DumpSet:
+    """The record-by-record reading, as a reference."""
+    prefix, files = _only_set(directory)
+    with monkeypatch.context() as m:
+        m.setattr(tfdbg, "FAST_MIN_BYTES", 1 << 62)
+        m.setenv("TB_OPMODE_CACHE", "off")
+        return read_dump_set(str(directory), prefix, files)
+
+
+def _assert_same(a: DumpSet, b: DumpSet) -> None:
+    assert a == b
+    # Same first-appearance order too (dict equality ignores it).
+    for name in ("traces", "trace_dtypes", "executions", "execution_sites", "graphs",
+                 "stack_frames", "source_lines"):
+        assert list(getattr(a, name)) == list(getattr(b, name)), name
+
+
+def _summary(logdir: Path, capsys: pytest.CaptureFixture) -> dict[str, Any]:
+    assert main(["summary", str(logdir), "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+class _Spy:
+    """Counts RecordReader instantiations (how many file reads started)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.starts: list[tuple[str, int]] = []
+        real = tfdbg.RecordReader
+        spy = self
+
+        class Reader(real):  # type: ignore[misc, valid-type]
+            def __iter__(self):  # type: ignore[no-untyped-def]
+                spy.starts.append((os.path.basename(self.path).rsplit(".", 1)[1], self.start))
+                return super().__iter__()
+
+        monkeypatch.setattr(tfdbg, "RecordReader", Reader)
+
+
+# ---------------------------------------------------------------- cache
+
+def test_cache_hit_gives_identical_model_without_reading(
+        bert_logdir: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    reference = _summary(bert_logdir, capsys)
+    monkeypatch.setenv("TB_OPMODE_CACHE", str(cache_env))
+    assert _summary(bert_logdir, capsys) == reference  # cold: fills the cache
+    assert len(list(cache_env.glob("*.pickle"))) >= 3  # dump set, profile, log
+    spy = _Spy(monkeypatch)
+
+    def no_read(path: str) -> None:
+        raise AssertionError(f"read {path} despite the cache")
+
+    monkeypatch.setattr(cache, "read_profile", no_read)
+    monkeypatch.setattr(cache, "read_log", no_read)
+    assert _summary(bert_logdir, capsys) == reference  # warm
+    assert spy.starts == []
+    (warm,) = [m for m in join.load(str(bert_logdir)) if m.dumps]
+    prefix, files = _only_set(bert_logdir)
+    _assert_same(warm.dumps[0], _exact(bert_logdir, monkeypatch))
+
+
+def test_changed_file_is_read_again(bert_logdir: Path, tmp_path: Path, cache_env: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    logdir = _copy_dump(bert_logdir, tmp_path / "run")
+    prefix, files = _only_set(logdir)
+    first = cache.cached_dump_set(str(logdir), prefix, files)
+    _assert_same(first, _exact(logdir, monkeypatch))
+    # Damage one record of the execution file in place: same size, new mtime.
+    path = Path(files["execution"])
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10 ** 9))
+    spy = _Spy(monkeypatch)
+    second = cache.cached_dump_set(str(logdir), prefix, files)
+    assert [kind for kind, _ in spy.starts] == ["execution"]  # the others came from the cache
+    assert second.problems and second.problems != first.problems
+    _assert_same(second, _exact(logdir, monkeypatch))
+
+
+def _record_offsets(path: Path) -> list[int]:
+    raw = path.read_bytes()
+    offsets, pos = [], 0
+    while pos < len(raw):
+        offsets.append(pos)
+        pos += struct.unpack_from("<Q", raw, pos)[0] + 16
+    return offsets
+
+
+def test_grown_files_are_read_on_from_the_saved_offset(
+        bert_logdir: Path, tmp_path: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    full = dump_files(bert_logdir)
+    logdir = _copy_dump(bert_logdir, tmp_path / "run")
+    prefix, files = _only_set(logdir)
+    cuts = {}
+    for kind in ("execution", TRACES):
+        offsets = _record_offsets(full[kind])
+        cuts[kind] = offsets[len(offsets) // 2] + 30  # inside a record: a truncated tail
+        Path(files[kind]).write_bytes(full[kind].read_bytes()[:cuts[kind]])
+    partial = cache.cached_dump_set(str(logdir), prefix, files)
+    assert sum(1 for p in partial.problems if "truncated" in p.message) == 2
+    _assert_same(partial, _exact(logdir, monkeypatch))
+    for kind in ("execution", TRACES):  # the run wrote on
+        with open(files[kind], "ab") as f:
+            f.write(full[kind].read_bytes()[cuts[kind]:])
+    spy = _Spy(monkeypatch)
+    grown = cache.cached_dump_set(str(logdir), prefix, files)
+    starts = dict(spy.starts)
+    assert set(starts) == {"execution", TRACES}
+    assert all(start > 0 for start in starts.values())  # not from the beginning
+    _assert_same(grown, _exact(logdir, monkeypatch))
+    assert grown.problems == []
+
+
+def test_cache_directory_from_environment(bert_logdir: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix, files = _only_set(bert_logdir)
+    monkeypatch.setenv("TB_OPMODE_CACHE", str(tmp_path / "explicit"))
+    assert cache.cache_dir() == str(tmp_path / "explicit")
+    cache.cached_dump_set(str(bert_logdir), prefix, files)
+    assert list((tmp_path / "explicit").glob("*.pickle"))
+    monkeypatch.delenv("TB_OPMODE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == str(tmp_path / "xdg" / "tb_opmode")
+    cache.cached_dump_set(str(bert_logdir), prefix, files)
+    assert list((tmp_path / "xdg" / "tb_opmode").glob("*.pickle"))
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache.cache_dir() == str(tmp_path / "home" / ".cache" / "tb_opmode")
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    assert cache.cache_dir() is None
+    before = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    assert cache.cached_dump_set(str(bert_logdir), prefix, files).traces
+    assert sorted(p for p in tmp_path.rglob("*") if p.is_file()) == before
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*")}
+
+
+def test_nothing_is_written_into_the_logdir(bert_logdir: Path, cache_env: Path) -> None:
+    before = _snapshot(bert_logdir)
+    join.load(str(bert_logdir))
+    join.load(str(bert_logdir))
+    assert _snapshot(bert_logdir) == before
+    assert list(cache_env.glob("*.pickle"))
+
+
+def test_corrupt_cache_file_is_ignored(bert_logdir: Path, cache_env: Path,
+                                       monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture) -> None:
+    reference = _summary(bert_logdir, capsys)
+    entries = sorted(cache_env.glob("*.pickle"))
+    assert entries
+    for i, entry in enumerate(entries):
+        raw = entry.read_bytes()
+        entry.write_bytes([b"", b"not a pickle", raw[:len(raw) // 2], raw[::-1]][i % 4])
+    assert _summary(bert_logdir, capsys) == reference
+    # Rewritten: the next run is a hit again.
+    spy = _Spy(monkeypatch)
+    assert _summary(bert_logdir, capsys) == reference
+    assert spy.starts == []
+
+
+# ---------------------------------------------------------------- fast traces reader
+
+def _fast(directory: Path, monkeypatch: pytest.MonkeyPatch, fork: bool = True) -> DumpSet:
+    prefix, files = _only_set(directory)
+    with monkeypatch.context() as m:
+        m.setattr(tfdbg, "FAST_MIN_BYTES", 0)
+        m.setattr(tfdbg, "_CHUNK", 64 << 10)  # many chunks even in a small file
+        m.setattr(tfdbg, "_SYNC_LIMIT", 1 << 16)
+        calls: list[tuple[int, int]] = []
+        if not fork:
+            m.setattr(tfdbg, "_can_fork", lambda: False)
+            real = tfdbg._fast_range
+
+            def fast_range(path: str, lo: int, hi: int, *args: Any) -> list[Any]:
+                calls.append((lo, hi))
+                return real(path, lo, hi, *args)
+
+            m.setattr(tfdbg, "_fast_range", fast_range)
+        m.setenv("TB_OPMODE_CACHE", "off")
+        dump = read_dump_set(str(directory), prefix, files)
+        assert fork or calls  # the fast reader did run
+        return dump
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_fast_reader_equals_plain_reader(bert_logdir: Path, monkeypatch: pytest.MonkeyPatch,
+                                         fork: bool) -> None:
+    fast = _fast(bert_logdir, monkeypatch, fork)
+    assert fast.traces and fast.problems == []
+    _assert_same(fast, _exact(bert_logdir, monkeypatch))
+
+
+def _damage(path: Path, how: str) -> None:
+    raw = bytearray(path.read_bytes())
+    offsets = _record_offsets(path)
+    if how == "payload":       # one bad payload CRC, in each half
+        for at in (offsets[len(offsets) // 4], offsets[3 * len(offsets) // 4]):
+            raw[at + 40] ^= 0x01
+    elif how == "length":      # a length that runs past the end: resync
+        raw[offsets[2 * len(offsets) // 3] + 6] ^= 0x40
+    elif how == "at_split":    # damage right where the second worker starts
+        raw[offsets[len(offsets) // 2] + 2] ^= 0x10
+    elif how == "truncated":
+        raw = raw[:offsets[-3] + 25]
+    elif how == "garbage":
+        raw += bytes(range(256)) * 64
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("how", ["payload", "length", "at_split", "truncated", "garbage"])
+def test_fast_reader_equals_plain_reader_on_damage(bert_logdir: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    logdir = _copy_dump(bert_logdir, tmp_path / "run")
+    _damage(Path(dump_files(logdir)[TRACES]), how)
+    exact = _exact(logdir, monkeypatch)
+    assert exact.problems
+    _assert_same(_fast(logdir, monkeypatch), exact)
+    _assert_same(_fast(logdir, monkeypatch, fork=False), exact)
+
+
+def test_oldest_entries_are_pruned(bert_logdir: Path, tmp_path: Path, cache_env: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = next(bert_logdir.rglob("*.xplane.pb"))
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 2)
+    copies = []
+    for i in range(4):
+        copy = tmp_path / f"p{i}" / profile.name
+        copy.parent.mkdir()
+        shutil.copy2(profile, copy)
+        copies.append(copy)
+        cache.cached_profile(str(copy))
+    assert len(list(cache_env.glob("*.pickle"))) == 2
+    # The newest are kept: reading the last copy again is a hit.
+    monkeypatch.setattr(cache, "read_profile", lambda path: pytest.fail(f"read {path}"))
+    assert cache.cached_profile(str(copies[-1])).path == str(copies[-1])
