@@ -131,14 +131,23 @@ def normalize_dtype(dtype: str) -> str:
     return _DTYPE_ALIASES.get(d.lower(), "DT_" + d.upper())
 
 
+def _version_or_latest(tf_version: str) -> tuple[int, int]:
+    # A run without dump metadata (log or profile only) has no TF version; its
+    # rules are taken as the newest measured, and explanations say the version
+    # is unknown.
+    return parse_version(tf_version if _VERSION_RE.match(tf_version) else LAST_VERSION)
+
+
 def covers(tf_version: str) -> bool:
     """Whether the table has rules for this TF version (2.12 through 2.21)."""
+    if not _VERSION_RE.match(tf_version):
+        return False
     v = parse_version(tf_version)
     return parse_version(FIRST_VERSION) <= v <= parse_version(LAST_VERSION)
 
 
 def _in_versions(rule: Rule, tf_version: str) -> bool:
-    v = parse_version(tf_version)
+    v = _version_or_latest(tf_version)
     return parse_version(rule.versions[0]) <= v <= parse_version(rule.versions[1])
 
 
@@ -437,6 +446,11 @@ def stock_reason(op_type: str, mode: str, tf_version: str, dtype: str, *, onednn
                 if mode == "graph" else "")
         return (f"oneDNN is off (TF_ENABLE_ONEDNN_OPTS=0, or a CPU without AVX512_VNNI/AVX512_BF16/"
                 f"AVX_VNNI/AMX where it is off by default): {op_type} runs its stock kernel{tail}.")
+    if not _VERSION_RE.match(tf_version):
+        kernel, rule = expected_kernel(op_type, mode, LAST_VERSION, dt)
+        return (f"the TF version is unknown (no dump metadata); by the rules of TF {LAST_VERSION}, "
+                + (f"{op_type} would run {kernel} for {dt}" if rule is not None else
+                   f"no oneDNN rule renames {op_type} for {dt}, so the stock kernel runs") + ".")
     if not covers(tf_version):
         return (f"TF {tf_version} is outside the versions this table covers "
                 f"({FIRST_VERSION}-{LAST_VERSION}), so no oneDNN rule is known for {op_type}.")

@@ -14,16 +14,24 @@ time window overlaps the profile (the Keras callback writes
 its TensorBoard run directory (the one holding ``plugins/``). Text logs attach
 the same way: same directory (or subtree), then time overlap; a log that
 belongs to nothing is a run of its own too.
+
+Only regular files are read: a FIFO, socket or device named like a dump, a
+profile or a log would block or never end, so it is listed in
+``RunSources.skipped`` instead. File names need not be UTF-8: run names and
+the paths shown to people go through ``display`` (undecodable bytes as
+``\\xNN``, control characters escaped), so JSON and terminals get valid text.
 """
 from __future__ import annotations
 
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 
 from .textlog import looks_like_log
 from .tfdbg import DUMP_FILE_RE, find_dump_sets
 
-__all__ = ["RunSources", "discover", "LOG_SUFFIXES", "relpath"]
+__all__ = ["RunSources", "discover", "LOG_SUFFIXES", "relpath", "display"]
 
 LOG_SUFFIXES = (".txt", ".log", ".out", ".err")
 # Clocks of the dump, the profiler and the log all read the same host clock,
@@ -38,11 +46,53 @@ class RunSources:
     dump_sets: dict[str, dict[str, str]] = field(default_factory=dict)
     profiles: list[str] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
+    # (path, why) of files named like a source that are not regular files; not read
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+# C0 and C1 controls and the Unicode line/paragraph separators: all break or forge lines.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def display(text: str) -> str:
+    """``text`` (a path or a name taken from one) as valid, one-line text.
+
+    File names are bytes; Python hands undecodable ones over as lone
+    surrogates, which cannot be encoded as UTF-8 (a crash on a strict
+    terminal, invalid JSON). Those bytes become ``\\xNN``, and control
+    characters (a newline in a file name would forge a line of output)
+    become ``\\xNN`` too."""
+    if not text.isascii():
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if _CONTROL.search(text):
+        text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                            else f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 def relpath(path: str, logdir: str) -> str:
+    """``path`` relative to ``logdir``, '/'-separated, as display text (see ``display``)."""
     rel = os.path.relpath(path, logdir)
-    return "." if rel == os.curdir else rel.replace(os.sep, "/")
+    return "." if rel == os.curdir else display(rel.replace(os.sep, "/"))
+
+
+def _not_regular(path: str) -> str:
+    """Why ``path`` cannot be read as a file ("" if it is a regular file, or vanished)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""  # gone or unreadable: the reader reports it
+    if stat.S_ISREG(mode):
+        return ""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
 
 
 def _profile_run_dir(path: str) -> str:
@@ -89,15 +139,27 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = ()) -> list[RunSources]:
     runs: dict[str, RunSources] = {}
     profiles: list[str] = []
     logs: list[str] = []
+    skipped: dict[str, list[tuple[str, str]]] = {}  # directory -> (path, why)
     for directory, dirnames, filenames in os.walk(logdir, followlinks=False):
         dirnames.sort()
         sets = find_dump_sets(directory)
+        for files in sets.values():
+            for kind, path in list(files.items()):
+                why = _not_regular(path)
+                if why:
+                    del files[kind]
+                    skipped.setdefault(directory, []).append((path, why))
         if sets:
             runs[directory] = RunSources(relpath(directory, logdir), directory, dump_sets=sets)
             windows[directory] = _dump_window(sets)
         for name in sorted(filenames):
             path = os.path.join(directory, name)
-            if _is_profile(path):
+            if not (_is_profile(path) or name.endswith(LOG_SUFFIXES)):
+                continue
+            why = _not_regular(path)
+            if why:
+                skipped.setdefault(directory, []).append((path, why))
+            elif _is_profile(path):
                 profiles.append(path)
                 # A profile is written when profiling stops, inside the run it profiled.
                 t = _mtime(path)
@@ -142,4 +204,13 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = ()) -> list[RunSources]:
             runs.setdefault(owner, RunSources(relpath(owner, logdir), owner))
         if path not in runs[owner].logs:
             runs[owner].logs.append(path)
+    # A skipped file is reported by the deepest run above it, else by the first run,
+    # so that it shows up somewhere.
+    by_depth = sorted(runs, key=len, reverse=True)
+    for directory, entries in sorted(skipped.items()):
+        owner = next((r for r in by_depth if _within(directory, r)), None)
+        if owner is None and runs:
+            owner = min(runs, key=lambda d: runs[d].name)
+        if owner is not None:
+            runs[owner].skipped.extend(entries)
     return sorted(runs.values(), key=lambda r: r.name)

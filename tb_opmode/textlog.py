@@ -75,6 +75,7 @@ with CPython 3.11).
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -105,7 +106,9 @@ _Handler = Callable[[bytes, int, Optional[bytes], int, bool], None]
 _PLAIN = object()  # a TF source location whose lines we do not read
 _JUNK = object()   # not a source location: a continuation line or garbage
 _VERBOSE_START = re.compile(rb"(?:onednn|dnnl|mkldnn)_verbose,")
-_T_ATTR = re.compile(rb"[\[ ]T=(DT_[A-Z0-9_]+)")
+# An attr value ends at "," or "]": a line cut short (the last line of a file still
+# being written, or the head of an over-long line) does not yield a cut value.
+_T_ATTR = re.compile(rb"[\[ ]T=(DT_[A-Z0-9_]+)[,\]]")
 _KERNEL_END = re.compile(rb"[\[(]")
 
 _IGNORED_KERNELS = frozenset((b"_Arg", b"_Retval", b"_DeviceArg", b"_DeviceRetval"))
@@ -123,7 +126,7 @@ _BANNER = b"oneDNN custom operations are "
 _WRAPPED = b"__wrapped__"
 _DEBUG_OP_NAME = re.compile(rb'[ \[]op_name="([^"]*)"')
 _DEBUG_CONTEXT = re.compile(rb'[ \[]tfdbg_context_id="([^"]*)"')
-_DEBUG_SLOT = re.compile(rb"[ \[]output_slot=(\d+)")
+_DEBUG_SLOT = re.compile(rb"[ \[]output_slot=(\d+)[,\]]")
 _DEBUG_KERNEL = b"Debug"  # DebugNumericSummaryV2, DebugIdentityV2: tfdbg's instrumentation
 
 # Problem kinds, in report order.
@@ -220,6 +223,9 @@ class _Parser:
         self.issues: dict[str, list[int]] = {}  # kind -> [first offset, count]
         self.lines = 0
         self.bytes = 0
+        # Set before the last line of a file when it has no newline: its last
+        # field (a oneDNN time) may be cut short, so it is not taken.
+        self.tail_cut = False
         self.locations: dict[bytes, object] = {}  # "file:line" -> handler, _PLAIN
         self.last_matched: Optional[bytes] = None  # last line parsed by a handler
         # source file -> (message starts it prints that we read, handler)
@@ -378,6 +384,7 @@ class _Parser:
     # -- oneDNN verbose ------------------------------------------------------------
     def _verbose(self, line: bytes, off: int, whole: bool, split: bool = True) -> None:
         """One verbose line; ``whole``: its last field can be trusted as the time."""
+        whole = whole and not self.tail_cut
         fields = line.rstrip(b"\r\n").split(b",")
         idx = -1
         for i in range(1, min(len(fields), 5)):
@@ -401,6 +408,10 @@ class _Parser:
                 if split and self._garbled(line, off):
                     return
                 self.issue(_GARBLED, off)
+            else:
+                if not math.isfinite(ms) or ms < 0:  # "nan", "inf", "1e999": no time oneDNN prints
+                    ms = None
+                    self.issue(_GARBLED, off)
         key = (fields[idx + 2], fields[idx + 3], fields[idx + 4])
         self.prims[key] += 1
         if ms is not None:
@@ -595,13 +606,14 @@ def _runs(fn: bytes, dispatch: bytes) -> bool:
 def _prefix_time(m: re.Match[bytes]) -> Optional[float]:
     if m.group(1) is not None:
         if m.group(2) == b"0000" and m.group(3) == b"00" and m.group(4) == b"00":
-            return float(m.group(5))  # absl before InitializeLog: epoch seconds
+            t = float(m.group(5))  # absl before InitializeLog: epoch seconds
+            return t if math.isfinite(t) else None  # 400 digits of garbage read as inf
         return None  # month/day but no year
     text = m.group(7).decode("ascii")
     fmt = "%Y-%m-%d %H:%M:%S.%f" if "." in text else "%Y-%m-%d %H:%M:%S"
     try:
         return datetime.datetime.strptime(text, fmt).timestamp()  # local time zone
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # no such date, or out of the platform's range
         return None
 
 
@@ -659,6 +671,7 @@ def _file_batches(f: BinaryIO, parser: _Parser) -> Iterator[tuple[int, list[byte
             dropping = True
     if carry:
         parser.issue(_PARTIAL, pos)
+        parser.tail_cut = True
         yield pos, [carry]
         pos += len(carry)
     parser.bytes = pos
