@@ -653,8 +653,15 @@ export class App {
       });
       box.append(pre);
     }
+    // The site is the innermost frame outside TF; user_code, when another frame, is the
+    // program's own line that led there (through the libraries in via).
+    if (site.user_code) {
+      box.append(el('div', {class: 'opm-site-from'}, 'from your code: ',
+          el('code', {text: `${site.user_code.file}:${site.user_code.line}`}),
+          el('span', {class: 'opm-muted', text: ` in ${site.user_code.function || '?'}`})));
+    }
     if (site.via && site.via.length) {
-      box.append(el('details', {class: 'opm-via'}, el('summary', {text: 'then, inside libraries'}),
+      box.append(el('details', {class: 'opm-via'}, el('summary', {text: 'through, inside libraries'}),
           el('ol', {}, site.via.map((f) => el('li', {},
               el('code', {text: `${f.file}:${f.line}`}),
               el('span', {class: 'opm-muted', text: ` in ${f.function}`}))))));
@@ -752,10 +759,10 @@ export class App {
       if (!s.executions && !s.kernels.length) return el('span', {class: 'opm-none', text: '–'});
       return el('span', {},
           el('span', {class: 'opm-num-inline', text: fmtInt(s.executions)}),
-          s.kernels.length ? s.kernels.map((k) => {
-            const key = classKey(mode, {class: k.startsWith('(') ? 'unknown'
-              : k.includes('Fused') && !k.includes('FusedBatchNorm') ? 'fused' : '',
-            onednn: k.startsWith('_Mkl')});
+          s.kernels.length ? s.kernels.map((k, i) => {
+            // The server's kernel class (why.kernel_class), one per kernel name.
+            const cls = (s.classes || [])[i] || 'unknown';
+            const key = classKey(mode, {class: cls, onednn: cls === 'onednn'});
             return el('span', {class: 'opm-chip'}, swatch(key),
                 el('span', {class: 'opm-kernel-name', text: k}));
           }) : el('span', {class: 'opm-muted', text: ' kernel ?'}));

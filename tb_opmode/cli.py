@@ -1,21 +1,25 @@
 """The ``tb-opmode`` command line: the same model as the tab, as text.
 
-In: argv. Out: a table, JSON or CSV on stdout; warnings on stderr; exit 0 on
-success (also when some input was damaged), 2 when there was nothing to read
-or the arguments were wrong.
+In: argv. Out: a table, JSON or CSV on stdout; warnings on stderr, one line
+each; exit 0 on success (also when some input was damaged), 2 when there was
+nothing to read or the arguments were wrong (one ``tb-opmode: error:`` line,
+never a traceback), 3 on an unexpected error (a bug: one line too, unless
+``TB_OPMODE_TRACEBACK=1`` asks for the traceback).
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import json
+import os
 import sys
 import textwrap
 from typing import Any, TextIO
 
 from . import __version__
-from .join import MODES, LogdirError, load, summary
+from .export import render_csv
+from .join import MODES, LogdirError, RunModel, load, summary
+from .runs import display
 from .why import call_sites, explain
 
 __all__ = ["main", "render_table", "render_csv"]
@@ -54,30 +58,25 @@ def render_table(doc: dict[str, Any]) -> str:
     return out.getvalue()
 
 
-def render_csv(doc: dict[str, Any]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["run", "op_type", "mode", "executions", "kernel", "kernel_executions",
-                     "onednn", "evidence"])
-    for run in doc["runs"]:
-        for r in run["op_types"]:
-            for mode in MODES:
-                stats = r[mode]
-                if not stats["executions"] and not stats["kernels"]:
-                    continue
-                for k in stats["kernels"] or [None]:
-                    writer.writerow([run["run"], r["op_type"], mode, stats["executions"],
-                                     k["name"] if k else "", k["executions"] if k else "",
-                                     str(k["onednn"]).lower() if k else "",
-                                     k["evidence"] if k else ""])
-    return out.getvalue()
+def _nothing_readable(logdir: str, models: list[RunModel]) -> LogdirError:
+    """The one-line error for a logdir whose files hold nothing we could read."""
+    problems = [p for m in models for p in m.problems]
+    # "missing: ..." only says which files a dump set lacks; the others say what was wrong.
+    telling = [p for p in problems if not p.message.startswith("missing:")] or problems
+    files = sum(len(m.sources.get(k, [])) for m in models for k in ("debugger", "profile", "logs"))
+    text = f"{display(logdir)}: nothing readable in the {files} source(s) found"
+    if telling:
+        first = telling[0]
+        text += f"; {display(first.path)}: byte {first.offset}: {display(first.message)}"
+        if len(problems) > 1:
+            text += f" (and {len(problems) - 1} more problem(s))"
+    return LogdirError(text)
 
 
 def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     models = load(args.logdir, args.run, tuple(args.log))
     if not any(m.counts_from for m in models):
-        raise LogdirError(f"{args.logdir}: found files but nothing readable in them: "
-                          + "; ".join(str(p) for m in models for p in m.problems[:3]))
+        raise _nothing_readable(args.logdir, models)
     doc = summary(models, args.logdir)
     for warning in doc["warnings"]:
         stderr.write(f"tb-opmode: warning: {warning}\n")
@@ -92,9 +91,10 @@ def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    models = [m for m in load(args.logdir, args.run, tuple(args.log)) if m.counts_from]
+    loaded = load(args.logdir, args.run, tuple(args.log))
+    models = [m for m in loaded if m.counts_from]
     if not models:
-        raise LogdirError(f"{args.logdir}: found files but nothing readable in them")
+        raise _nothing_readable(args.logdir, loaded)
     if args.run is None and len(models) > 1:
         with_op = [m for m in models if args.op_type in m.op_types]
         models = with_op[:1] or models[:1]
@@ -164,10 +164,16 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     try:
         return args.func(args, stdout, stderr)
     except LogdirError as err:
-        stderr.write(f"tb-opmode: error: {err}\n")
+        stderr.write(f"tb-opmode: error: {display(str(err))}\n")
         return 2
     except BrokenPipeError:  # `tb-opmode summary ... | head`
         return 0
+    except Exception as err:  # a bug; still one line for the person at the terminal
+        if os.environ.get("TB_OPMODE_TRACEBACK"):
+            raise
+        stderr.write(f"tb-opmode: error: unexpected {type(err).__name__}: {display(str(err))[:500]} "
+                     "(a bug in tb-opmode; TB_OPMODE_TRACEBACK=1 shows where)\n")
+        return 3
 
 
 if __name__ == "__main__":

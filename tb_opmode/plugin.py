@@ -32,7 +32,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from . import views
+from . import timeline, views
 from .join import build_run
 from .runs import RunSources, discover
 
@@ -208,15 +208,24 @@ class OpModePlugin(base_plugin.TBPlugin):
             view = views.prepare(model, self._logdir)
         except (OSError, ValueError, DecodeError) as err:
             logger.warning("opmode: cannot load run %s: %s", sources.name, err)
-            with self._lock:
-                self._errors[sources.name] = f"{type(err).__name__}: {err}"
-                self._failed[sources.name] = signature
+            self._failed_run(sources.name, signature, err)
+            return
+        except Exception as err:  # noqa: BLE001 - one run's bug must not stop the loader
+            # Not silent: logged with its traceback and shown on the run in the tab.
+            logger.exception("opmode: bug while loading run %s", sources.name)
+            self._failed_run(sources.name, signature, err)
             return
         loaded = _Loaded(view, signature, time.time(), time.monotonic() - began)
         with self._lock:
             self._runs[sources.name] = loaded
             self._errors.pop(sources.name, None)
             self._failed.pop(sources.name, None)
+
+    def _failed_run(self, name: str, signature: tuple[tuple[str, int, int], ...],
+                    err: BaseException) -> None:
+        with self._lock:
+            self._errors[name] = f"{type(err).__name__}: {err}"
+            self._failed[name] = signature
 
     def _update_progress(self, signatures: dict[str, tuple[tuple[str, int, int], ...]]) -> None:
         """Recount progress (lock held)."""
@@ -304,6 +313,13 @@ class OpModePlugin(base_plugin.TBPlugin):
         if not lo <= value <= hi:
             raise errors.InvalidArgumentError(f"{name} must be between {lo} and {hi}; got {value}")
         return value
+
+    @classmethod
+    def _window(cls, request: wrappers.Request) -> tuple[Optional[int], Optional[int]]:
+        """The ``start`` and ``end`` of a timeline window (ns from the run's first event)."""
+        limit = 1 << 62
+        return (cls._int(request, "start", None, -limit, limit),
+                cls._int(request, "end", None, -limit, limit))
 
     @staticmethod
     def _bool(request: wrappers.Request, name: str, default: bool) -> bool:
@@ -406,13 +422,11 @@ class OpModePlugin(base_plugin.TBPlugin):
     def _serve_timeline(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=&start=&end=&max_events=&debug=``: events or bins of a window (ns from start)."""
         view = self._view(self._text(request, "run"))
-        limit = 1 << 62
-        start = self._int(request, "start", None, -limit, limit)
-        end = self._int(request, "end", None, -limit, limit)
-        max_events = self._int(request, "max_events", 5000, 1, views.MAX_EVENTS)
+        start, end = self._window(request)
+        max_events = self._int(request, "max_events", 5000, 1, timeline.MAX_EVENTS)
         debug = self._bool(request, "debug", False)
         try:
-            body = views.timeline_window(view, start, end, max_events or 5000, debug)
+            body = timeline.timeline_window(view.timeline, start, end, max_events or 5000, debug)
         except ValueError as err:
             raise errors.InvalidArgumentError(str(err)) from err
         return self._respond(request, body)
@@ -442,14 +456,13 @@ class OpModePlugin(base_plugin.TBPlugin):
         elif fmt == "json":
             content, ctype, ext = views.dumps_json(views.export_json(view)), _JSON, "json"
         elif fmt == "trace":
-            limit = 1 << 62
-            start = self._int(request, "start", None, -limit, limit)
-            end = self._int(request, "end", None, -limit, limit)
-            max_events = self._int(request, "max_events", views.MAX_TRACE_EVENTS, 1,
-                                   views.MAX_TRACE_EVENTS)
+            start, end = self._window(request)
+            max_events = self._int(request, "max_events", timeline.MAX_TRACE_EVENTS, 1,
+                                   timeline.MAX_TRACE_EVENTS)
             try:
-                trace = views.export_trace(view, start, end, max_events or 1,
-                                           self._bool(request, "debug", False))
+                trace = timeline.export_trace(view.timeline, view.doc["run"],
+                                              view.doc["tensorflow_version"], start, end,
+                                              max_events or 1, self._bool(request, "debug", False))
             except ValueError as err:
                 raise errors.InvalidArgumentError(str(err)) from err
             content, ctype, ext = views.dumps_json(trace), _JSON, "trace.json"

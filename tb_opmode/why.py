@@ -3,34 +3,53 @@
 In: a ``RunModel`` whose kernels are assigned (``join`` + ``kernels``). Out:
 pure functions returning JSON-ready dicts: ``call_sites`` (Python lines that
 issued eager executions, or created graph ops while a tf.function was traced),
+``function_graphs`` (the graphs holding an op type's graph executions),
 ``explain`` (per op type and mode: an ``explanation`` string and ``reasons``),
 ``op_times`` (per op type, mode and kernel, from the profile) and
-``time_share`` (share of op time by mode x oneDNN).
+``time_share`` (share of op time by mode x kernel class).
+
+The CLI and the tab share these: ``kernel_class`` is the one classification
+of a kernel name, ``node_op_types`` the one mapping of profiled graph nodes to
+op types, and ``eager_kernels`` the one choice of the kernel an eager event is
+put down to, so the summary's times, the tab's table, matrix and timeline agree.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from .kernels import REMOVED, is_fused, is_onednn
-from .nodes import suffixes
+from .nodes import canonical_op, suffixes
 from .rules import stock_reason
 
 if TYPE_CHECKING:
     from .join import RunModel
+    from .tfdbg import DumpSet
 
-__all__ = ["call_sites", "explain", "op_times", "time_share", "function_graphs", "kernel_class",
-           "KERNEL_CLASSES"]
+__all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
+           "kernel_class", "is_debug_kernel", "node_op_types", "eager_kernels", "KERNEL_CLASSES",
+           "PLUMBING_KERNELS"]
 
 KERNEL_CLASSES = ("onednn", "fused", "stock", "unknown")
+# Executor bookkeeping nodes: no op of the user's program.
+PLUMBING_KERNELS = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
 # Frames inside TF itself, or Keras' thin op wrappers, say nothing about why an op ran.
-_INTERNAL = re.compile(r"/(tensorflow|tensorflow_core|tf_keras/src/backend|keras/src/backend|"
-                       r"keras/src/ops|keras/backend|keras/src/utils/traceback_utils)[/.]")
-_THIRD_PARTY = re.compile(r"/(site-packages|dist-packages|lib/python\d\.\d+)/")
+_INTERNAL = re.compile(r"[/\\](tensorflow|tensorflow_core|tf_keras[/\\]src[/\\]backend|"
+                       r"keras[/\\]src[/\\]backend|keras[/\\]src[/\\]ops|keras[/\\]backend|"
+                       r"keras[/\\]src[/\\]utils[/\\]traceback_utils)[/\\.]")
+# Installed libraries and the interpreter's own code (``<frozen ...>``, ``<string>``).
+_THIRD_PARTY = re.compile(r"[/\\](site-packages|dist-packages|lib[/\\]python\d+(\.\d+)?)[/\\]|^<")
+_MAX_LINE_CHARS = 400
+_MAX_VIA = 8
+
+Frame = tuple[str, int, str]  # (file path, line, function)
 
 
 def kernel_class(kernel: str) -> str:
+    """``fused`` (a oneDNN kernel grappler's remapper fused from several ops), ``onednn``
+    (another ``_Mkl*`` kernel), ``stock``, or ``unknown`` (no kernel: none seen, or the op
+    was optimized away)."""
     if not kernel or kernel == REMOVED:
         return "unknown"
     if is_fused(kernel) and is_onednn(kernel):
@@ -38,89 +57,126 @@ def kernel_class(kernel: str) -> str:
     return "onednn" if is_onednn(kernel) else "stock"
 
 
-def _frames(model: RunModel, stack: tuple[str, ...]) -> list[tuple[str, int, str]]:
-    out = []
-    for dump in model.dumps:
-        if out:
-            break
-        for frame_id in stack:
-            frame = dump.frame(frame_id)
-            if frame is not None:
-                out.append(frame)
-    return out
+def is_debug_kernel(kernel: str) -> bool:
+    """A kernel tfdbg inserted to dump tensors (``DebugIdentityV2``, ``DebugNumericSummaryV2``
+    and kin): instrumentation, not an op of the user's program."""
+    return kernel.startswith("Debug")
 
 
-def _pick(frames: list[tuple[str, int, str]]) -> tuple[tuple[str, int, str] | None,
-                                                      tuple[str, int, str] | None]:
-    """(call site: innermost frame outside TF internals, innermost frame of user code)."""
+def _frames(dump: DumpSet, stack: tuple[str, ...]) -> list[Frame]:
+    """The frames of a stack that its own dump knows, outermost first."""
+    return [f for f in (dump.frame(frame_id) for frame_id in stack) if f is not None]
+
+
+def _pick(frames: list[Frame]) -> tuple[Optional[int], Optional[int]]:
+    """Indexes of (call site: the innermost frame outside TF internals, or else the innermost
+    frame; user code: the innermost frame outside TF and installed libraries)."""
     site = user = None
-    for frame in reversed(frames):  # frames run outermost first
-        path = frame[0]
+    for i in range(len(frames) - 1, -1, -1):  # frames run outermost first
+        path = frames[i][0]
         if site is None and not _INTERNAL.search(path):
-            site = frame
+            site = i
         if user is None and not _THIRD_PARTY.search(path) and not _INTERNAL.search(path):
-            user = frame
+            user = i
         if site is not None and user is not None:
             break
+    if site is None and frames:
+        site = len(frames) - 1
     return site, user
 
 
-def _snippet(model: RunModel, path: str, line: int, context: int = 2) -> list[dict[str, Any]]:
-    for dump in model.dumps:
-        for (host, file_path), lines in dump.source_lines.items():
-            if file_path == path and lines:
+def _snippet(model: RunModel, first: int, path: str, line: int,
+             context: int) -> Optional[dict[str, Any]]:
+    """The source around ``path:line`` (from dump ``first``, else any dump that has the file)."""
+    for dump in [model.dumps[first]] + model.dumps[:first] + model.dumps[first + 1:]:
+        for (_host, file_path), lines in dump.source_lines.items():
+            if file_path == path and 1 <= line <= len(lines):
                 lo, hi = max(1, line - context), min(len(lines), line + context)
-                return [{"line": i, "text": lines[i - 1]} for i in range(lo, hi + 1)]
-    return []
+                return {"first_line": lo, "line": line,
+                        "lines": [text[:_MAX_LINE_CHARS] for text in lines[lo - 1:hi]]}
+    return None
 
 
-def call_sites(model: RunModel, op_type: str, mode: str, limit: int = 10,
-               snippets: bool = True) -> list[dict[str, Any]]:
-    """Top Python call sites of an op type: eager executions, or graph op creation."""
-    counts: Counter = Counter()
+def _frame_json(frame: Frame) -> dict[str, Any]:
+    return {"file": frame[0], "line": frame[1], "function": frame[2]}
+
+
+def call_sites(model: RunModel, op_type: str, mode: str, limit: Optional[int] = 10,
+               snippets: bool = True, context: int = 2, via: bool = False) -> list[dict[str, Any]]:
+    """Python call sites of an op type, busiest first (``limit=None``: all of them).
+
+    Eager: where its executions were issued; graph: where its executed graph ops
+    were created while a tf.function was traced. A site is the innermost frame
+    outside TF's own code; each has ``file``, ``line``, ``function``, ``count``
+    (executions), for graph sites ``ops`` (graph ops created there), and
+    ``user_code``: the innermost frame of the program itself (outside TF and
+    installed libraries) that led there, when that is another frame. With
+    ``snippets``, ``snippet`` holds the site's line with ``context`` lines each
+    side; with ``via``, ``via`` lists the frames between the user's code and the
+    site (outermost first, TF internals left out, the last few).
+    """
+    stacks: Counter = Counter()      # (dump index, stack) -> executions
+    created_ops: Counter = Counter()  # (dump index, stack) -> graph ops created there
     if mode == "eager":
-        for dump in model.dumps:
+        for i, dump in enumerate(model.dumps):
             for (t, stack), n in dump.execution_sites.items():
                 if t == op_type:
-                    counts[stack] += n
+                    stacks[(i, stack)] += n
     else:
-        executed = {(op.graph_id, op.op_name): op.executions for op in model.graph_ops
-                    if op.op_type == op_type}
-        for dump in model.dumps:
-            for graph_id, graph in dump.graphs.items():
-                for name, created in graph.ops.items():
-                    n = executed.get((graph_id, name))
-                    if n:
-                        counts[created.stack] += n
-    by_site: Counter = Counter()
-    users: dict[tuple, Counter] = defaultdict(Counter)
-    for stack, n in counts.items():
-        site, user = _pick(_frames(model, stack))
+        for op in model.graph_ops:
+            if op.op_type != op_type or not op.executions:
+                continue
+            for i, dump in enumerate(model.dumps):
+                graph = dump.graphs.get(op.graph_id)
+                created = graph.ops.get(op.op_name) if graph is not None else None
+                if created is not None:
+                    stacks[(i, created.stack)] += op.executions
+                    created_ops[(i, created.stack)] += 1
+                    break
+    groups: dict[Frame, dict[str, Any]] = {}
+    for (i, stack), n in stacks.items():
+        frames = _frames(model.dumps[i], stack)
+        site, user = _pick(frames)
         if site is None:
-            continue
-        by_site[site] += n
+            continue  # no frame of this stack is known: nothing to show
+        group = groups.setdefault(frames[site], {"count": 0, "ops": 0, "dump": i,
+                                                 "paths": Counter()})
+        group["count"] += n
+        group["ops"] += created_ops[(i, stack)]
         if user is not None and user != site:
-            users[site][user] += n
+            path = tuple(f for f in frames[user + 1:site] if not _INTERNAL.search(f[0]))
+            group["paths"][(frames[user], path[-_MAX_VIA:])] += n
+    ordered = sorted(groups.items(), key=lambda kv: (-kv[1]["count"], kv[0][0], kv[0][1]))
     out = []
-    for (path, line, func), n in by_site.most_common(limit):
-        item: dict[str, Any] = {"file": path, "line": line, "function": func, "count": n}
-        if users[(path, line, func)]:
-            upath, uline, ufunc = users[(path, line, func)].most_common(1)[0][0]
-            item["user_code"] = {"file": upath, "line": uline, "function": ufunc}
+    for frame, group in ordered[:limit]:
+        item: dict[str, Any] = dict(_frame_json(frame), count=group["count"])
+        if mode != "eager":
+            item["ops"] = group["ops"]
+        user_path = group["paths"].most_common(1)[0][0] if group["paths"] else None
+        if user_path is not None:
+            item["user_code"] = _frame_json(user_path[0])
+        if via:
+            item["via"] = [_frame_json(f) for f in user_path[1]] if user_path else []
         if snippets:
-            item["source"] = _snippet(model, path, line)
+            snippet = _snippet(model, group["dump"], frame[0], frame[1], context)
+            if snippet is not None:
+                item["snippet"] = snippet
         out.append(item)
     return out
 
 
 def function_graphs(model: RunModel, op_type: str) -> list[dict[str, Any]]:
-    """The graphs that hold the op type's graph executions, with their outermost function."""
-    per_graph: Counter = Counter()
+    """The graphs that hold the op type's graph executions, busiest first: each with its
+    name, the outermost function it belongs to (and that function's calls), the op
+    type's executed ops in it (``ops``, the first ``op_names``) and their executions."""
+    per_graph: dict[str, dict[str, Any]] = {}
     for op in model.graph_ops:
         if op.op_type == op_type:
-            per_graph[op.graph_id] += op.executions
+            entry = per_graph.setdefault(op.graph_id, {"executions": 0, "op_names": []})
+            entry["executions"] += op.executions
+            entry["op_names"].append(op.op_name)
     out = []
-    for graph_id, n in per_graph.most_common():
+    for graph_id, entry in per_graph.items():
         name, outer_name = "", ""
         for dump in model.dumps:
             graph = dump.graphs.get(graph_id)
@@ -128,14 +184,18 @@ def function_graphs(model: RunModel, op_type: str) -> list[dict[str, Any]]:
                 continue
             name = graph.name
             seen = set()
-            while graph.outer_id and graph.outer_id in dump.graphs and graph.outer_id not in seen:
+            # Climb to the outermost named graph: the root context tfdbg records is unnamed.
+            while (graph.outer_id in dump.graphs and graph.outer_id not in seen
+                   and dump.graphs[graph.outer_id].name):
                 seen.add(graph.outer_id)
                 graph = dump.graphs[graph.outer_id]
             outer_name = graph.name
         calls = sum(c for f, c in model.functions.items()
                     if outer_name and f.startswith(f"__inference_{outer_name}_"))
         out.append({"graph_id": graph_id, "graph": name, "function": outer_name,
-                    "function_calls": calls, "executions": n})
+                    "function_calls": calls, "executions": entry["executions"],
+                    "ops": len(entry["op_names"]), "op_names": sorted(entry["op_names"])[:5]})
+    out.sort(key=lambda g: (-g["executions"], -g["ops"], g["graph"], g["graph_id"]))
     return out
 
 
@@ -165,9 +225,12 @@ def _kernel_reason(model: RunModel, op_type: str, mode: str, kernel: dict[str, A
                     f"(MklLayoutRewritePass) rewrote the node after grappler optimised the graph."
                     + (f" {notes}." if notes else ""))
         return f"Runs the oneDNN kernel {name} ({how})." + (f" {notes}." if notes else "")
-    reason = stock_reason(op_type, mode, model.tensorflow_version, dtype or "DT_FLOAT") \
-        if model.onednn_enabled is not False else \
-        "oneDNN custom operations are off in this run (TF_ENABLE_ONEDNN_OPTS=0)"
+    if model.onednn_enabled is False:
+        reason = "oneDNN custom operations are off in this run (TF_ENABLE_ONEDNN_OPTS=0)"
+    elif not model.tensorflow_version:  # no dump metadata: no rule table applies
+        reason = "the run's TF version is unknown (no tfdbg dump), so no oneDNN rule says why"
+    else:
+        reason = stock_reason(op_type, mode, model.tensorflow_version, dtype or "DT_FLOAT")
     extra = f" {notes}." if notes and evidence != "inferred" else ""
     return f"Runs the stock kernel {name} ({how}): {reason}.{extra}"
 
@@ -224,49 +287,92 @@ def explain(model: RunModel, op_type: str) -> dict[str, Any]:
     return out
 
 
-def _node_index(model: RunModel) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
-    """Executed node -> (op type, kernel), exact (from assignments) and by suffix."""
-    exact = {op.node: (op.op_type, op.kernel) for op in model.graph_ops if op.node}
-    by_name: dict[str, tuple[str, str]] = {}
+def node_op_types(model: RunModel) -> dict[str, str]:
+    """Executed graph node (as the profile names it) -> the op type it ran for.
+
+    The one mapping of profiled graph time to op types, in this order:
+
+    1. the node ``kernels.assign_graph`` linked to a dump op (``OpKernel.node``),
+       when it is that op's own node (not the node of another op it was fused
+       into, nor the producer read in place of an op optimized away);
+    2. the dump op named by the longest ``/``-suffix of the node name (inlined
+       calls prefix names; this also finds ops tfdbg does not trace, e.g. ones
+       without outputs such as ``AssignVariableOp``);
+    3. the stock op of the node's kernel (``canonical_op``): nodes grappler made
+       that stand for no dump op, and every node of a run without a dump (whose
+       op types are named after kernels too).
+
+    tfdbg's own nodes (``is_debug_kernel``) and executor plumbing
+    (``PLUMBING_KERNELS``) are no user op: they are left out.
+    """
+    exact: dict[str, str] = {}
     for op in model.graph_ops:
-        by_name.setdefault(op.op_name, (op.op_type, op.kernel))
-    return exact, by_name
+        if op.node and not op.fused_into and op.kernel != REMOVED:
+            exact.setdefault(op.node, op.op_type)
+    by_name: dict[str, str] = {}
+    for dump in model.dumps:
+        for graph in dump.graphs.values():
+            for name, created in graph.ops.items():
+                by_name.setdefault(name, created.op_type)
+    out: dict[str, str] = {}
+    for prof in model.profiles:
+        for node, kernel, _start, _dur in prof.graph_ops:
+            if node in out or is_debug_kernel(kernel) or kernel in PLUMBING_KERNELS:
+                continue
+            op_type = exact.get(node) or next((by_name[s] for s in suffixes(node) if s in by_name),
+                                              None)
+            out[node] = op_type or canonical_op(kernel)
+    return out
+
+
+def eager_kernels(model: RunModel) -> dict[str, str]:
+    """Op type -> the kernel its eager events are put down to: the one it ran eagerly most
+    often (a profiler event of an eager op does not name its kernel). Op types without a
+    known eager kernel are absent (their time is of kernel class ``unknown``)."""
+    return {op_type: max(row.eager.kernels, key=lambda k: k.executions).name
+            for op_type, row in model.op_types.items() if row.eager.kernels}
 
 
 def op_times(model: RunModel) -> dict[tuple[str, str, str], list[int]]:
-    """(op type, mode, kernel) -> [events, total ns], from the run's profiles."""
+    """(op type, mode, kernel) -> [events, total ns], from the run's profiles.
+
+    Eager events are booked to ``eager_kernels`` ("" when no kernel is known),
+    graph events to their own kernel and the op type ``node_op_types`` gives.
+    tf.function calls, tfdbg's instrumentation and executor plumbing are left out.
+    """
+    from .join import is_function  # join imports this module: import at call time
+
     out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
-    eager_kernel: dict[str, str] = {}
-    for op_type, row in model.op_types.items():
-        if row.eager.kernels:
-            eager_kernel[op_type] = max(row.eager.kernels, key=lambda k: k.executions).name
-    exact, by_name = _node_index(model)
+    eager_kernel = eager_kernels(model)
+    op_of = node_op_types(model)
     for prof in model.profiles:
         for op_type, is_func, _start, dur in prof.eager_ops:
-            if is_func or op_type.startswith("__"):
+            if is_func or is_function(op_type) or is_debug_kernel(op_type):
                 continue
-            cell = out[(op_type, "eager", eager_kernel.get(op_type, op_type))]
+            cell = out[(op_type, "eager", eager_kernel.get(op_type, ""))]
             cell[0] += 1
             cell[1] += dur
         for node, kernel, _start, dur in prof.graph_ops:
-            if kernel.startswith("Debug"):
-                continue  # tfdbg's own instrumentation
-            found = exact.get(node)
-            if found is None:
-                found = next((by_name[s] for s in suffixes(node) if s in by_name), None)
-            if found is None:
-                continue
-            cell = out[(found[0], "graph", kernel)]
+            op_type = op_of.get(node)
+            if op_type is None:
+                continue  # tfdbg's own nodes and executor plumbing
+            cell = out[(op_type, "graph", kernel)]
             cell[0] += 1
             cell[1] += dur
     return dict(out)
 
 
-def time_share(times: dict[tuple[str, str, str], list[int]]) -> dict[str, Any]:
-    """Share of profiled op time by mode x kernel class."""
+def class_times(times: dict[tuple[str, str, str], list[int]]) -> dict[tuple[str, str], int]:
+    """(mode, kernel class) -> profiled op time in ns, from ``op_times``."""
     totals: Counter = Counter()
     for (_op, mode, kernel), (_n, ns) in times.items():
         totals[(mode, kernel_class(kernel))] += ns
+    return dict(totals)
+
+
+def time_share(times: dict[tuple[str, str, str], list[int]]) -> dict[str, Any]:
+    """Share of profiled op time by mode x kernel class."""
+    totals = class_times(times)
     whole = sum(totals.values())
     return {"total_ms": whole / 1e6, "cells": [
         {"mode": mode, "class": cls, "ms": ns / 1e6, "share": (ns / whole if whole else 0.0)}

@@ -25,7 +25,8 @@ from tensorboard.plugins import base_plugin
 from werkzeug import test as wtest
 from werkzeug.wrappers import Response
 
-from tb_opmode import views
+from tb_opmode import timeline, views
+from tb_opmode.export import render_csv
 from tb_opmode.join import load, summary
 from tb_opmode.plugin import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
 
@@ -322,6 +323,7 @@ def test_compare_onednn_on_and_off(pair: Api) -> None:
     t = rows["Transpose"]
     assert t["eager"]["a"]["kernels"] == ["_MklTranspose"]
     assert t["eager"]["b"]["kernels"] == ["Transpose"]
+    assert t["eager"]["a"]["classes"] == ["onednn"] and t["eager"]["b"]["classes"] == ["stock"]
     assert "eager kernel" in t["changes"] and t["kernel_changed"]
     assert "MatMul" in rows and rows["MatMul"]["kernel_changed"]
     assert c["kernel_changes"] >= 2
@@ -357,6 +359,40 @@ def test_exports_parse(bert: Api) -> None:
     small = bert.json("/export", run=".", format="trace", max_events=5)
     assert len([e for e in small["traceEvents"] if e.get("ph") == "X"]) == 5
     assert small["otherData"]["truncated"] is True
+
+
+def test_tab_and_summary_share_times_classes_and_csv(bert: Api, bert_logdir: Path) -> None:
+    """One source of truth: the matrix's time is the summary's time_share, the table's time
+    per (op type, mode) is the sum of the timeline's events of that op type in that mode,
+    and the tab's CSV holds the CLI's CSV lines."""
+    (model,) = load(str(bert_logdir))
+    doc = summary([model], str(bert_logdir))
+    share = {(c["mode"], c["class"]): c["ms"] for c in doc["runs"][0]["time_share"]["cells"]}
+    o = bert.json("/overview", run=".")
+    for cell in o["matrix"]:
+        assert abs(cell["time_ns"] / 1e6 - share.get((cell["mode"], cell["class"]), 0.0)) < 1e-6
+    trace = bert.json("/export", run=".", format="trace")
+    assert trace["otherData"]["truncated"] is False
+    from_timeline: dict[tuple[str, str], float] = {}
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "X" and e["cat"] not in ("function", "debug"):
+            key = (e["args"]["op_type"], e["cat"].split("_")[0])
+            from_timeline[key] = from_timeline.get(key, 0.0) + e["dur"]
+    rows = all_rows(bert, ".")
+    timed = 0
+    for row in rows:
+        for mode in ("eager", "graph"):
+            if "time_ns" in row[mode]:
+                timed += 1
+                summed_us = from_timeline[(row["op_type"], mode)]
+                assert abs(row[mode]["time_ns"] / 1000 - summed_us) < 1e-3
+            for k in row[mode]["kernels"]:
+                assert k["class"] in ("onednn", "fused", "stock", "unknown")
+    assert timed > 0
+    tab_csv = bert.get("/export", run=".", format="csv").get_data(as_text=True).splitlines()
+    cli_csv = render_csv(doc).splitlines()
+    assert len(tab_csv) == len(cli_csv)
+    assert {",".join(line.split(",")[:8]) for line in tab_csv} == set(cli_csv)
 
 
 # ---------------------------------------------------------------- errors
@@ -445,9 +481,9 @@ def test_static_route_refuses_traversal(bert: Api, path: str) -> None:
 def test_largest_answers_stay_under_one_megabyte(bert: Api) -> None:
     # Api.get asserts the cap on every response; ask for the largest pages allowed.
     bert.json("/optypes", run=".", page_size=views.MAX_PAGE_SIZE)
-    bert.json("/timeline", run=".", max_events=views.MAX_EVENTS, debug=1)
+    bert.json("/timeline", run=".", max_events=timeline.MAX_EVENTS, debug=1)
     bert.json("/op", run=".", op="AddV2", sites=50)
-    bert.json("/export", run=".", format="trace", max_events=views.MAX_TRACE_EVENTS, debug=1)
+    bert.json("/export", run=".", format="trace", max_events=timeline.MAX_TRACE_EVENTS, debug=1)
     bert.get("/export", run=".", format="csv")
     bert.json("/export", run=".", format="json")
 

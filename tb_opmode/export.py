@@ -1,0 +1,46 @@
+"""CSV of the summary contract: the one writer behind ``tb-opmode summary --format csv``
+and the tab's CSV export.
+
+In: a document shaped like ``join.summary()`` (``{"runs": [{"run", "op_types": [...]}]}``).
+Out: CSV text, one line per (run, op type, mode, kernel); a mode that ran with no
+kernel named gets one line with the kernel cells empty.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from .join import MODES
+from .why import kernel_class
+
+__all__ = ["render_csv", "CSV_COLUMNS", "CSV_TIME_COLUMNS"]
+
+CSV_COLUMNS = ("run", "op_type", "mode", "executions", "kernel", "kernel_executions", "onednn",
+               "evidence")
+# Added with ``with_time`` (the tab's export): the kernel's class and the mode's op time.
+CSV_TIME_COLUMNS = ("kernel_class", "time_ns")
+
+
+def render_csv(doc: dict[str, Any], with_time: bool = False) -> str:
+    """The CSV text of ``doc``. With ``with_time``, each line also carries the kernel's
+    ``why.kernel_class`` and the mode's profiled op time in ns (``time_ns`` of the mode,
+    empty when the mode has none)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS + (CSV_TIME_COLUMNS if with_time else ()))
+    for run in doc["runs"]:
+        for r in run["op_types"]:
+            for mode in MODES:
+                stats = r[mode]
+                if not stats["executions"] and not stats["kernels"]:
+                    continue
+                for k in stats["kernels"] or [None]:
+                    line = [run["run"], r["op_type"], mode, stats["executions"],
+                            k["name"] if k else "", k["executions"] if k else "",
+                            str(k["onednn"]).lower() if k else "", k["evidence"] if k else ""]
+                    if with_time:
+                        line += [kernel_class(k["name"]) if k else "unknown",
+                                 stats.get("time_ns", "")]
+                    writer.writerow(line)
+    return out.getvalue()

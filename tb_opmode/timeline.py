@@ -1,0 +1,239 @@
+"""The tab's timeline: a run's profiled events in lanes, windows of them, a Perfetto trace.
+
+In: a ``RunModel`` with profiles (``join.build_run``), turned once by ``build``
+into a ``Timeline``: per lane (tf.function calls, eager ops, graph ops) its
+events sorted by start, in ns from the run's first event. Out: ``timeline_window``
+(the events overlapping a window, or bins of them when there are too many) and
+``export_trace`` (Chrome trace-event JSON that opens in Perfetto).
+
+Which op type a graph node ran for, and which kernel an eager event is put down
+to, come from ``why.node_op_types`` and ``why.eager_kernels``: the same
+mapping that gives the op table and the mode x class matrix their time, so the
+three agree. Bad parameters raise ``ValueError`` (the plugin answers 400).
+"""
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .join import RunModel, is_function
+from .kernels import is_onednn
+from .nodes import canonical_op
+from .why import PLUMBING_KERNELS, eager_kernels, is_debug_kernel, node_op_types
+
+__all__ = ["Timeline", "build", "timeline_window", "export_trace", "LANES", "CLASSES",
+           "MAX_EVENTS", "MAX_TRACE_EVENTS"]
+
+# Lanes, top to bottom.
+LANES = ("function", "eager", "graph")
+# Box classes (index = code in the JSON).
+CLASSES = ("eager_onednn", "eager_stock", "eager_unknown", "graph_onednn", "graph_stock",
+           "function", "debug")
+_CLS = {name: i for i, name in enumerate(CLASSES)}
+_ONEDNN = frozenset((_CLS["eager_onednn"], _CLS["graph_onednn"]))
+MAX_EVENTS = 10000
+MAX_TRACE_EVENTS = 6000
+_TRACKS = {"function": "tf.function calls (eager dispatch)", "eager": "eager ops",
+           "graph": "graph ops (inside tf.function)"}
+_KIND = {"eager_onednn": "oneDNN", "graph_onednn": "oneDNN", "eager_stock": "stock",
+         "graph_stock": "stock", "debug": "tfdbg instrumentation"}
+
+
+@dataclass
+class _Lane:
+    """Events of one lane, sorted by start (ns from the run's first event)."""
+
+    starts: list[int] = field(default_factory=list)
+    durs: list[int] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+    classes: list[int] = field(default_factory=list)
+    max_dur: int = 0
+
+
+@dataclass
+class Timeline:
+    """A run's profiled events per lane; never changed once built."""
+
+    lanes: dict[str, _Lane]
+    t0_ns: int
+    span_ns: int
+    debug_time_ns: int  # time of tfdbg's instrumentation (hidden unless asked for)
+
+    @property
+    def events(self) -> int:
+        return sum(len(lane.starts) for lane in self.lanes.values())
+
+
+def build(model: RunModel) -> Timeline:
+    """Sort the run's profiled events into lanes (run once per load)."""
+    raw: dict[str, list[tuple[int, int, str, str, str, int]]] = {lane: [] for lane in LANES}
+    eager_kernel = eager_kernels(model)
+    op_of = node_op_types(model)
+    for prof in model.profiles:
+        for op_type, is_func, start, dur in prof.eager_ops:
+            if is_func or is_function(op_type):
+                raw["function"].append((start, dur, op_type, "", op_type, _CLS["function"]))
+                continue
+            kernel = eager_kernel.get(op_type, "")
+            if is_debug_kernel(op_type):
+                cls = "debug"
+            elif not kernel:
+                cls = "eager_unknown"
+            else:
+                cls = "eager_onednn" if is_onednn(kernel) else "eager_stock"
+            raw["eager"].append((start, dur, op_type, kernel, op_type, _CLS[cls]))
+        for node, kernel, start, dur in prof.graph_ops:
+            if kernel in PLUMBING_KERNELS:
+                continue
+            if is_debug_kernel(kernel):
+                cls = "debug"
+            else:
+                cls = "graph_onednn" if is_onednn(kernel) else "graph_stock"
+            op_type = op_of.get(node) or canonical_op(kernel)
+            raw["graph"].append((start, dur, node, kernel, op_type, _CLS[cls]))
+    t0 = min((e[0] for events in raw.values() for e in events), default=0)
+    end = max((e[0] + e[1] for events in raw.values() for e in events), default=t0)
+    lanes: dict[str, _Lane] = {}
+    debug_time = 0
+    for name, events in raw.items():
+        events.sort(key=lambda e: (e[0], -e[1]))
+        lane = _Lane()
+        for start, dur, label, kernel, op_type, cls in events:
+            lane.starts.append(start - t0)
+            lane.durs.append(max(0, dur))
+            lane.names.append(label)
+            lane.kernels.append(kernel)
+            lane.ops.append(op_type)
+            lane.classes.append(cls)
+            if cls == _CLS["debug"]:
+                debug_time += max(0, dur)
+        lane.max_dur = max(lane.durs, default=0)
+        lanes[name] = lane
+    return Timeline(lanes=lanes, t0_ns=t0, span_ns=end - t0, debug_time_ns=debug_time)
+
+
+def _bounds(tl: Timeline, start: Optional[int], end: Optional[int]) -> tuple[int, int]:
+    lo = 0 if start is None else start
+    hi = tl.span_ns + 1 if end is None else end
+    if hi <= lo:
+        raise ValueError("end must be greater than start")
+    return lo, hi
+
+
+def _overlapping(tl: Timeline, lo: int, hi: int, debug: bool) -> Iterator[tuple[int, int]]:
+    """(lane index, event index) of the events overlapping [lo, hi), lane by lane."""
+    for li, lane_name in enumerate(LANES):
+        lane = tl.lanes.get(lane_name)
+        if lane is None or not lane.starts:
+            continue
+        first = bisect.bisect_left(lane.starts, lo - lane.max_dur)
+        last = bisect.bisect_left(lane.starts, hi)
+        for i in range(first, last):
+            if lane.starts[i] + lane.durs[i] < lo:
+                continue
+            if not debug and lane.classes[i] == _CLS["debug"]:
+                continue
+            yield li, i
+
+
+def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int] = None,
+                    max_events: int = 5000, debug: bool = False) -> dict[str, Any]:
+    """Events (or bins when there are more than ``max_events``) overlapping [start, end) ns.
+
+    Times are nanoseconds from the run's first profiled event. Each event is
+    ``[lane, start, dur, name, kernel, class]`` with lane/name/kernel indexes
+    into ``lanes``/``names`` and class an index into ``classes``; each bin is
+    ``[lane, start, end, count, busy_ns, class, name, onednn_count]``.
+    """
+    if not 1 <= max_events <= MAX_EVENTS:
+        raise ValueError(f"max_events must be between 1 and {MAX_EVENTS}")
+    lo, hi = _bounds(tl, start, end)
+    picked = list(_overlapping(tl, lo, hi, debug))
+    names: dict[str, int] = {}
+
+    def name_id(text: str) -> int:
+        found = names.get(text)
+        if found is None:
+            found = names[text] = len(names)
+        return found
+
+    out: dict[str, Any] = {"start": lo, "end": hi, "span_ns": tl.span_ns,
+                           "t0_ns": tl.t0_ns, "lanes": list(LANES),
+                           "classes": list(CLASSES), "total": len(picked)}
+    if len(picked) <= max_events:
+        events = []
+        for li, i in picked:
+            lane = tl.lanes[LANES[li]]
+            events.append([li, lane.starts[i], lane.durs[i], name_id(lane.names[i]),
+                           name_id(lane.kernels[i]), lane.classes[i]])
+        out["level"] = "events"
+        out["events"] = events
+    else:
+        nbins = max(1, min(1000, max_events // len(LANES)))
+        width = max(1, -(-(hi - lo) // nbins))
+        acc: dict[tuple[int, int], list[Any]] = {}
+        for li, i in picked:
+            lane = tl.lanes[LANES[li]]
+            s, d = lane.starts[i], lane.durs[i]
+            b = max(0, min(nbins - 1, (max(s, lo) - lo) // width))
+            entry = acc.get((li, b))
+            if entry is None:
+                entry = acc[(li, b)] = [0, 0, Counter(), Counter(), 0]
+            entry[0] += 1
+            entry[1] += min(s + d, hi) - max(s, lo)
+            entry[2][lane.classes[i]] += max(1, d)
+            entry[3][lane.names[i]] += max(1, d)
+            entry[4] += 1 if lane.classes[i] in _ONEDNN else 0
+        bins = []
+        for (li, b), (count, busy, classes, labels, onednn) in sorted(acc.items()):
+            bstart = lo + b * width
+            bins.append([li, bstart, min(hi, bstart + width), count, busy,
+                         classes.most_common(1)[0][0], name_id(labels.most_common(1)[0][0]),
+                         onednn])
+        out["level"] = "bins"
+        out["bin_ns"] = width
+        out["bins"] = bins
+    out["names"] = list(names)
+    return out
+
+
+def export_trace(tl: Timeline, run: str, tensorflow_version: str, start: Optional[int] = None,
+                 end: Optional[int] = None, max_events: int = MAX_TRACE_EVENTS,
+                 debug: bool = False) -> dict[str, Any]:
+    """Chrome trace-event JSON (opens in Perfetto): one track per lane, mode and kernel in names."""
+    if not 1 <= max_events <= MAX_TRACE_EVENTS:
+        raise ValueError(f"max_events must be between 1 and {MAX_TRACE_EVENTS}")
+    lo, hi = _bounds(tl, start, end)
+    events = sorted((tl.lanes[LANES[li]].starts[i], li, i)
+                    for li, i in _overlapping(tl, lo, hi, debug))
+    truncated = len(events) > max_events
+    events = events[:max_events]
+    trace: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0,
+         "args": {"name": f"tb_opmode run {run}"}}]
+    for li, lane_name in enumerate(LANES):
+        trace.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": li + 1,
+                      "args": {"name": _TRACKS[lane_name]}})
+        trace.append({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": li + 1,
+                      "args": {"sort_index": li}})
+    for s, li, i in events:
+        lane = tl.lanes[LANES[li]]
+        cls = CLASSES[lane.classes[i]]
+        kernel = lane.kernels[i]
+        if cls == "function":
+            name = f"{lane.names[i]} [tf.function call]"
+        else:
+            mode = LANES[li]
+            name = (f"{lane.names[i]} [{mode} · {kernel or 'kernel ?'} · "
+                    f"{_KIND.get(cls, 'kernel unknown')}]")
+        trace.append({"ph": "X", "name": name, "cat": cls, "pid": 1, "tid": li + 1,
+                      "ts": (tl.t0_ns + s) / 1000.0, "dur": lane.durs[i] / 1000.0,
+                      "args": {"op_type": lane.ops[i], "kernel": kernel, "class": cls}})
+    return {"traceEvents": trace, "displayTimeUnit": "ns",
+            "otherData": {"run": run, "tensorflow_version": tensorflow_version,
+                          "events": len(events), "truncated": truncated, "window_ns": [lo, hi]}}
