@@ -7,7 +7,7 @@ setup(
     packages=find_packages(include=["tb_opmode", "tb_opmode.*"]),
     package_data={"tb_opmode": ["static/*"]},
     python_requires=">=3.9",
-    install_requires=["tensorboard>=2.13", "werkzeug", "protobuf>=4.21,<8", "google-crc32c"],
+    install_requires=["tensorboard>=2.13", "werkzeug", "protobuf>=4.21,<8", "google-crc32c", "numpy"],
     extras_require={"test": ["tensorflow-cpu", "pytest", "playwright", "hypothesis"]},
     entry_points={
         "console_scripts": ["tb-opmode = tb_opmode.cli:main"],

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import math
 import mmap
 import os
 import pickle
@@ -105,6 +106,8 @@ def health_dtype(tensor_proto: bytes, mode: int) -> str:
                 length, pos = _varint(tensor_proto, pos)
                 if key >> 3 in (4, 6) and length >= 8 * (index + 1):
                     (value,) = struct.unpack_from("<d", tensor_proto, pos + 8 * index)
+                    if not math.isfinite(value):
+                        return ""  # a damaged or forged health tensor names no dtype
                     return DTYPE_NAMES.get(int(value), f"DT_{int(value)}")
                 pos += length
             else:
@@ -253,10 +256,28 @@ def _tail_bytes(path: str, end: int) -> bytes:
         return b""
 
 
+# The DebugEvent payloads each kind of file holds ("graph_id" events may sit in
+# the graphs and execution files).
+_KIND_WHAT = {
+    "metadata": {"debug_metadata"},
+    "source_files": {"source_file"},
+    "stack_frames": {"stack_frame_with_id"},
+    "graphs": {"graph_op_creation", "debugged_graph", "debugged_device", "graph_id"},
+    "execution": {"execution", "graph_id"},
+    "graph_execution_traces": {"graph_execution_trace"},
+}
+
+
 def _events(state: FileState, start: int = 0) -> Iterator[Any]:
-    """Decoded DebugEvents of ``state``'s file from ``start`` on; bookkeeping into ``state``."""
+    """Decoded DebugEvents of ``state``'s file from ``start`` on; bookkeeping into ``state``.
+
+    Events of another kind than the file's (a file renamed, or a payload a newer
+    TF added) are not used: they are counted into one problem for the file.
+    """
     path = state.path
     reader = RecordReader(path, start=start)
+    allowed = _KIND_WHAT.get(state.kind)
+    stray, first_stray = 0, 0
     try:
         for offset, payload in reader:
             try:
@@ -264,9 +285,18 @@ def _events(state: FileState, start: int = 0) -> Iterator[Any]:
             except DecodeError as err:
                 state.read_problems.append(Problem(path, offset, f"record is not a DebugEvent ({err})"))
                 continue
+            if allowed is not None and event.WhichOneof("what") not in allowed:
+                if not stray:
+                    first_stray = offset
+                stray += 1
+                continue
             yield event
     except OSError as err:
         state.read_problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
+    if stray:
+        state.read_problems.append(Problem(path, first_stray, (
+            f"{stray} records hold no {state.kind} event (a file of another kind, or a "
+            f"newer TensorFlow?); not used")))
     state.frame_problems.extend(reader.problems)
     state.records += reader.records
     state.end_offset = reader.end_offset

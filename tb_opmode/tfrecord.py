@@ -127,9 +127,21 @@ class RecordReader:
                 return
             payload = buf[pos + _HEADER:end - _FOOTER]
             if verify and crc(payload) != u32(buf, end - _FOOTER)[0]:
+                # The length verified, but the record may still be torn (bytes lost
+                # inside it, a writer that died mid-record): go on after it only if
+                # a verified header starts there, else search for the next record.
+                nxt: int | None = end
+                if end + _HEADER <= size and crc(buf[end:end + 8]) != u32(buf, end + 8)[0]:
+                    nxt = self._resync(buf, size, pos + 1)
                 self.problems.append(Problem(
-                    self.path, pos, f"bad payload checksum; record of {length} bytes skipped"))
-                pos = end
+                    self.path, pos, f"bad payload checksum; record of {length} bytes skipped"
+                    + ("" if nxt == end else
+                       f", and {(nxt if nxt is not None else size) - end} more bytes up to "
+                       + ("the next intact record" if nxt is not None else "the end of the file"))))
+                if nxt is None:
+                    self.end_offset = size
+                    return
+                pos = nxt
                 self.end_offset = pos
                 continue
             self.records += 1

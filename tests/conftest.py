@@ -26,6 +26,14 @@ def make_logdir(out: Path, *args: str) -> Path:
     return out
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Keep the summary cache of the whole suite out of the user's ~/.cache."""
+    path = tmp_path_factory.mktemp("tb_opmode_cache")
+    os.environ["TB_OPMODE_CACHE"] = str(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def bert_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The seed scenario: BERT-like model.fit, dump + profile + VLOG log."""

@@ -574,11 +574,6 @@ def _unknown_kind(dump: Dump, tmp_path: Path) -> tuple[dict[str, Path], str]:
     return files, "execution"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tfdbg.py (_events / the _read_* functions) ignores, silently, every DebugEvent whose "
-    "'what' is not the file's kind; it should count them per file and add one Problem "
-    "(path, offset of the first such record, 'N records hold no <kind> event: a file of "
-    "another kind, or a newer TF?')"))
 @pytest.mark.parametrize("make", [_graphs_as_execution, _unknown_kind],
                          ids=["graphs_renamed_as_execution", "unknown_oneof_member"])
 def test_records_of_another_kind_are_reported(dump: Dump, tmp_path: Path,
@@ -658,11 +653,6 @@ def test_unknown_fields_and_newer_file_version(dump: Dump, tmp_path: Path) -> No
 
 # ---------------------------------------------------------------- damaged health tensors (crafted)
 
-@pytest.mark.xfail(strict=True, raises=(ValueError, OverflowError), reason=(
-    "tfdbg.py health_dtype(): int(value) on a NaN (ValueError) or infinite (OverflowError) "
-    "float64 in a CRC-valid FULL_HEALTH tensor escapes read_dump_set (CLI: traceback; "
-    "plugin: the whole run fails to load). Catch (ValueError, OverflowError) with the others "
-    "and return '' (or check math.isfinite(value) first)"))
 @pytest.mark.parametrize("value", [math.nan, math.inf])
 def test_non_finite_dtype_in_a_health_tensor(dump: Dump, tmp_path: Path, value: float) -> None:
     files = dump.copy_to(tmp_path)
@@ -682,14 +672,6 @@ def test_non_finite_dtype_in_a_health_tensor(dump: Dump, tmp_path: Path, value: 
 
 # ---------------------------------------------------------------- a wrong length whose CRC verifies
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tfrecord.py RecordReader._scan: after a bad payload CRC it trusts the length and jumps "
-    "to pos+16+length. When the bytes of the record are not all there (a writer died mid-"
-    "record and records were appended after it; bytes lost inside a payload) or the length "
-    "is wrong but its CRC verifies, that lands inside the next record, and the resync then "
-    "skips that intact record too. Fix: on a bad payload CRC, go on at pos+16+length only "
-    "if a verified header starts there, else _resync(pos + 1) (the next record is then "
-    "found wherever it starts)"))
 @pytest.mark.parametrize("how", ["torn_record_then_more_records", "bytes_missing_in_a_payload",
                                  "forged_length"])
 def test_record_after_a_wrong_length_is_kept(dump: Dump, tmp_path: Path, how: str) -> None:

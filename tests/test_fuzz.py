@@ -334,9 +334,6 @@ _EVENT_NON_FINITE = st.tuples(
     st.booleans())
 
 
-@pytest.mark.xfail(strict=True, raises=(ValueError, OverflowError), reason=(
-    "tfdbg.py health_dtype(): int(value) raises on a NaN or infinite dtype value in a "
-    "CRC-valid health tensor (see test_damage.test_non_finite_dtype_in_a_health_tensor)"))
 @settings(FAST, report_multiple_bugs=False)
 @given(events=st.lists(_EVENT_NON_FINITE, min_size=1, max_size=6))
 def test_health_tensors_with_non_finite_values(tmp_path_factory: pytest.TempPathFactory,
