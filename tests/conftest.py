@@ -6,6 +6,7 @@ script the README's demo runs), so every test reads files TF really wrote.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Debian's chromium, driven by Playwright in the browser tests; these flags keep
+# it off the network, which this machine does not have.
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
 MAKE_LOGDIR = ROOT / "demo" / "make_logdir.py"
 
 
@@ -65,3 +72,14 @@ def dump_files(logdir: Path) -> dict[str, Path]:
         if name.startswith("tfdbg_events."):
             out[name.rsplit(".", 1)[1]] = logdir / name
     return out
+
+
+def link_tree(src: Path, dst: Path) -> Path:
+    """Copy a logdir by hard links (same bytes and mtimes, no extra disk)."""
+    def link(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+    shutil.copytree(src, dst, copy_function=link)
+    return dst

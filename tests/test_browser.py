@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -25,22 +24,11 @@ from typing import Any
 
 import pytest
 
+from .conftest import CHROMIUM, CHROMIUM_ARGS, link_tree
+
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-
-
-def link_tree(src: Path, dst: Path) -> Path:
-    def link(a: str, b: str) -> None:
-        try:
-            os.link(a, b)
-        except OSError:
-            shutil.copy2(a, b)
-    shutil.copytree(src, dst, copy_function=link)
-    return dst
 
 
 def free_port() -> int:

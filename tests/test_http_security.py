@@ -23,7 +23,6 @@ import importlib.metadata
 import json
 import os
 import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -51,26 +50,12 @@ from tb_opmode import plugin as plugin_module
 from tb_opmode.plugin import STATIC_FILES, OpModePlugin
 from tb_opmode.tfrecord import encode_record
 
-from .conftest import dump_files
+from .conftest import CHROMIUM, CHROMIUM_ARGS, dump_files, link_tree
 
 PREFIX = "/data/plugin/opmode"
 PAYLOAD = "<img src=x onerror=alert(1)>"
 PAYLOAD_NO_SPACE = "<img/src=x/onerror=alert(2)>"
 STATIC_DIR = Path(plugin_module.__file__).resolve().parent / "static"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-
-
-def link_tree(src: Path, dst: Path) -> Path:
-    """Copy a logdir by hard links (same bytes and mtimes, no extra disk)."""
-    def link(a: str, b: str) -> None:
-        try:
-            os.link(a, b)
-        except OSError:
-            shutil.copy2(a, b)
-    shutil.copytree(src, dst, copy_function=link)
-    return dst
 
 
 @pytest.fixture(scope="module", autouse=True)

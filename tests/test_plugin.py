@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import shutil
 import threading
 import time
@@ -30,18 +29,9 @@ from tb_opmode.export import render_csv
 from tb_opmode.join import load, summary
 from tb_opmode.plugin import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
 
+from .conftest import link_tree
+
 PREFIX = "/data/plugin/opmode"
-
-
-def link_tree(src: Path, dst: Path) -> Path:
-    """Copy a logdir by hard links (same bytes and mtimes, no extra disk)."""
-    def link(a: str, b: str) -> None:
-        try:
-            os.link(a, b)
-        except OSError:
-            shutil.copy2(a, b)
-    shutil.copytree(src, dst, copy_function=link)
-    return dst
 
 
 class Api:
