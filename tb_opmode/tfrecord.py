@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ctypes
 import glob
-import mmap
 import os
 import struct
 from dataclasses import dataclass, field
@@ -95,10 +94,15 @@ class RecordReader:
             size = os.fstat(f.fileno()).st_size
             if size <= self.start:
                 return
-            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
-                yield from self._scan(buf, size)
+            # Read, not mmap: a file that shrinks under a mapping raises SIGBUS and
+            # kills the process; a short read here is just a truncated tail. (With
+            # ``stop``, the last record may run past it, so read to the end.)
+            f.seek(self.start)
+            data = f.read(size - self.start)
+        yield from self._scan(data, self.start, self.start + len(data))
 
-    def _scan(self, buf: mmap.mmap, size: int) -> Iterator[tuple[int, bytes]]:
+    def _scan(self, data: bytes, base: int, size: int) -> Iterator[tuple[int, bytes]]:
+        """Records in ``data``, the file's bytes from offset ``base`` up to ``size``."""
         pos = self.start
         crc = masked_crc32c
         verify = self.verify
@@ -109,9 +113,9 @@ class RecordReader:
             if size - pos < _HEADER:
                 self._truncated(pos, f"truncated record header ({size - pos} of {_HEADER} bytes)")
                 return
-            (length,) = u64(buf, pos)
-            if verify and crc(buf[pos:pos + 8]) != u32(buf, pos + 8)[0]:
-                nxt = self._resync(buf, size, pos + 1)
+            (length,) = u64(data, pos - base)
+            if verify and crc(data[pos - base:pos - base + 8]) != u32(data, pos - base + 8)[0]:
+                nxt = self._resync(data, base, size, pos + 1)
                 skipped = (nxt if nxt is not None else size) - pos
                 self.problems.append(Problem(
                     self.path, pos, f"bad length checksum; skipped {skipped} bytes"
@@ -125,14 +129,14 @@ class RecordReader:
                 self._truncated(pos, f"truncated record: length {length} runs past the end "
                                      f"of the file ({size - pos - _HEADER} bytes left)")
                 return
-            payload = buf[pos + _HEADER:end - _FOOTER]
-            if verify and crc(payload) != u32(buf, end - _FOOTER)[0]:
+            payload = data[pos - base + _HEADER:end - base - _FOOTER]
+            if verify and crc(payload) != u32(data, end - base - _FOOTER)[0]:
                 # The length verified, but the record may still be torn (bytes lost
                 # inside it, a writer that died mid-record): go on after it only if
                 # a verified header starts there, else search for the next record.
                 nxt: int | None = end
-                if end + _HEADER <= size and crc(buf[end:end + 8]) != u32(buf, end + 8)[0]:
-                    nxt = self._resync(buf, size, pos + 1)
+                if end + _HEADER <= size and crc(data[end - base:end - base + 8]) != u32(data, end - base + 8)[0]:
+                    nxt = self._resync(data, base, size, pos + 1)
                 self.problems.append(Problem(
                     self.path, pos, f"bad payload checksum; record of {length} bytes skipped"
                     + ("" if nxt == end else
@@ -155,9 +159,10 @@ class RecordReader:
         self.truncated = True
         self.problems.append(Problem(self.path, pos, message + " (file still being written?)"))
 
-    def _resync(self, buf: mmap.mmap, size: int, pos: int) -> int | None:
+    def _resync(self, data: bytes, base: int, size: int, pos: int) -> int | None:
         """The offset of the next fully verified record at or after ``pos``."""
-        return next_intact_record(buf, size, pos)
+        found = next_intact_record(data, size - base, pos - base)
+        return None if found is None else found + base
 
 
 def next_intact_record(buf: Any, size: int, pos: int, limit: int | None = None) -> int | None:

@@ -12,10 +12,6 @@ one line and no traceback.
 The expected counts never come from our reader: records are split by walking
 the TFRecord frames by hand, checked against TensorFlow's own
 ``tf_record_iterator``, and parsed with TensorFlow's ``debug_event_pb2``.
-
-Tests marked ``xfail(strict=True)`` check handling that belongs in files this
-suite's author does not own (tfrecord.py, tfdbg.py); each says what to change.
-They turn into failures (XPASS) once the fix lands: then drop the marker.
 """
 from __future__ import annotations
 
@@ -873,12 +869,6 @@ print("read", n, "more; problems:", len(reader.problems))
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tfrecord.py RecordReader.__iter__ mmaps the file: when the file shrinks during the read "
-    "(truncated, rewritten in place, rsync --inplace) touching the mapping raises SIGBUS and "
-    "kills the process: the CLI, or the whole TensorBoard server. Read with f.seek/f.readinto "
-    "(or copy each region out of the map under a size re-check, but SIGBUS cannot be caught), "
-    "and treat a short read as a truncated tail"))
 def test_file_shrinking_while_read_does_not_kill_the_process(dump: Dump, tmp_path: Path) -> None:
     path = tmp_path / "shrinking.execution"
     path.write_bytes(dump.raw["execution"])
