@@ -91,29 +91,16 @@ def health_dtype(tensor_proto: bytes, mode: int) -> str:
     index = _DTYPE_INDEX.get(mode)
     if index is None or not tensor_proto:
         return ""
-    pos, end = 0, len(tensor_proto)
-    try:
-        while pos < end:
-            key, pos = _varint(tensor_proto, pos)
-            wire = key & 7
-            if wire == 0:
-                _, pos = _varint(tensor_proto, pos)
-            elif wire == 1:
-                pos += 8
-            elif wire == 5:
-                pos += 4
-            elif wire == 2:
-                length, pos = _varint(tensor_proto, pos)
-                if key >> 3 in (4, 6) and length >= 8 * (index + 1):
-                    (value,) = struct.unpack_from("<d", tensor_proto, pos + 8 * index)
-                    if not math.isfinite(value):
-                        return ""  # a damaged or forged health tensor names no dtype
-                    return DTYPE_NAMES.get(int(value), f"DT_{int(value)}")
-                pos += length
-            else:
+    for number, start, stop in _fields(tensor_proto, 0, len(tensor_proto)) or ():
+        if number in (4, 6) and tensor_proto[start] & 7 == 2:  # length-delimited
+            _, pos = _varint(tensor_proto, start)
+            length, pos = _varint(tensor_proto, pos)
+            if length < 8 * (index + 1):
                 return ""
-    except (IndexError, struct.error):
-        return ""
+            (value,) = struct.unpack_from("<d", tensor_proto, pos + 8 * index)
+            if not math.isfinite(value):
+                return ""  # a damaged or forged health tensor names no dtype
+            return DTYPE_NAMES.get(int(value), f"DT_{int(value)}")
     return ""
 
 
