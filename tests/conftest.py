@@ -5,11 +5,19 @@ script the README's demo runs), so every test reads files TF really wrote.
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +91,50 @@ def link_tree(src: Path, dst: Path) -> Path:
             shutil.copy2(a, b)
     shutil.copytree(src, dst, copy_function=link)
     return dst
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read().decode("utf-8"))
+
+
+@contextlib.contextmanager
+def running_tensorboard(logdir: Path, log_path: Path, runs: int, timeout: float) -> Iterator[str]:
+    """A real ``tensorboard`` on 127.0.0.1 serving ``logdir``, yielded as its base URL
+    once our plugin has ``runs`` runs ready; always stopped."""
+    port = free_port()
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir),
+         "--port", str(port), "--host", "127.0.0.1"], stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"tensorboard exited: {log_path.read_text(errors='replace')[-3000:]}")
+            try:
+                ready = get_json(f"{base}/data/plugin/opmode/runs")["runs"]
+                if len(ready) == runs and all(r["status"] == "ready" for r in ready):
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"tensorboard did not load the runs: "
+                                   f"{log_path.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+        log.close()

@@ -10,36 +10,19 @@ tests/artifacts/ to look at.
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS, link_tree
+from .conftest import CHROMIUM, CHROMIUM_ARGS, get_json, link_tree, running_tensorboard
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.loads(response.read().decode("utf-8"))
 
 
 @pytest.fixture(scope="module")
@@ -58,38 +41,9 @@ def tensorboard(browser_logdir: Path, tmp_path_factory: pytest.TempPathFactory) 
     plugins = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="tensorboard_plugins")}
     assert plugins.get("opmode") == "tb_opmode.plugin:OpModePlugin", (
         "tb_opmode is not installed as a TensorBoard plugin: pip install -e . first")
-    port = free_port()
     log_path = tmp_path_factory.mktemp("tb_log") / "tensorboard.log"
-    log = open(log_path, "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tensorboard.main", "--logdir", str(browser_logdir),
-         "--port", str(port), "--host", "127.0.0.1"],
-        stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"tensorboard exited: {log_path.read_text(errors='replace')[-3000:]}")
-            try:
-                runs = get_json(f"{base}/data/plugin/opmode/runs")["runs"]
-                if len(runs) == 3 and all(r["status"] == "ready" for r in runs):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"tensorboard did not load the runs: "
-                                   f"{log_path.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.5)
+    with running_tensorboard(browser_logdir, log_path, runs=3, timeout=180) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -747,7 +747,7 @@ def test_record_file_growing_while_read_gives_consistent_prefixes(dump: Dump, tm
 def test_dump_set_growing_while_read(dump: Dump, tmp_path: Path) -> None:
     """The same through the dump-set reader: counts are those of a prefix of the
     execution records, whatever moment the read happens at."""
-    files = dump.copy_to(tmp_path, skip=("execution",))
+    dump.copy_to(tmp_path, skip=("execution",))
     path = tmp_path / dump.paths["execution"].name
     path.write_bytes(b"")
     keys = []

@@ -23,14 +23,11 @@ import importlib.metadata
 import json
 import os
 import re
-import socket
 import struct
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -50,7 +47,7 @@ from tb_opmode import plugin as plugin_module
 from tb_opmode.plugin import STATIC_FILES, OpModePlugin
 from tb_opmode.tfrecord import encode_record
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS, dump_files, link_tree
+from .conftest import CHROMIUM, CHROMIUM_ARGS, dump_files, link_tree, running_tensorboard
 
 PREFIX = "/data/plugin/opmode"
 PAYLOAD = "<img src=x onerror=alert(1)>"
@@ -494,49 +491,15 @@ def test_one_unloadable_run_does_not_stop_the_others(tmp_path: Path, cnn_logdir:
 
 # ---------------------------------------------------------------- a real tensorboard process
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def tensorboard(hostile_logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``tensorboard`` on 127.0.0.1 serving the hostile logdir; always stopped."""
     plugins = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="tensorboard_plugins")}
     if plugins.get("opmode") != "tb_opmode.plugin:OpModePlugin":
         pytest.skip("tb_opmode is not installed as a TensorBoard plugin (pip install -e .)")
-    port = free_port()
     log_path = tmp_path_factory.mktemp("tb_log") / "tensorboard.log"
-    log = open(log_path, "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tensorboard.main", "--logdir", str(hostile_logdir),
-         "--port", str(port), "--host", "127.0.0.1"], stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"tensorboard exited: {log_path.read_text(errors='replace')[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}{PREFIX}/runs", timeout=10) as r:
-                    runs = json.loads(r.read().decode())["runs"]
-                if len(runs) == 3 and all(x["status"] == "ready" for x in runs):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"tensorboard did not load: {log_path.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.5)
+    with running_tensorboard(hostile_logdir, log_path, runs=3, timeout=240) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
-        log.close()
 
 
 def _raw_get(base: str, path: str) -> tuple[int, bytes]:
