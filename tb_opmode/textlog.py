@@ -479,16 +479,24 @@ class _Parser:
         t = _T_ATTR.search(line, k.start())
         return name, kernel, (t.group(1) if t is not None else b"")
 
-    def _op_kernel(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
-        if not line.startswith(_INSTANTIATING, at):
-            return
+    def _kept_node(self, line: bytes, at: int, off: int) -> Optional[tuple[bytes, bytes, bytes]]:
+        """The node of a kernel line, or None when garbled (counted) or plumbing."""
         parsed = self._node(line, at)
         if parsed is None:
             self.issue(_GARBLED, off)
+            return None
+        name, kernel, _dtype = parsed
+        if kernel in _IGNORED_KERNELS or name in _IGNORED_NODES:
+            return None
+        return parsed
+
+    def _op_kernel(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
+        if not line.startswith(_INSTANTIATING, at):
+            return
+        parsed = self._kept_node(line, at, off)
+        if parsed is None:
             return
         name, kernel, dtype = parsed
-        if kernel in _IGNORED_KERNELS or name in _IGNORED_NODES:
-            return
         ctx = self.contexts.get(tid)
         if (ctx is not None and not ctx.is_function and not ctx.kernel
                 and name == ctx.dispatch and (ctx.key is None or ctx.depth > 0)):
@@ -521,13 +529,10 @@ class _Parser:
     def _executor(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if not line.startswith(_PROCESS, at):
             return
-        parsed = self._node(line, at)
+        parsed = self._kept_node(line, at, off)
         if parsed is None:
-            self.issue(_GARBLED, off)
             return
         name, kernel, dtype = parsed
-        if name in _IGNORED_NODES or kernel in _IGNORED_KERNELS:
-            return
         if line.startswith(_FOLDING_STEP, line.find(b" step ", at)):
             # Step -1 is grappler's constant folding evaluating nodes while it
             # optimises the graph, not a run of the graph.
