@@ -255,35 +255,41 @@ _KIND_WHAT = {
 }
 
 
-def _events(state: FileState, start: int = 0) -> Iterator[Any]:
-    """Decoded DebugEvents of ``state``'s file from ``start`` on; bookkeeping into ``state``.
+def _decoded(reader: RecordReader, kind: str, problems: list[Problem]) -> Iterator[Any]:
+    """DebugEvents of ``reader``'s records that belong in a ``kind`` file.
 
-    Events of another kind than the file's (a file renamed, or a payload a newer
-    TF added) are not used: they are counted into one problem for the file.
+    Undecodable records, and events of another kind than the file's (a file
+    renamed, or a payload a newer TF added), go into ``problems``; the latter
+    counted into one problem for the file.
     """
-    path = state.path
-    reader = RecordReader(path, start=start)
-    allowed = _KIND_WHAT.get(state.kind)
+    path = reader.path
+    allowed = _KIND_WHAT[kind]
     stray, first_stray = 0, 0
     try:
         for offset, payload in reader:
             try:
                 event = DebugEvent.FromString(payload)
             except DecodeError as err:
-                state.read_problems.append(Problem(path, offset, f"record is not a DebugEvent ({err})"))
+                problems.append(Problem(path, offset, f"record is not a DebugEvent ({err})"))
                 continue
-            if allowed is not None and event.WhichOneof("what") not in allowed:
+            if event.WhichOneof("what") not in allowed:
                 if not stray:
                     first_stray = offset
                 stray += 1
                 continue
             yield event
     except OSError as err:
-        state.read_problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
+        problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
     if stray:
-        state.read_problems.append(Problem(path, first_stray, (
-            f"{stray} records hold no {state.kind} event (a file of another kind, or a "
+        problems.append(Problem(path, first_stray, (
+            f"{stray} records hold no {kind} event (a file of another kind, or a "
             f"newer TensorFlow?); not used")))
+
+
+def _events(state: FileState, start: int = 0) -> Iterator[Any]:
+    """Decoded DebugEvents of ``state``'s file from ``start`` on; bookkeeping into ``state``."""
+    reader = RecordReader(state.path, start=start)
+    yield from _decoded(reader, state.kind, state.read_problems)
     state.frame_problems.extend(reader.problems)
     state.records += reader.records
     state.end_offset = reader.end_offset
@@ -403,26 +409,17 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
     counts: Counter = Counter()
     dtypes = part.dtypes
     reader = RecordReader(path, start=start, stop=stop)
-    try:
-        for offset, payload in reader:
-            try:
-                event = DebugEvent.FromString(payload)
-            except DecodeError as err:
-                part.read_problems.append(Problem(path, offset, f"record is not a DebugEvent ({err})"))
-                continue
-            wall = event.wall_time
-            if not part.first_wall:
-                part.first_wall = wall
-            part.last_wall = wall
-            part.decoded = True
-            if event.HasField("graph_execution_trace"):
-                tr = event.graph_execution_trace
-                key = (tr.tfdbg_context_id, tr.op_name, tr.output_slot)
-                if key not in counts:
-                    dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
-                counts[key] += 1
-    except OSError as err:
-        part.read_problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
+    for event in _decoded(reader, _TRACES, part.read_problems):
+        wall = event.wall_time
+        if not part.first_wall:
+            part.first_wall = wall
+        part.last_wall = wall
+        part.decoded = True
+        tr = event.graph_execution_trace
+        key = (tr.tfdbg_context_id, tr.op_name, tr.output_slot)
+        if key not in counts:
+            dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
+        counts[key] += 1
     part.counts = counts
     part.frame_problems = reader.problems
     part.records = reader.records
