@@ -3,7 +3,9 @@
 In: nothing. Out: message classes ``DebugEvent`` (tfdbg2 dumps, from
 ``tensorflow/core/protobuf/debug_event.proto``) and ``XSpace`` (profiles, from
 ``tsl/profiler/protobuf/xplane.proto``), built at import time from field
-numbers copied from TF 2.21's own descriptors.
+numbers copied from TF 2.21's own descriptors; and ``XSpaceRawEvents``, the
+same XSpace but with each line's events left as serialized bytes, for
+``wire.scan`` to decode all at once.
 
 Only the fields we read are declared. Large nested messages we never look into
 (``TensorProto`` health values, GraphDefs) are declared as ``bytes``: the wire
@@ -16,7 +18,7 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["DebugEvent", "XSpace", "XPlane", "EVENT_KINDS"]
+__all__ = ["DebugEvent", "XSpace", "XPlane", "XSpaceRawEvents", "EVENT_KINDS"]
 
 _F = descriptor_pb2.FieldDescriptorProto
 _TYPES = {
@@ -176,8 +178,8 @@ _XPLANE_MESSAGES: list[tuple[str, list[tuple[int, str, str, bool, int | None]]]]
 
 
 def _file(name: str, messages: list[tuple[str, list[tuple[int, str, str, bool, int | None]]]],
-          oneofs: dict[str, str]) -> descriptor_pb2.FileDescriptorProto:
-    fd = descriptor_pb2.FileDescriptorProto(name=name, package="tb_opmode", syntax="proto3")
+          oneofs: dict[str, str], package: str = "tb_opmode") -> descriptor_pb2.FileDescriptorProto:
+    fd = descriptor_pb2.FileDescriptorProto(name=name, package=package, syntax="proto3")
     for msg_name, fields in messages:
         msg = fd.message_type.add(name=msg_name)
         if msg_name in oneofs:
@@ -187,7 +189,7 @@ def _file(name: str, messages: list[tuple[str, list[tuple[int, str, str, bool, i
             field.label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
             if ftype.startswith("."):
                 field.type = _F.TYPE_MESSAGE
-                field.type_name = ftype
+                field.type_name = ftype.replace(".tb_opmode.", f".{package}.")
             else:
                 field.type = _TYPES[ftype]
             if oneof is not None:
@@ -195,12 +197,20 @@ def _file(name: str, messages: list[tuple[str, list[tuple[int, str, str, bool, i
     return fd
 
 
+def _raw_events(messages: list[tuple[str, list[tuple[int, str, str, bool, int | None]]]]
+                ) -> list[tuple[str, list[tuple[int, str, str, bool, int | None]]]]:
+    """``messages`` with ``XLine.events`` declared as repeated bytes."""
+    return [(name, [(number, fname, "bytes" if (name, fname) == ("XLine", "events") else ftype,
+                     repeated, oneof) for number, fname, ftype, repeated, oneof in fields])
+            for name, fields in messages]
+
+
 def _classes(fd: descriptor_pb2.FileDescriptorProto) -> dict[str, Any]:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fd)
     out = {}
     for msg in fd.message_type:
-        desc = pool.FindMessageTypeByName(f"tb_opmode.{msg.name}")
+        desc = pool.FindMessageTypeByName(f"{fd.package}.{msg.name}")
         # GetMessageClass exists from protobuf 4.22 on; MessageFactory is the
         # older spelling, removed in 5.x. Both give the same class.
         if hasattr(message_factory, "GetMessageClass"):
@@ -216,6 +226,8 @@ _XPLANE = _classes(_file("tb_opmode/xplane.proto", _XPLANE_MESSAGES, {}))
 DebugEvent = _DEBUG["DebugEvent"]
 XSpace = _XPLANE["XSpace"]
 XPlane = _XPLANE["XPlane"]
+XSpaceRawEvents = _classes(_file("tb_opmode/xplane_raw.proto", _raw_events(_XPLANE_MESSAGES), {},
+                                 package="tb_opmode.raw"))["XSpace"]
 
 # The six files of a tfdbg2 dump set, by suffix.
 EVENT_KINDS = ("metadata", "source_files", "stack_frames", "graphs", "execution",

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import google_crc32c
+from google.protobuf.internal.encoder import _VarintBytes
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,6 +36,8 @@ from tb_opmode.tfdbg import find_dump_sets, read_dump_set
 from tb_opmode.tfrecord import Problem, RecordReader, encode_record
 from tb_opmode.textlog import LogFacts, parse_lines, read_log
 from tb_opmode.xplane import read_profile
+
+from .xplane_reference import reference_profile
 
 from .conftest import dump_files
 
@@ -437,6 +440,53 @@ def xspace(draw: Any) -> bytes:
 
 test_xplane_structured, test_xplane_structured_long = both(
     _xplane_bytes, data=xspace())
+
+
+def _split_lines(data: bytes) -> bytes:
+    """The same XSpace with each line written as two halves back to back (a
+    parser merges them: repeated fields concatenate), so that its events are
+    no longer one run of bytes: read_profile must notice and still agree."""
+    space = XSpace()
+    space.ParseFromString(data)
+    planes = []
+    for plane in space.planes:
+        rest = type(plane)()
+        rest.CopyFrom(plane)
+        del rest.lines[:]
+        body = rest.SerializeToString()
+        for line in plane.lines:
+            halves = [type(line)(), type(line)()]
+            for k, half in enumerate(halves):
+                half.CopyFrom(line)
+                del half.events[:]
+                half.events.extend(line.events[:len(line.events) // 2] if k == 0
+                                   else line.events[len(line.events) // 2:])
+            both_halves = b"".join(h.SerializeToString() for h in halves)
+            body += b"\x1a" + _VarintBytes(len(both_halves)) + both_halves
+        planes.append(b"\x0a" + _VarintBytes(len(body)) + body)
+    return b"".join(planes)
+
+
+def _xplane_like_reference(tmp_path_factory: pytest.TempPathFactory, data: bytes,
+                           split: bool) -> None:
+    """read_profile (numpy, all events at once) equals the plain event-by-event
+    reading of tests/xplane_reference.py on valid XSpaces with arbitrary
+    names, ids, stats and times."""
+    if split:
+        data = _split_lines(data)
+    path = tmp_path_factory.mktemp("xr", numbered=True) / "vm.xplane.pb"
+    path.write_bytes(data)
+    ours = read_profile(str(path))
+    ref = reference_profile(data, path.stat().st_mtime_ns)
+    assert ref is not None
+    assert ours.eager_ops == ref["eager"]
+    assert ours.graph_ops == ref["graph"]
+    assert ours.function_calls == ref["calls"]
+    assert (ours.start_ns, ours.end_ns) == (ref["start"], ref["end"])
+
+
+test_xplane_like_reference, test_xplane_like_reference_long = both(
+    _xplane_like_reference, data=xspace(), split=st.booleans())
 
 
 # ---------------------------------------------------------------- text logs

@@ -18,7 +18,10 @@ from typing import Any
 
 import pytest
 
+from tb_opmode import wire, xplane
 from tb_opmode.xplane import Profile, find_profiles, read_profile
+
+from .xplane_reference import reference_profile
 
 N_CALLS = 3
 N_EAGER = 2
@@ -262,3 +265,26 @@ def test_damaged_bytes_never_raise(run: Run, tmp_path: Path) -> None:
             assert isinstance(node, str) and isinstance(kernel, str)
             assert isinstance(start, int) and isinstance(dur, int)
     assert outcomes["problem"] > 0
+
+
+@pytest.mark.parametrize("variant", ["as_is", "small_chunks", "events_copied"])
+@pytest.mark.parametrize("which", ["fixture", "bert"])
+def test_like_the_plain_reading(run: Run, bert_logdir: Path, monkeypatch: pytest.MonkeyPatch,
+                                variant: str, which: str) -> None:
+    """read_profile decodes events all at once (tb_opmode.wire); the plain
+    event-by-event reading of tests/xplane_reference.py must agree, also when
+    the scan runs in many chunks, and when the events are copied out of upb
+    instead of located in the file."""
+    path = run.path if which == "fixture" else next(bert_logdir.glob("*/train/plugins/profile/*/*.xplane.pb"))
+    if variant == "small_chunks":
+        monkeypatch.setattr(wire, "_CHUNK", 7)
+    elif variant == "events_copied":
+        monkeypatch.setattr(xplane, "_event_runs", lambda data, size: {})
+    ours = read_profile(str(path))
+    ref = reference_profile(path.read_bytes(), path.stat().st_mtime_ns)
+    assert ref is not None and ref["graph"] and ref["eager"]
+    assert ours.problems == []
+    assert ours.eager_ops == ref["eager"]
+    assert ours.graph_ops == ref["graph"]
+    assert ours.function_calls == ref["calls"]
+    assert (ours.start_ns, ours.end_ns) == (ref["start"], ref["end"])
