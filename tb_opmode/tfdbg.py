@@ -35,7 +35,6 @@ from __future__ import annotations
 import gc
 import importlib.util
 import math
-import mmap
 import os
 import pickle
 import re
@@ -521,39 +520,47 @@ def _first_payload(path: str, start: int) -> bytes | None:
 def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -> list[_Part]:
     """Read the records that start in [lo, hi) of a traces file: fast parts, then an exact
     part from wherever the fast reading had to stop. With ``sync``, ``lo`` is any byte
-    offset and reading starts at the first intact record after it."""
+    offset and reading starts at the first intact record after it.
+
+    The file is read in windows of ``_CHUNK`` bytes with ``pread``, not mapped: a mapped
+    file cut short by someone else while we read it would kill the process (SIGBUS),
+    and inside TensorBoard this runs in the server's own process. A short read ends the
+    fast reading; the exact reader then takes over and reports what it finds."""
     verifier = ChunkVerifier()
     unpack = struct.Struct("<Q").unpack_from
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
+    with open(path, "rb") as f:
+        fd = f.fileno()
         if sync:
-            found = next_intact_record(buf, size, lo, limit=min(hi, lo + _SYNC_LIMIT))
+            # One record past the search limit still fits in the window; a record too
+            # big for it is missed here and read by the exact reader that fills the gap.
+            limit = min(hi, lo + _SYNC_LIMIT)
+            data = os.pread(fd, min(size, limit + _CHUNK) - lo, lo)
+            found = next_intact_record(data, len(data), 0, limit=limit - lo)
             if found is None:
                 return []
-            lo = found
+            lo += found
         part = _Part(start=lo, fast=True)
         counts = part.counts
         samples = part.samples
         cut = tail + 4
         pos = lo
-        page = mmap.PAGESIZE
-        released = lo - lo % page
-        last = -1
         while pos < hi:
-            window = min(size, pos + _CHUNK)
-            limit = min(hi - 1, window - 16)
+            data = os.pread(fd, min(size, pos + _CHUNK) - pos, pos)
+            window = len(data)
+            limit = min(hi - 1 - pos, window - 16)
             keys: list[bytes] = []
-            offsets = array("q")
+            offsets = array("q")  # within data
             add_key, add_offset = keys.append, offsets.append
-            p = pos
+            p = 0
             while p <= limit:
                 add_offset(p)
-                e = p + unpack(buf, p)[0] + 16
-                add_key(buf[p + 21:e - cut])
+                e = p + unpack(data, p)[0] + 16
+                add_key(data[p + 21:e - cut])
                 p = e
             if p > window:  # the last record runs past the window: leave it to the next one
                 p = offsets.pop()
                 keys.pop()
-            if not offsets or not verifier.verify(buf, offsets, p):
+            if not offsets or not verifier.verify(data, offsets, p):
                 break
             chunk = Counter(keys)
             new = [k for k in chunk if k not in counts]
@@ -561,21 +568,15 @@ def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -
                 firsts = dict(zip(reversed(keys), reversed(offsets)))
                 for k in new:
                     o = firsts[k]
-                    samples[k] = buf[o + 12:o + 12 + unpack(buf, o)[0]]
+                    samples[k] = data[o + 12:o + 12 + unpack(data, o)[0]]
             for k, n in chunk.items():
                 counts[k] = counts.get(k, 0) + n
             if not part.records:
-                part.first_payload = buf[lo + 12:lo + 12 + unpack(buf, lo)[0]]
+                part.first_payload = data[12:12 + unpack(data, 0)[0]]
             part.records += len(offsets)
             last = offsets[-1]
-            pos = p
-            # Let go of the pages read (they stay in the page cache): a low RSS.
-            done = pos - pos % page
-            if done > released:
-                buf.madvise(mmap.MADV_DONTNEED, released, done - released)
-                released = done
-        if last >= 0:
-            part.last_payload = buf[last + 12:last + 12 + unpack(buf, last)[0]]
+            part.last_payload = data[last + 12:last + 12 + unpack(data, last)[0]]
+            pos += p
     part.stop = part.end_offset = pos
     parts = [part] if part.records else []
     if pos < hi or (pos >= size and not parts):

@@ -35,7 +35,7 @@ import pytest
 from tensorflow.core.protobuf import debug_event_pb2
 from tensorflow.python.lib.io import tf_record
 
-from tb_opmode import textlog
+from tb_opmode import textlog, tfdbg
 from tb_opmode.cli import main
 from tb_opmode.tfdbg import find_dump_sets, read_dump_set
 from tb_opmode.tfrecord import RecordReader, encode_record, masked_crc32c
@@ -875,6 +875,34 @@ def test_file_shrinking_while_read_does_not_kill_the_process(dump: Dump, tmp_pat
     proc = subprocess.run([sys.executable, "-c", SHRINK_SCRIPT, str(path)], capture_output=True,
                           timeout=60, cwd=str(ROOT))
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+
+
+FAST_SHRINK_SCRIPT = r"""
+import os, sys
+from tb_opmode import tfdbg
+from tb_opmode.tfrecord import RecordReader
+path = sys.argv[1]
+size = os.path.getsize(path)
+tail = tfdbg._trace_tail(tfdbg._first_payload(path, 0))
+os.truncate(path, size * 6 // 10 + 5)   # cut short after the reader sized it, mid-record
+parts = tfdbg._fast_range(path, 0, size, size, tail, False)
+intact = sum(1 for _ in RecordReader(path))
+print(sum(p.records for p in parts), intact, sum(p.fast for p in parts))
+"""
+
+
+def test_traces_file_shrinking_under_the_fast_reader(dump: Dump, tmp_path: Path) -> None:
+    """The fast trace reader (in TensorBoard's own process) reads windows with pread: a
+    file cut short after it was sized gives a short read, not SIGBUS (a mapping) or an
+    exception, and every record still intact is counted."""
+    path = tmp_path / "big.graph_execution_traces"
+    raw = dump.raw["graph_execution_traces"]
+    path.write_bytes(raw * (tfdbg.FAST_MIN_BYTES * 2 // len(raw) + 1))
+    proc = subprocess.run([sys.executable, "-c", FAST_SHRINK_SCRIPT, str(path)], capture_output=True,
+                          timeout=120, cwd=str(ROOT))
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    counted, intact, fast = map(int, proc.stdout.split())
+    assert counted == intact > 0 and fast == 1
 
 
 # ---------------------------------------------------------------- text logs: size and garbage
