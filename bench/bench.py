@@ -247,12 +247,13 @@ def _get(url: str, timeout: float = 30) -> tuple[int, bytes]:
         return 0, b""
 
 
-def tab_once(logdir: Path, cache_dir: str | None, sizes: bool = False) -> dict[str, Any]:
+def tab_once(logdir: Path, cache_dir: str | None, sizes: bool = False,
+             tensorboard: str = str(BIN / "tensorboard")) -> dict[str, Any]:
     """Start tensorboard; seconds until the first run's overview is served (200);
     with ``sizes``, the byte size of each JSON answer the tab asks for."""
     port = _free_port()
     env = _env(cache_dir)
-    cmd = [str(BIN / "tensorboard"), "--logdir", str(logdir), "--port", str(port),
+    cmd = [tensorboard, "--logdir", str(logdir), "--port", str(port),
            "--host", "127.0.0.1", "--load_fast", "false"]
     base = f"http://127.0.0.1:{port}/data/plugin/opmode/"
     t0 = time.perf_counter()
@@ -356,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ddr", action="store_true")
     parser.add_argument("--no-xplane", action="store_true")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--tensorboard-without-tf", metavar="PATH",
+                        help="also time the tab with this tensorboard executable, from an "
+                             "environment where tb_opmode is installed but TensorFlow is not "
+                             "(TensorBoard imports TensorFlow at start-up when it can: ~2 s)")
     args = parser.parse_args(argv)
     sizes = ["smoke"] if args.smoke else [s for s in args.sizes.split(",") if s]
     reps = 1 if args.smoke else args.reps
@@ -368,6 +373,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             xplane = generate_xplane(XPLANE_STEPS)
     tab = not args.no_tab and plugin_available()
+    tab_variants = [("cold", str(BIN / "tensorboard")), ("warm", str(BIN / "tensorboard"))]
+    if args.tensorboard_without_tf:
+        tab_variants += [(f"{n}, tensorboard without TF", args.tensorboard_without_tf)
+                         for n in ("cold", "warm")]
     records = {s: trace_records(d) for s, d in dumps.items()}
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {PY}")
     for s, d in dumps.items():
@@ -404,11 +413,12 @@ def main(argv: list[str] | None = None) -> int:
                     env = _env(cache_dir) if name != "ddr" else _env(None)
                     series.setdefault((s, name), Series()).runs.append(run_measured(cmd, env))
                 if tab:
-                    for name in ("cold", "warm"):
-                        cache_dir = str(work / "tabcold") if name == "cold" else warm_dir
-                        if name == "cold":
+                    for name, binary in tab_variants:
+                        cache_dir = str(work / "tabcold") if name.startswith("cold") else warm_dir
+                        if name.startswith("cold"):
                             shutil.rmtree(cache_dir, ignore_errors=True)
-                        got = tab_once(d, cache_dir, sizes=(rep == 0 and name == "warm"))
+                        got = tab_once(d, cache_dir, sizes=(rep == 0 and name == "warm"),
+                                       tensorboard=binary)
                         if "json_bytes" in got:
                             json_sizes[s] = got["json_bytes"]
                         if "overview_s" in got:
@@ -472,7 +482,9 @@ def main(argv: list[str] | None = None) -> int:
             results["sizes"][s].update(speedup=speed, memory_fraction_pss=mem, memory_fraction_rss=rss)
         warm = series[(s, "warm")].median()
         print(f"{s:>6} warm: {warm:.2f} s (target <= {TARGETS['warm_s']} s{verdict(warm <= TARGETS['warm_s'])})")
-        for name, key in (("warm", "tab_warm_s"), ("cold", "tab_cold_s")):
+        for name, key in (("warm", "tab_warm_s"), ("cold", "tab_cold_s"),
+                          ("warm, tensorboard without TF", "tab_warm_s"),
+                          ("cold, tensorboard without TF", "tab_cold_s")):
             if (s, name) in tabs:
                 t = statistics.median(tabs[(s, name)])
                 up = statistics.median(tabs[(s, name + " (tensorboard answering)")])
