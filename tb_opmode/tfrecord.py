@@ -26,7 +26,7 @@ import glob
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Generator, Iterator, Sequence
 
 import google_crc32c
 
@@ -39,6 +39,10 @@ _U32 = struct.Struct("<I")
 # A record longer than this is impossible in a dump (protobuf's 2 GiB limit);
 # treating a bigger length as damage keeps a flipped high bit from hiding the tail.
 _MAX_LENGTH = 1 << 31
+# RecordReader reads this much at a time (a record longer than that, in one read).
+_WINDOW = 16 << 20
+# "Read to the end of the file": a damaged stretch is searched as the whole rest.
+_REST = 1 << 62
 _MASK_DELTA = 0xA282EAD8
 _ALL_ONES = 0xFFFFFFFF
 
@@ -92,18 +96,28 @@ class RecordReader:
         self.end_offset = self.start
         with open(self.path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            if size <= self.start:
-                return
+            pos, want = self.start, _WINDOW
             # Read, not mmap: a file that shrinks under a mapping raises SIGBUS and
-            # kills the process; a short read here is just a truncated tail. (With
-            # ``stop``, the last record may run past it, so read to the end.)
-            f.seek(self.start)
-            data = f.read(size - self.start)
-        yield from self._scan(data, self.start, self.start + len(data))
+            # kills the process; a short read here is just a truncated tail. Windows
+            # of _WINDOW bytes keep memory flat; the rare damaged stretch is re-read
+            # together with the rest of the file, so that the search for the next
+            # intact record sees everything the whole-file reading did.
+            while pos < size:
+                f.seek(pos)
+                data = f.read(min(size - pos, want))
+                final = pos + len(data) >= size or len(data) < min(size - pos, want)
+                resume = yield from self._scan(data, pos, pos + len(data), final)
+                if resume is None:
+                    return
+                pos, want = resume
 
-    def _scan(self, data: bytes, base: int, size: int) -> Iterator[tuple[int, bytes]]:
-        """Records in ``data``, the file's bytes from offset ``base`` up to ``size``."""
-        pos = self.start
+    def _scan(self, data: bytes, base: int, size: int, final: bool
+              ) -> Generator[tuple[int, bytes], None, tuple[int, int] | None]:
+        """Records in ``data``, the file's bytes from offset ``base`` up to ``size``.
+        Unless ``final`` (``size`` is the end of the file), returns where to go on
+        and how much to read there once a record runs past ``size``, or damage
+        needs the rest of the file; None when done."""
+        pos = base
         crc = masked_crc32c
         verify = self.verify
         u64 = _U64.unpack_from
@@ -111,26 +125,34 @@ class RecordReader:
         stop = size if self.stop is None else min(size, self.stop)
         while pos < stop:
             if size - pos < _HEADER:
+                if not final:
+                    return pos, _WINDOW
                 self._truncated(pos, f"truncated record header ({size - pos} of {_HEADER} bytes)")
-                return
+                return None
             (length,) = u64(data, pos - base)
             if verify and crc(data[pos - base:pos - base + 8]) != u32(data, pos - base + 8)[0]:
+                if not final:
+                    return pos, _REST  # read again from here, to the end
                 nxt = self._resync(data, base, size, pos + 1)
                 skipped = (nxt if nxt is not None else size) - pos
                 self.problems.append(Problem(
                     self.path, pos, f"bad length checksum; skipped {skipped} bytes"
                     + (" to the next intact record" if nxt is not None else " to the end of the file")))
                 if nxt is None:
-                    return
+                    return None
                 pos = nxt
                 continue
             end = pos + _HEADER + length + _FOOTER
+            if length <= _MAX_LENGTH and end > size and not final:
+                return pos, max(_WINDOW, end - pos)
             if length > _MAX_LENGTH or end > size:
                 self._truncated(pos, f"truncated record: length {length} runs past the end "
                                      f"of the file ({size - pos - _HEADER} bytes left)")
-                return
+                return None
             payload = data[pos - base + _HEADER:end - base - _FOOTER]
             if verify and crc(payload) != u32(data, end - base - _FOOTER)[0]:
+                if not final:
+                    return pos, _REST  # read again from here, to the end
                 # The length verified, but the record may still be torn (bytes lost
                 # inside it, a writer that died mid-record): go on after it only if
                 # a verified header starts there, else search for the next record.
@@ -144,7 +166,7 @@ class RecordReader:
                        + ("the next intact record" if nxt is not None else "the end of the file"))))
                 if nxt is None:
                     self.end_offset = size
-                    return
+                    return None
                 pos = nxt
                 self.end_offset = pos
                 continue
@@ -154,6 +176,9 @@ class RecordReader:
             self.end_offset = pos
         if pos > self.end_offset:  # stopped at ``stop`` after a resync
             self.end_offset = pos
+        if not final and (self.stop is None or pos < self.stop):
+            return pos, _WINDOW
+        return None
 
     def _truncated(self, pos: int, message: str) -> None:
         self.truncated = True

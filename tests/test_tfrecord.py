@@ -1,12 +1,16 @@
 """The TFRecord reader on real dump files, intact and damaged on purpose."""
 from __future__ import annotations
 
+import random
 import shutil
 import struct
 from pathlib import Path
 
+import pytest
+
 from tensorflow.python.lib.io import tf_record
 
+from tb_opmode import tfrecord
 from tb_opmode.tfrecord import RecordReader, encode_record, masked_crc32c
 
 from .conftest import dump_files
@@ -107,3 +111,48 @@ def test_resume_from_saved_offset_reads_only_new_records(bert_logdir: Path, tmp_
     path.write_bytes(raw)  # the training job wrote more
     second = list(RecordReader(str(path), start=reader.end_offset))
     assert first + second == intact
+
+
+def _read_all(path: Path, **kw: int) -> tuple[list[tuple[int, bytes]], list[tuple[int, str]], int, bool]:
+    reader = RecordReader(str(path), **kw)
+    got = list(reader)
+    return got, [(p.offset, p.message) for p in reader.problems], reader.end_offset, reader.truncated
+
+
+def test_small_windows_read_exactly_what_one_read_does(bert_logdir: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """RecordReader reads _WINDOW bytes at a time (memory stays flat on a 500 MB
+    file); records across window ends, records longer than a window, damage
+    near a window end and ranges with start/stop must come out exactly as when
+    the whole file is one window."""
+    raw = dump_files(bert_logdir)["execution"].read_bytes()[:200_000]
+    rng = random.Random(5)
+    cases = {"intact": raw, "cut": raw[:-37]}
+    for name in ("header", "payload", "torn", "garbage"):
+        data = bytearray(raw)
+        at = rng.randrange(1000, len(raw) - 1000)
+        if name == "header":
+            starts = [o for o, _ in RecordReader(_write(tmp_path / "x", raw))]
+            data[rng.choice(starts[3:-3]) + 2] ^= 0x40
+        elif name == "payload":
+            data[at] ^= 0x01
+        elif name == "torn":
+            del data[at:at + 9]
+        else:
+            data[at:at] = rng.randbytes(5000)
+        cases[name] = bytes(data)
+    for name, data in cases.items():
+        path = _write(tmp_path / name, data)
+        size = len(data)
+        for kw in ({}, {"start": 0, "stop": size // 2}, {"start": size // 3}):
+            whole = _read_all(path, **kw)
+            assert whole[0], name
+            for window in (40, 333, 4096):
+                monkeypatch.setattr(tfrecord, "_WINDOW", window)
+                assert _read_all(path, **kw) == whole, (name, kw, window)
+            monkeypatch.undo()
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
