@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from .kernels import REMOVED, is_fused, is_onednn
 from .nodes import canonical_op, suffixes
-from .rules import stock_reason
+from .rules import matching_rules, stock_reason
 
 if TYPE_CHECKING:
     from .join import RunModel
@@ -232,7 +232,35 @@ def _kernel_reason(model: RunModel, op_type: str, mode: str, kernel: dict[str, A
     else:
         reason = stock_reason(op_type, mode, model.tensorflow_version, dtype or "DT_FLOAT")
     extra = f" {notes}." if notes and evidence != "inferred" else ""
-    return f"Runs the stock kernel {name} ({how}): {reason}.{extra}"
+    return f"Runs the stock kernel {name} ({how}): {reason.rstrip('.')}.{extra}"
+
+
+def _fusion_blocked(model: RunModel, op_type: str, mode: str, kernels: list[Any],
+                    dtype: str) -> str:
+    """Why a graph op that grappler's remapper can fuse ran unfused, when the
+    likely reason is the dump itself; else "".
+
+    tfdbg instruments graphs at trace time: every traced tensor gets a debug op
+    as an extra consumer, and the remapper fuses a pattern only when its
+    intermediate tensors have no other consumer. Measured (TF 2.21, oneDNN on,
+    Dense(relu)+Dense, fit and predict, TF_CPP_MAX_VLOG_LEVEL=2): without the
+    dump 4 _MklNativeFusedMatMul kernels; with FULL_HEALTH or NO_TENSOR none,
+    _MklMatMul, BiasAdd and Relu instead."""
+    if mode != "graph" or not model.tensorflow_version or not any(d.traces for d in model.dumps):
+        return ""
+    if any(k.fused_into or kernel_class(k.name) == "fused" or k.name == REMOVED for k in kernels):
+        return ""
+    fused = sorted({r.kernel for r in matching_rules(op_type, "graph", model.tensorflow_version,
+                                                     dtype or "DT_FLOAT",
+                                                     onednn=model.onednn_enabled is not False)
+                    if r.mechanism == "remapper-fusion"})
+    if not fused:
+        return ""
+    return (f"No fusion: TF {model.tensorflow_version} can fuse {op_type} with its neighbours "
+            f"into {' or '.join(fused)}, but grappler's remapper fuses only when the intermediate tensors have no other consumer, and this run's "
+            f"tfdbg dump (enable_dump_debug_info) gave every traced tensor one, a debug op. "
+            f"Without the dump, this op may run fused (measured on TF 2.21: a Dense+ReLU model "
+            f"runs _MklNativeFusedMatMul without the dump, _MklMatMul, BiasAdd and Relu with it).")
 
 
 def explain(model: RunModel, op_type: str) -> dict[str, Any]:
@@ -278,6 +306,9 @@ def explain(model: RunModel, op_type: str) -> dict[str, Any]:
             reasons.append({"kind": "kernel", "kernel": k.name, "evidence": k.evidence,
                             "executions": k.executions,
                             "text": _kernel_reason(model, op_type, mode, kd, dtype)})
+        blocked = _fusion_blocked(model, op_type, mode, stats.kernels, dtype)
+        if blocked:
+            reasons.append({"kind": "instrumentation", "text": blocked})
         if model.tensorflow_version:
             reasons.append({"kind": "version", "text": (
                 f"Rules as of TF {model.tensorflow_version} (from the dump's metadata); "

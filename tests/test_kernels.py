@@ -11,6 +11,7 @@ from tensorflow.python.debug.lib import debug_events_reader
 
 from tb_opmode.join import RunModel, load
 from tb_opmode.kernels import REMOVED
+from tb_opmode.why import explain
 
 _EXECUTING = re.compile(r"(?:\] |\s)Executing op (\S+) in device")
 _INSTANTIATING = re.compile(r"Instantiating kernel for node: \{\{node ([^}]+)\}\} = ([A-Za-z0-9_]+)\[")
@@ -169,3 +170,19 @@ def test_custom_loop_has_both_modes_with_their_kernels(cnn_logdir: Path) -> None
     assert {k.name for k in conv.graph.kernels} == {"_MklNativeConv2D"}
     relu = model.op_types["Relu"]
     assert {k.name for k in relu.eager.kernels} == {"Relu"} == {k.name for k in relu.graph.kernels}
+
+
+def test_unfused_graph_ops_say_the_dump_blocked_fusion(bert_logdir: Path, cnn_off_logdir: Path) -> None:
+    """The dumped runs never fuse (checked against the log's kernels); a graph op the
+    remapper could fuse says why: tfdbg's debug ops are extra consumers."""
+    for logdir, fused in ((bert_logdir, "_MklNativeFusedMatMul"), (cnn_off_logdir, "_FusedConv2D")):
+        model = _dump_run(logdir)
+        assert not any(k.fused_into or "Fused" in k.name for row in model.op_types.values()
+                       for k in row.graph.kernels if not k.name.startswith("FusedBatchNorm"))
+        reasons = explain(model, "BiasAdd")["graph"]["reasons"]
+        (blocked,) = [r for r in reasons if r["kind"] == "instrumentation"]
+        assert fused in blocked["text"] and "enable_dump_debug_info" in blocked["text"]
+        for op, mode in (("Transpose", "graph"), ("BiasAdd", "eager"), ("MatMul", "eager")):
+            if op in model.op_types:
+                got = explain(model, op)[mode]["reasons"]
+                assert not [r for r in got if r["kind"] == "instrumentation"], (op, mode)
