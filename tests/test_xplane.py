@@ -275,7 +275,7 @@ def test_like_the_plain_reading(run: Run, bert_logdir: Path, monkeypatch: pytest
     event-by-event reading of tests/xplane_reference.py must agree, also when
     the scan runs in many chunks, and when the events are copied out of upb
     instead of located in the file."""
-    path = run.path if which == "fixture" else next(bert_logdir.glob("*/train/plugins/profile/*/*.xplane.pb"))
+    path = run.path if which == "fixture" else next(bert_logdir.rglob("*.xplane.pb"))
     if variant == "small_chunks":
         monkeypatch.setattr(wire, "_CHUNK", 7)
     elif variant == "events_copied":
