@@ -124,16 +124,23 @@ export class App {
     this.progressBar = el('progress', {class: 'opm-progress', max: 1, value: 0});
     this.progressText = el('span', {class: 'opm-progress-text'});
     this.exportLinks = el('span', {class: 'opm-exports'});
-    this.root.append(el('header', {class: 'opm-toolbar'},
+    const toolbar = el('header', {class: 'opm-toolbar'},
         el('h1', {class: 'opm-title', text: 'Op Mode'}),
         el('label', {class: 'opm-field'}, el('span', {text: 'Run'}), this.runSelect),
         el('span', {class: 'opm-progress-box'}, this.progressBar, this.progressText),
-        this.exportLinks));
+        this.exportLinks);
 
-    // Legend.
-    this.root.append(el('div', {class: 'opm-legend', role: 'list', 'aria-label': 'Colour legend'},
+    // Legend. It sticks together with the toolbar, in one opaque block: two
+    // sticky elements each guessing the other's height left a gap to scroll under.
+    const legend = el('div', {class: 'opm-legend', role: 'list', 'aria-label': 'Colour legend'},
         LEGEND_ORDER.map((key) => el('span', {class: 'opm-legend-item', role: 'listitem',
-          title: CLASSES[key].description}, swatch(key), el('span', {text: CLASSES[key].label})))));
+          title: CLASSES[key].description}, swatch(key), el('span', {text: CLASSES[key].label}))));
+    const sticky = el('div', {class: 'opm-sticky'}, toolbar, legend);
+    this.root.append(sticky);
+    // The op detail sticks just below this block, whose height changes as the
+    // toolbar and legend wrap on narrow windows.
+    new ResizeObserver(() => this.root.style.setProperty('--opm-sticky-h', `${sticky.offsetHeight}px`))
+        .observe(sticky);
 
     this.status = el('div', {class: 'opm-status'});
     this.root.append(this.status);

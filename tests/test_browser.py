@@ -131,6 +131,25 @@ def test_tab_is_listed_and_loads(tab: Tab, tensorboard: str) -> None:
     assert tab.errors == []
 
 
+def test_scrolled_content_never_shows_between_toolbar_and_legend(tab: Tab) -> None:
+    """Toolbar and legend stick as one opaque block: scrolled content passes under
+    it, with no sliver between the two (each used to stick on its own)."""
+    tab.frame.evaluate("window.scrollTo(0, 500)")
+    time.sleep(0.3)
+    hits = tab.frame.evaluate("""() => {
+        const block = document.querySelector('.opm-sticky');
+        const bar = document.querySelector('.opm-toolbar').getBoundingClientRect();
+        const legend = document.querySelector('.opm-legend').getBoundingClientRect();
+        const ys = [];
+        for (let y = 1; y < block.getBoundingClientRect().bottom; y += 2) ys.push(y);
+        return {top: block.getBoundingClientRect().top, gapTop: bar.bottom, gapBottom: legend.top,
+                inside: ys.map(y => block.contains(document.elementFromPoint(40, y)))};
+    }""")
+    tab.frame.evaluate("window.scrollTo(0, 0)")
+    assert hits["top"] == 0 and hits["gapTop"] <= hits["gapBottom"]
+    assert all(hits["inside"]), hits
+
+
 def test_table_shows_transpose_with_its_kernels_and_filters_work(tab: Tab, tensorboard: str) -> None:
     tab.frame.select_option("#opm-run", "bert")
     tab.frame.fill("#opm-search", "Transpose")
