@@ -26,7 +26,7 @@ import glob
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Generator, Iterator, Sequence
+from typing import Any, Generator, Iterable, Iterator, Sequence
 
 import google_crc32c
 
@@ -43,6 +43,8 @@ _MAX_LENGTH = 1 << 31
 _WINDOW = 16 << 20
 # "Read to the end of the file": a damaged stretch is searched as the whole rest.
 _REST = 1 << 62
+# next_intact_record filters this many offsets at a time.
+_SCAN_BLOCK = 1 << 20
 _MASK_DELTA = 0xA282EAD8
 _ALL_ONES = 0xFFFFFFFF
 
@@ -62,6 +64,9 @@ class Problem:
 def masked_crc32c(data: bytes) -> int:
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+_ZERO_HEADER_CRC = masked_crc32c(bytes(8))
 
 
 def encode_record(payload: bytes) -> bytes:
@@ -193,20 +198,45 @@ class RecordReader:
 def next_intact_record(buf: Any, size: int, pos: int, limit: int | None = None) -> int | None:
     """The offset of the first record at or after ``pos`` (and before ``limit``)
     whose length CRC and payload CRC both verify, or None."""
-    crc = masked_crc32c
-    u32 = _U32.unpack_from
     last = size - _HEADER - _FOOTER
     if limit is not None:
         last = min(last, limit)
     while pos <= last:
-        header = buf[pos:pos + 8]
-        if crc(header) == u32(buf, pos + 8)[0]:
-            (length,) = _U64.unpack(header)
-            end = pos + _HEADER + length + _FOOTER
-            if end <= size and crc(buf[pos + _HEADER:end - _FOOTER]) == u32(buf, end - _FOOTER)[0]:
-                return pos
-        pos += 1
+        stop = min(last, pos + _SCAN_BLOCK - 1)
+        for p in _candidates(buf, size, pos, stop):
+            if _intact_at(buf, size, p):
+                return p
+        pos = stop + 1
     return None
+
+
+def _intact_at(buf: Any, size: int, pos: int) -> bool:
+    header = buf[pos:pos + 8]
+    if masked_crc32c(header) != _U32.unpack_from(buf, pos + 8)[0]:
+        return False
+    (length,) = _U64.unpack(header)
+    end = pos + _HEADER + length + _FOOTER
+    return end <= size and masked_crc32c(buf[pos + _HEADER:end - _FOOTER]) == _U32.unpack_from(buf, end - _FOOTER)[0]
+
+
+def _candidates(buf: Any, size: int, pos: int, stop: int) -> Iterable[int]:
+    """The offsets in [pos, stop] where a record could start, by two tests that
+    every intact record passes, made on the whole block at once with numpy: its
+    length fits in the file, and a zero length (an all-zero header) comes with
+    the header CRC of zeros. One CRC per byte offset searched about 2 MB/s;
+    random, text and zero-filled garbage almost never pass these tests."""
+    n = stop - pos + 1
+    if n < 4096:
+        return range(pos, stop + 1)
+    import numpy as np  # tensorboard depends on numpy; imported only when needed
+
+    block = np.frombuffer(buf, dtype=np.uint8, count=n + 11, offset=pos)
+    lengths = np.ndarray((n,), dtype="<u8", buffer=block, strides=(1,))
+    stored = np.ndarray((n,), dtype="<u4", buffer=block, offset=8, strides=(1,))
+    room = (size - _HEADER - _FOOTER - pos) - np.arange(n, dtype=np.int64)  # >= 0 up to stop
+    ok = lengths <= room.astype(np.uint64)
+    ok &= (lengths != 0) | (stored == _ZERO_HEADER_CRC)
+    return (pos + np.flatnonzero(ok)).tolist()
 
 
 class ChunkVerifier:
