@@ -64,7 +64,7 @@ def cache_dir() -> str | None:
 # once any of them changes (other modules, e.g. the plugin's, may change freely).
 _READERS = {
     "dump": ("tfdbg.py", "tfrecord.py", "schema.py", "cache.py"),
-    "profile": ("xplane.py", "wire.py", "tfrecord.py", "schema.py", "cache.py"),
+    "profile": ("xplane.py", "xevents.py", "wire.py", "tfrecord.py", "schema.py", "cache.py"),
     "log": ("textlog.py", "tfrecord.py", "cache.py"),
 }
 _fingerprints: dict[str, str] = {}

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tb_opmode import wire, xplane
+from tb_opmode import wire, xevents
 from tb_opmode.xplane import Profile, find_profiles, read_profile
 
 from .xplane_reference import reference_profile
@@ -279,7 +279,7 @@ def test_like_the_plain_reading(run: Run, bert_logdir: Path, monkeypatch: pytest
     if variant == "small_chunks":
         monkeypatch.setattr(wire, "_CHUNK", 7)
     elif variant == "events_copied":
-        monkeypatch.setattr(xplane, "_event_runs", lambda data, size: {})
+        monkeypatch.setattr(xevents, "_event_runs", lambda data, size: {})
     ours = read_profile(str(path))
     ref = reference_profile(path.read_bytes(), path.stat().st_mtime_ns)
     assert ref is not None and ref["graph"] and ref["eager"]
