@@ -1,9 +1,10 @@
 """The events of a profile's host planes, decoded all at once with numpy.
 
 In: the XSpace ``xplane.read_profile`` parsed (``schema.XSpaceRawEvents``:
-each line's events left as bytes), the file's bytes, the time base and the
-``Profile`` to fill. Out: that ``Profile``'s eager ops, graph ops, function
-calls, span and problems, by the rules written in ``xplane.py``.
+each line's events left as bytes) and the file's bytes (``locate``); then
+the time base and the ``Profile`` to fill (``decode``). Out: that
+``Profile``'s eager ops, graph ops, function calls, span and problems, by
+the rules written in ``xplane.py``.
 
 How: the events are located in the file from the lengths upb found
 (``_line_events``) and decoded field by field over all of them at once
@@ -25,7 +26,7 @@ from .tfrecord import Problem
 from .xplane import (_ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile,
                      _event_kinds)
 
-__all__ = ["read_host_planes"]
+__all__ = ["HostPlane", "locate", "decode"]
 
 _U64_MAX = np.uint64((1 << 64) - 1)
 # Times (epoch ns; 2**62 is the year 2116), offsets and durations (ps) past
@@ -36,14 +37,34 @@ _THREADS = 2
 _TABLE_MAX = 1 << 20
 
 
-def read_host_planes(space: Any, raw: bytearray, size: int, base: int, prof: Profile) -> None:
-    """Decode every host plane of ``space`` into ``prof``; ``raw`` holds the
-    file's ``size`` bytes followed by ``wire.PAD`` zero bytes."""
+@dataclass
+class HostPlane:
+    """What decoding needs of one host plane, taken out of the upb message so
+    that the message (three times the file in memory) can go first."""
+
+    name: str
+    kinds: dict[int, tuple[int, str, str, str]]
+    stat_names: dict[int, str]
+    # per line with events: (timestamp_ns, (buffer, event starts, event ends))
+    lines: list[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]
+
+
+def locate(space: Any, raw: bytearray, size: int) -> list[HostPlane]:
+    """The host planes of ``space`` with their events located in ``raw`` (the
+    file's ``size`` bytes followed by ``wire.PAD`` zero bytes)."""
     buf = np.frombuffer(raw, dtype=np.uint8)
     runs = _event_runs(raw, size)
-    for i, plane in enumerate(space.planes):
-        if plane.name == HOST_PLANE:
-            _read_plane(plane, base, prof, buf, {j: runs.get((i, j)) for j in range(len(plane.lines))})
+    return [HostPlane(plane.name, _event_kinds(plane),
+                      {e.key: e.value.name for e in plane.stat_metadata},
+                      [(line.timestamp_ns, _line_events(line.events, buf, runs.get((i, j))))
+                       for j, line in enumerate(plane.lines) if line.events])
+            for i, plane in enumerate(space.planes) if plane.name == HOST_PLANE]
+
+
+def decode(planes: list[HostPlane], base: int, prof: Profile) -> None:
+    """Decode the located events into ``prof``."""
+    for plane in planes:
+        _read_plane(plane, base, prof)
 
 
 def _inside(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -169,25 +190,20 @@ def _line_events(raw: Any, buf: np.ndarray, run: tuple[int, int] | None
     return copied, ends - lens, ends
 
 
-def _read_plane(plane: Any, base: int, prof: Profile, buf: np.ndarray,
-                runs: dict[int, tuple[int, int] | None]) -> None:
-    stat_names = {e.key: e.value.name for e in plane.stat_metadata}
-    stat_ids = {name: key for key, name in stat_names.items()}
-    kinds = _event_kinds(plane)
+def _read_plane(plane: HostPlane, base: int, prof: Profile) -> None:
+    stat_ids = {name: key for key, name in plane.stat_names.items()}
     counts = {"read": 0, "unknown": 0, "bad": 0, "range": 0}
 
-    def read(j: int) -> tuple[Profile, dict[str, int]]:
-        line = plane.lines[j]
+    def read(line: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
+             ) -> tuple[Profile, dict[str, int]]:
         part, seen = Profile(path=prof.path, host=prof.host), dict.fromkeys(counts, 0)
-        _read_line(line, _line_events(line.events, buf, runs[j]), base, kinds, stat_names,
-                   stat_ids, part, seen)
+        _read_line(line[0], line[1], base, plane.kinds, plane.stat_names, stat_ids, part, seen)
         return part, seen
 
     # Two threads: most of a line's work is numpy, which releases the GIL.
     # Results are merged in line order, so the lists come out as if serial.
-    todo = [j for j, line in enumerate(plane.lines) if line.events]
-    with ThreadPoolExecutor(max_workers=max(1, min(_THREADS, len(todo)))) as pool:
-        for part, seen in pool.map(read, todo):
+    with ThreadPoolExecutor(max_workers=max(1, min(_THREADS, len(plane.lines)))) as pool:
+        for part, seen in pool.map(read, plane.lines):
             prof.eager_ops.extend(part.eager_ops)
             prof.graph_ops.extend(part.graph_ops)
             prof.function_calls.extend(part.function_calls)
@@ -249,7 +265,7 @@ def _folding(kind: np.ndarray, usable: np.ndarray, off: np.ndarray, dur: np.ndar
     return inside
 
 
-def _read_line(line: Any, events: tuple[np.ndarray, np.ndarray, np.ndarray], base: int,
+def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarray], base: int,
                kinds: dict[int, tuple[int, str, str, str]], stat_names: dict[int, str],
                stat_ids: dict[str, int], prof: Profile, counts: dict[str, int]) -> None:
     buf, starts, ends = events
@@ -262,7 +278,7 @@ def _read_line(line: Any, events: tuple[np.ndarray, np.ndarray, np.ndarray], bas
     kind, index, infos = _kind_of(mds, kinds)
     counts["unknown"] += int(((kind < 0) & ~bad).sum())
 
-    t0 = line.timestamp_ns if line.timestamp_ns >= _EPOCH_MIN_NS else base + line.timestamp_ns
+    t0 = timestamp_ns if timestamp_ns >= _EPOCH_MIN_NS else base + timestamp_ns
     # Garbage times would overflow int64 arithmetic: checked in floats first.
     off_f, dur_f = off.astype(np.float64), dur.astype(np.float64)
     approx = float(t0) + off_f / 1000.0

@@ -176,7 +176,9 @@ def read_profile(path: str) -> Profile:
         base, prof.time_source = 0, "line_timestamps"
     else:
         base, prof.time_source = 0, "file_mtime"  # shifted below, once the span is known
-    xevents.read_host_planes(space, raw, size, base, prof)
+    located = xevents.locate(space, raw, size)
+    del space, planes  # upb holds about three times the file: let it go before decoding
+    xevents.decode(located, base, prof)
     if not prof.end_ns:
         prof.problems.append(Problem(path, 0, f"no events on the {HOST_PLANE} plane"))
     elif prof.time_source == "file_mtime":
