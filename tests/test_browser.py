@@ -10,7 +10,6 @@ tests/artifacts/ to look at.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS, get_json, link_tree, running_tensorboard
+from .conftest import get_json, link_tree, running_tensorboard
 
 pytestmark = pytest.mark.browser
 
@@ -44,17 +43,6 @@ def tensorboard(browser_logdir: Path, tmp_path_factory: pytest.TempPathFactory) 
     log_path = tmp_path_factory.mktemp("tb_log") / "tensorboard.log"
     with running_tensorboard(browser_logdir, log_path, runs=3, timeout=180) as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Tab:

@@ -47,7 +47,7 @@ from tb_opmode import plugin as plugin_module
 from tb_opmode.plugin import STATIC_FILES, OpModePlugin
 from tb_opmode.tfrecord import encode_record
 
-from .conftest import CHROMIUM, CHROMIUM_ARGS, dump_files, link_tree, running_tensorboard
+from .conftest import dump_files, link_tree, running_tensorboard
 
 PREFIX = "/data/plugin/opmode"
 PAYLOAD = "<img src=x onerror=alert(1)>"
@@ -524,17 +524,6 @@ def test_real_server_refuses_traversal(tensorboard: str, hostile_logdir: Path, p
 
 
 # ---------------------------------------------------------------- the browser
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"no Chromium at {CHROMIUM}")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
 
 _NO_IMG_X = """() => [...document.querySelectorAll('img')].filter(
     (i) => (i.getAttribute('src') || '').startsWith('x')).length"""
