@@ -2,9 +2,10 @@
 
 In: a dump directory (argv[1]). Out: on stdout, JSON {"eager": {op type: n},
 "graph": {op type: n}, "functions": {name: n}} -- the same counts
-``tb-opmode summary`` reports, computed the way tests/test_counts.py does
-(digests only, lowest traced output slot per op). Used by bench.py as the
-baseline to beat, and to check that our numbers agree with TensorFlow's.
+``tb-opmode summary`` reports (digests only, lowest traced output slot per
+op). Used by bench.py as the baseline to beat and to check that our numbers
+agree with TensorFlow's, and by the tests (tests/conftest.py ddr_counts) as
+the reference for ours.
 """
 from __future__ import annotations
 

@@ -15,11 +15,14 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bench.ddr_counts import reference_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 # Debian's chromium, driven by Playwright in the browser tests; these flags keep
@@ -151,3 +154,9 @@ def browser() -> Iterator[Any]:
         yield b
         b.close()
 
+
+def ddr_counts(logdir: Path) -> tuple[Counter, Counter, Counter]:
+    """(eager op types, graph op types, function calls) as TensorFlow's DebugDataReader
+    counts them: the reference of bench/ddr_counts.py, the one the benchmark checks too."""
+    got = reference_counts(str(logdir))
+    return Counter(got["eager"]), Counter(got["graph"]), Counter(got["functions"])

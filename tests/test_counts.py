@@ -6,36 +6,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tensorflow.python.debug.lib import debug_events_reader
 
 from tb_opmode.cli import main
 from tb_opmode.join import load, summary
 
-
-def reference_counts(logdir: Path) -> tuple[Counter, Counter, Counter]:
-    """(eager op types, graph op types, function calls) as DebugDataReader sees them."""
-    with debug_events_reader.DebugDataReader(str(logdir)) as reader:
-        reader.update()
-        eager, functions = Counter(), Counter()
-        for digest in reader.executions(digest=True):
-            execution = reader.read_execution(digest)
-            if execution.graph_id:
-                functions[digest.op_type] += 1
-            else:
-                eager[digest.op_type] += 1
-        traces = reader.graph_execution_traces(digest=True)
-        lowest: dict[tuple[str, str], int] = {}
-        for t in traces:
-            key = (t.graph_id, t.op_name)
-            lowest[key] = min(lowest.get(key, t.output_slot), t.output_slot)
-        graph = Counter(t.op_type for t in traces if t.output_slot == lowest[(t.graph_id, t.op_name)])
-    return eager, graph, functions
+from .conftest import ddr_counts
 
 
 @pytest.mark.parametrize("fixture", ["bert_logdir", "cnn_logdir", "cnn_off_logdir"])
 def test_counts_equal_debug_data_reader(fixture: str, request: pytest.FixtureRequest) -> None:
     logdir: Path = request.getfixturevalue(fixture)
-    eager, graph, functions = reference_counts(logdir)
+    eager, graph, functions = ddr_counts(logdir)
     assert sum(eager.values()) > 50 and sum(graph.values()) > 50 and functions
     (run,) = [m for m in load(str(logdir)) if m.dumps]
     assert run.run == "."
@@ -119,7 +100,7 @@ def test_several_hosts_in_one_directory(bert_logdir: Path, cnn_logdir: Path, tmp
         shutil.copy(path, logdir / f"tfdbg_events.{ts}.worker-1.{kind}")
     (run,) = load(str(logdir))
     assert len(run.dumps) == 2 and set(run.hosts) >= {"worker-1"} and len(run.hosts) == 2
-    total = [reference_counts(d) for d in (bert_logdir, cnn_logdir)]
+    total = [ddr_counts(d) for d in (bert_logdir, cnn_logdir)]
     expected_eager = total[0][0] + total[1][0]
     expected_graph = total[0][1] + total[1][1]
     assert Counter({t: r.eager.executions for t, r in run.op_types.items()

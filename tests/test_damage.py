@@ -40,7 +40,7 @@ from tb_opmode.cli import main
 from tb_opmode.tfdbg import find_dump_sets, read_dump_set
 from tb_opmode.tfrecord import RecordReader, encode_record, masked_crc32c
 
-from .conftest import dump_files
+from .conftest import ddr_counts, dump_files
 
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("metadata", "source_files", "stack_frames", "graphs", "execution", "graph_execution_traces")
@@ -148,21 +148,8 @@ def dump(cnn_logdir: Path) -> Dump:
 
 def test_reference_equals_debug_data_reader(dump: Dump, cnn_logdir: Path) -> None:
     """The hand-made reference agrees with TensorFlow's DebugDataReader on the intact dump."""
-    from tensorflow.python.debug.lib import debug_events_reader
-
     eager, graph, functions, untyped = dump.expected()
-    with debug_events_reader.DebugDataReader(str(cnn_logdir)) as reader:
-        reader.update()
-        ref_eager, ref_functions = Counter(), Counter()
-        for digest in reader.executions(digest=True):
-            (ref_functions if reader.read_execution(digest).graph_id else ref_eager)[digest.op_type] += 1
-        traces = reader.graph_execution_traces(digest=True)
-        lowest: dict[tuple[str, str], int] = {}
-        for t in traces:
-            lowest[(t.graph_id, t.op_name)] = min(lowest.get((t.graph_id, t.op_name), t.output_slot),
-                                                  t.output_slot)
-        ref_graph = Counter(t.op_type for t in traces
-                            if t.output_slot == lowest[(t.graph_id, t.op_name)])
+    ref_eager, ref_graph, ref_functions = ddr_counts(cnn_logdir)
     assert (eager, graph, functions, untyped) == (ref_eager, ref_graph, ref_functions, 0)
     assert sum(eager.values()) > 50 and sum(graph.values()) > 50
 
