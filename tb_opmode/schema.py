@@ -14,11 +14,13 @@ much faster. Unknown fields (newer TF versions) are skipped by protobuf.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["DebugEvent", "XSpace", "XPlane", "XSpaceRawEvents", "EVENT_KINDS"]
+__all__ = ["DebugEvent", "XSpace", "XPlane", "XSpaceRawEvents", "EVENT_KINDS", "walk_fields",
+           "message_fields", "read_varint", "VARINT", "FIXED64", "LEN", "FIXED32"]
 
 _F = descriptor_pb2.FieldDescriptorProto
 _TYPES = {
@@ -229,6 +231,61 @@ XPlane = _XPLANE["XPlane"]
 XSpaceRawEvents = _classes(_file("tb_opmode/xplane_raw.proto", _raw_events(_XPLANE_MESSAGES), {},
                                  package="tb_opmode.raw"))["XSpace"]
 
+# Wire types, for the fields walked by hand.
+VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
+
 # The six files of a tfdbg2 dump set, by suffix.
 EVENT_KINDS = ("metadata", "source_files", "stack_frames", "graphs", "execution",
                "graph_execution_traces")
+
+
+def walk_fields(data: bytes | bytearray | memoryview, start: int, end: int
+                ) -> Iterator[tuple[int, int, int, int, int]]:
+    """The fields of the message in ``data[start:end]``, one at a time in Python,
+    for the few fields around what is left unparsed or decoded in bulk: (field
+    number, wire type, value or length, position of the tag, position after the
+    field; a length-delimited body is the ``length`` bytes before it). Stops at
+    the first malformed field."""
+    pos = start
+    while pos < end:
+        tag_pos = pos
+        tag, pos = read_varint(data, pos, end)
+        wt = tag & 7
+        if pos < 0:
+            return
+        if wt == VARINT:
+            value, pos = read_varint(data, pos, end)
+        elif wt == LEN:
+            value, pos = read_varint(data, pos, end)
+            if pos < 0 or value > end - pos:
+                return
+            pos += value
+        elif wt in (FIXED64, FIXED32):
+            value, pos = 0, pos + (8 if wt == FIXED64 else 4)
+        else:
+            return
+        if pos < 0 or pos > end:
+            return
+        yield tag >> 3, wt, value, tag_pos, pos
+
+
+def message_fields(data: bytes | bytearray | memoryview, start: int, end: int
+                   ) -> list[tuple[int, int, int, int, int]] | None:
+    """Every field of the message in ``data[start:end]`` (as ``walk_fields``
+    gives them), or None unless the fields parse right up to ``end``."""
+    fields = list(walk_fields(data, start, end))
+    return fields if (fields[-1][4] if fields else start) == end else None
+
+
+def read_varint(data: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """(value, position after it), or (0, -1) if it runs past ``end`` or 10 bytes."""
+    value = 0
+    for k in range(10):
+        if pos >= end:
+            break
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << (7 * k)
+        if b < 0x80:
+            return value, pos
+    return 0, -1

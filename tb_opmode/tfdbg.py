@@ -48,7 +48,7 @@ from typing import Any, Iterator
 
 from google.protobuf.message import DecodeError
 
-from .schema import EVENT_KINDS, DebugEvent
+from .schema import EVENT_KINDS, LEN, DebugEvent, message_fields, read_varint
 from .tfrecord import ChunkVerifier, Problem, RecordReader, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "FileState", "find_dump_sets", "read_dump_set",
@@ -69,17 +69,6 @@ DTYPE_NAMES = {1: "DT_FLOAT", 2: "DT_DOUBLE", 3: "DT_INT32", 4: "DT_UINT8", 5: "
 _DTYPE_INDEX = {4: 2, 5: 1}
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-
-
 def health_dtype(tensor_proto: bytes, mode: int) -> str:
     """The dtype a FULL_HEALTH/SHAPE debug tensor records, or "" if none.
 
@@ -90,10 +79,9 @@ def health_dtype(tensor_proto: bytes, mode: int) -> str:
     index = _DTYPE_INDEX.get(mode)
     if index is None or not tensor_proto:
         return ""
-    for number, start, stop in _fields(tensor_proto, 0, len(tensor_proto)) or ():
-        if number in (4, 6) and tensor_proto[start] & 7 == 2:  # length-delimited
-            _, pos = _varint(tensor_proto, start)
-            length, pos = _varint(tensor_proto, pos)
+    for number, wire_type, length, _, after in message_fields(tensor_proto, 0, len(tensor_proto)) or ():
+        if number in (4, 6) and wire_type == LEN:
+            pos = after - length
             if length < 8 * (index + 1):
                 return ""
             (value,) = struct.unpack_from("<d", tensor_proto, pos + 8 * index)
@@ -452,31 +440,6 @@ _TRACE_TAG = 0x52         # DebugEvent.graph_execution_trace, length-delimited
 _KEY_START = 9            # payload offset of the trace tag, after the wall time
 
 
-def _fields(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int]] | None:
-    """(field number, start, end) of each field of the message in buf[pos:end], or None."""
-    out = []
-    try:
-        while pos < end:
-            start = pos
-            key, pos = _varint(buf, pos)
-            wire = key & 7
-            if wire == 0:
-                _, pos = _varint(buf, pos)
-            elif wire == 1:
-                pos += 8
-            elif wire == 5:
-                pos += 4
-            elif wire == 2:
-                length, pos = _varint(buf, pos)
-                pos += length
-            else:
-                return None
-            out.append((key >> 3, start, pos))
-    except IndexError:
-        return None
-    return out if pos == end else None
-
-
 def _trace_tail(payload: bytes) -> int | None:
     """Bytes from the tensor proto (or whatever follows the key fields) to the end of a
     trace record laid out as TF writes it: wall time, then one GraphExecutionTrace whose
@@ -484,18 +447,15 @@ def _trace_tail(payload: bytes) -> int | None:
     device). None for any other layout."""
     if len(payload) < _KEY_START + 2 or payload[0] != _WALL_TAG or payload[_KEY_START] != _TRACE_TAG:
         return None
-    try:
-        length, pos = _varint(payload, _KEY_START + 1)
-    except IndexError:
+    length, pos = read_varint(payload, _KEY_START + 1, len(payload))
+    if pos < 0 or pos + length != len(payload):
         return None
-    if pos + length != len(payload):
-        return None
-    fields = _fields(payload, pos, len(payload))
+    fields = message_fields(payload, pos, len(payload))
     if not fields:
         return None
     boundary = len(payload)
     seen_tail = False
-    for number, start, _end in fields:
+    for number, _, _, start, _ in fields:
         if number in (5, 6):
             if not seen_tail:
                 boundary, seen_tail = start, True

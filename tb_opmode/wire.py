@@ -25,7 +25,9 @@ from typing import BinaryIO
 
 import numpy as np
 
-__all__ = ["Fields", "PAD", "padded", "read_padded", "varints", "scan", "walk",
+from .schema import FIXED32, FIXED64, LEN, VARINT
+
+__all__ = ["Fields", "PAD", "padded", "read_padded", "varints", "scan",
            "VARINT", "FIXED64", "LEN", "FIXED32"]
 
 # Zero bytes after the data: a varint read starting at most at the end of a
@@ -33,7 +35,6 @@ __all__ = ["Fields", "PAD", "padded", "read_padded", "varints", "scan", "walk",
 PAD = 16
 _CHUNK = 1 << 18
 _U64 = np.uint64
-VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
 
 
 def padded(data: bytes) -> np.ndarray:
@@ -56,50 +57,6 @@ def read_padded(f: BinaryIO) -> tuple[bytearray, int]:
         n += got
     view.release()
     return data, n
-
-
-def walk(data: bytes | bytearray | memoryview, start: int, end: int
-         ) -> Iterator[tuple[int, int, int, int, int]]:
-    """The fields of one message, one at a time in Python, for the few
-    top-level fields around the bulk: (field number, wire type, value or
-    length, position of the tag, position after the field; a length-delimited
-    body is the ``length`` bytes before it). Stops at the first malformed
-    field."""
-    pos = start
-    while pos < end:
-        tag_pos = pos
-        tag, pos = _varint(data, pos, end)
-        wt = tag & 7
-        if pos < 0 or tag >> 3 == 0:
-            return
-        if wt == VARINT:
-            value, pos = _varint(data, pos, end)
-        elif wt == LEN:
-            value, pos = _varint(data, pos, end)
-            if pos < 0 or value > end - pos:
-                return
-            pos += value
-        elif wt in (FIXED64, FIXED32):
-            value, pos = 0, pos + (8 if wt == FIXED64 else 4)
-        else:
-            return
-        if pos < 0 or pos > end:
-            return
-        yield tag >> 3, wt, value, tag_pos, pos
-
-
-def _varint(data: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
-    """(value, position after it), or (0, -1) if it runs past ``end`` or 10 bytes."""
-    value = 0
-    for k in range(10):
-        if pos >= end:
-            break
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << (7 * k)
-        if b < 0x80:
-            return value, pos
-    return 0, -1
 
 
 def _words(buf: np.ndarray) -> np.ndarray:

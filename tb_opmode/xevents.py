@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import wire
+from .schema import walk_fields
 from .tfrecord import Problem
 from .xplane import (_ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile,
                      _event_kinds)
@@ -159,11 +160,11 @@ def _event_runs(data: bytearray, size: int) -> dict[tuple[int, int], tuple[int, 
     (position of the first event's tag, end of the line). Only the few fields
     around the events are walked here, in Python."""
     runs = {}
-    planes = (f for f in wire.walk(data, 0, size) if f[:2] == (1, wire.LEN))
+    planes = (f for f in walk_fields(data, 0, size) if f[:2] == (1, wire.LEN))
     for i, (_, _, length, _, plane_end) in enumerate(planes):
-        lines = (f for f in wire.walk(data, plane_end - length, plane_end) if f[:2] == (3, wire.LEN))
+        lines = (f for f in walk_fields(data, plane_end - length, plane_end) if f[:2] == (3, wire.LEN))
         for j, (_, _, length, _, line_end) in enumerate(lines):
-            for number, wt, _, tag, _ in wire.walk(data, line_end - length, line_end):
+            for number, wt, _, tag, _ in walk_fields(data, line_end - length, line_end):
                 if (number, wt) == (4, wire.LEN):
                     runs[(i, j)] = (tag, line_end)
                     break

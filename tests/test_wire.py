@@ -10,7 +10,7 @@ import pytest
 from google.protobuf.internal.encoder import _VarintBytes
 
 from tb_opmode import wire
-from tb_opmode.schema import XSpace
+from tb_opmode.schema import XSpace, message_fields, walk_fields
 
 XEvent = type(XSpace().planes.add().lines.add().events.add())
 
@@ -104,6 +104,8 @@ def test_a_bad_message_is_flagged_and_its_neighbours_read(damage: bytes) -> None
 
 def test_walk_stops_at_damage() -> None:
     body = b"\x08\x05" + b"\x12\x03abc" + b"\x12\x7f"
-    fields = list(wire.walk(body, 0, len(body)))
+    fields = list(walk_fields(body, 0, len(body)))
     assert [(n, wt, v) for n, wt, v, _, _ in fields] == [(1, 0, 5), (2, 2, 3)]
     assert fields[1][3:] == (2, 7)
+    assert message_fields(body, 0, len(body)) is None
+    assert message_fields(body, 0, 7) == fields
