@@ -731,6 +731,29 @@ def test_record_file_growing_while_read_gives_consistent_prefixes(dump: Dump, tm
     assert reads > 5 and partial_reads > 0
 
 
+def _reads_while_growing(directory: Path, path: Path, data: bytes, seed: int, max_chunk: int,
+                         counter: str, keys: list[Any]) -> int:
+    """Read the dump set in ``directory`` again and again, at least once, while a
+    thread appends ``data`` to ``path`` (``_grow``). Each read must count exactly a
+    prefix of ``keys`` in its ``counter`` (``executions`` or ``traces``) and report
+    nothing but a truncated tail. Returns how many reads were made."""
+    done = threading.Event()
+    writer = threading.Thread(target=_grow, args=(path, data, done, seed, max_chunk))
+    writer.start()
+    reads = 0
+    try:
+        while not done.is_set() or reads == 0:
+            ((prefix, found),) = find_dump_sets(str(directory)).items()
+            ds = read_dump_set(str(directory), prefix, found)
+            counts = getattr(ds, counter)
+            assert counts == Counter(keys[:sum(counts.values())])
+            assert all("truncated" in p.message for p in ds.problems)
+            reads += 1
+    finally:
+        writer.join()
+    return reads
+
+
 def test_dump_set_growing_while_read(dump: Dump, tmp_path: Path) -> None:
     """The same through the dump-set reader: counts are those of a prefix of the
     execution records, whatever moment the read happens at."""
@@ -741,21 +764,7 @@ def test_dump_set_growing_while_read(dump: Dump, tmp_path: Path) -> None:
     for _, payload in dump.records["execution"]:
         ex = tf_event(payload).execution
         keys.append((ex.op_type, ex.graph_id))
-    done = threading.Event()
-    writer = threading.Thread(target=_grow, args=(path, dump.raw["execution"], done, 2, 20000))
-    writer.start()
-    reads = 0
-    try:
-        while not done.is_set():
-            ((prefix, found),) = find_dump_sets(str(tmp_path)).items()
-            ds = read_dump_set(str(tmp_path), prefix, found)
-            k = sum(ds.executions.values())
-            assert ds.executions == Counter(keys[:k])
-            assert all("truncated" in p.message for p in ds.problems)
-            reads += 1
-    finally:
-        writer.join()
-    assert reads > 2
+    assert _reads_while_growing(tmp_path, path, dump.raw["execution"], 2, 20000, "executions", keys) > 2
 
 
 def test_big_traces_file_growing_while_read(dump: Dump, big: BigTraces, tmp_path: Path) -> None:
@@ -764,21 +773,7 @@ def test_big_traces_file_growing_while_read(dump: Dump, big: BigTraces, tmp_path
     path = tmp_path / dump.paths["graph_execution_traces"].name
     path.write_bytes(big.raw[:len(big.raw) // 2])  # start big enough for the fast path
     keys = [(t.tfdbg_context_id, t.op_name, t.output_slot) for t in big.traces]
-    done = threading.Event()
-    writer = threading.Thread(target=_grow, args=(path, big.raw[len(big.raw) // 2:], done, 4,
-                                                  200000))
-    writer.start()
-    reads = 0
-    try:
-        while not done.is_set() or reads == 0:
-            ((prefix, found),) = find_dump_sets(str(tmp_path)).items()
-            ds = read_dump_set(str(tmp_path), prefix, found)
-            k = sum(ds.traces.values())
-            assert ds.traces == Counter(keys[:k])
-            assert all("truncated" in p.message for p in ds.problems)
-            reads += 1
-    finally:
-        writer.join()
+    assert _reads_while_growing(tmp_path, path, big.raw[len(big.raw) // 2:], 4, 200000, "traces", keys) > 0
     ((prefix, found),) = find_dump_sets(str(tmp_path)).items()
     ds = read_dump_set(str(tmp_path), prefix, found)
     assert ds.traces == Counter(keys) and ds.problems == []
