@@ -43,6 +43,9 @@ __all__ = ["CELLS", "MissingPackages", "CellFailed", "make_cell", "reader_counts
 VMODULE = "execute=1,executor=1,op_kernel=1,process_function_library_runtime=1"
 MODES = ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE", "FULL_TENSOR")
 _CHILD_META = ".child.json"
+_ENV_KEYS = ("TF_ENABLE_ONEDNN_OPTS", "TF_CPP_MIN_LOG_LEVEL", "TF_CPP_MAX_VLOG_LEVEL",
+             "TF_CPP_VMODULE", "ONEDNN_VERBOSE", "TF_USE_LEGACY_KERAS", "OMP_NUM_THREADS",
+             "PYTHONHASHSEED")
 _MISSING_EXIT = 3  # the child's exit status for missing packages
 
 
@@ -202,8 +205,7 @@ def make_cell(name: str, outdir: pathlib.Path, python: str = sys.executable) -> 
         "notes": child.get("notes", []),
         "workload": params["workload"],
         "params": params,
-        "env": {k: v for k, v in _child_env(params).items()
-                if k.startswith(("TF_", "ONEDNN")) or k == "OMP_NUM_THREADS"},
+        "env": {k: v for k, v in _child_env(params).items() if k in _ENV_KEYS},
         "python": python,
         "wall_seconds": wall,
     }
@@ -420,6 +422,12 @@ class _Child:
             self.meta["predict_steps"] = 2
         if p.get("policy"):
             keras.mixed_precision.set_global_policy("float32")
+            # eager ops in the policy's compute dtype too (f16 MatMul may stay stock)
+            dtype = tf.bfloat16 if "bfloat16" in p["policy"] else tf.float16
+            a = tf.cast(tf.constant(x[0, :, :, 0]), dtype)
+            self.meta["low_precision_eager"] = float(tf.reduce_sum(tf.cast(
+                tf.nn.softmax(tf.transpose(tf.matmul(a, a))), tf.float32)).numpy())
+            self.note(f"eager MatMul/Transpose/Softmax in {dtype.name} after fit")
         extra = p.get("extra_eager", 0)
         if extra:
             v = tf.constant([1.0, 2.0])
@@ -642,6 +650,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.cell or not args.outdir:
         parser.error("CELL and OUTDIR are required (or --list)")
+    if args.cell not in CELLS:
+        parser.error(f"unknown cell {args.cell!r}; --list shows the cells")
     try:
         meta = make_cell(args.cell, pathlib.Path(args.outdir), args.python)
     except MissingPackages as e:
