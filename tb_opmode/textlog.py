@@ -121,12 +121,18 @@ _SUCCEEDED = b"Component function execution succeeded"
 _INSTANTIATING = b"Instantiating kernel for node: "
 _PROCESS = b"Process node: "
 _FOLDING_STEP = b" step -1 "
+# executor.cc appends this to a node of an untaken cond branch: it ran no kernel.
+_DEAD = b" is dead device: "
+# cpu_feature_guard.cc's start-up message, whose second line has no prefix.
+_CPU_FEATURES = b"To enable the following instructions: "
 _FOLDED = b"Folded node: "
 _BANNER = b"oneDNN custom operations are "
 _WRAPPED = b"__wrapped__"
 _DEBUG_OP_NAME = re.compile(rb'[ \[]op_name="([^"]*)"')
 _DEBUG_CONTEXT = re.compile(rb'[ \[]tfdbg_context_id="([^"]*)"')
 _DEBUG_SLOT = re.compile(rb"[ \[]output_slot=(\d+)[,\]]")
+_DEBUG_MODE = re.compile(rb"[ \[]tensor_debug_mode=(\d+)[,\]]")
+_DEBUG_BUFFER = re.compile(rb"[ \[]circular_buffer_size=(-?\d+)[,\]]")
 _DEBUG_KERNEL = b"Debug"  # DebugNumericSummaryV2, DebugIdentityV2: tfdbg's instrumentation
 
 # Problem kinds, in report order.
@@ -158,6 +164,8 @@ class LogFacts:
     first_time: Optional[float] = None
     last_time: Optional[float] = None
     onednn_opts: Optional[bool] = None
+    # Instruction sets TF's start-up line says the CPU has (None: no such line).
+    cpu_features: Optional[frozenset[str]] = None
     eager_dispatch: Counter[str] = field(default_factory=Counter)
     eager_kernels: Counter[EagerKernel] = field(default_factory=Counter)
     graph_kernels: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -167,6 +175,11 @@ class LogFacts:
     # DebugIdentityV2 node -> (tfdbg context id = dump graph id, dump op name,
     # output slot): the exact link from an executed node name to the dump's op.
     debug_targets: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    # DebugIdentityV2 node -> its tensor_debug_mode (1, NO_TENSOR: it reads a
+    # constant, not the op's tensor, so its input says nothing of the op).
+    debug_modes: dict[str, int] = field(default_factory=dict)
+    # The circular_buffer_size tfdbg's debug nodes were built with (None: not seen).
+    circular_buffer_size: Optional[int] = None
     graph_executions: Counter[str] = field(default_factory=Counter)
     onednn_primitives: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     onednn_time_ms: Counter[tuple[str, str, str]] = field(default_factory=Counter)
@@ -206,6 +219,7 @@ class _Parser:
         self.first_time: Optional[float] = None
         self.last_prefixed: Optional[bytes] = None
         self.onednn_opts: Optional[bool] = None
+        self.cpu_features: Optional[frozenset[str]] = None
         self.dispatch: Counter[bytes] = Counter()
         self.eager: Counter[tuple[bytes, bytes, bytes]] = Counter()
         self.graph_kernels: dict[bytes, tuple[bytes, bytes]] = {}
@@ -215,6 +229,8 @@ class _Parser:
         self.instantiated: dict[bytes, tuple[bytes, bytes]] = {}
         self.folded: set[bytes] = set()
         self.debug_targets: dict[bytes, tuple[bytes, bytes, int]] = {}
+        self.debug_modes: dict[bytes, int] = {}
+        self.circular_buffer_size: Optional[int] = None
         self.graph_exec: Counter[bytes] = Counter()
         self.prims: Counter[tuple[bytes, bytes, bytes]] = Counter()
         self.prim_ms: dict[tuple[bytes, bytes, bytes], float] = {}
@@ -299,6 +315,8 @@ class _Parser:
                 if j < 0:
                     if verbose and b"_verbose," in line:
                         self._stray(line, off)
+                    elif line.startswith(_CPU_FEATURES):
+                        self._cpu(line)
                     continue
                 key = line[line.rfind(b" ", 0, j) + 1:j]
                 entry = locations.get(key)
@@ -328,6 +346,14 @@ class _Parser:
                     entry[1](line, m.end(), m.group(6), off, False)
         self.lines = nlines
         self.last_prefixed = last_prefixed
+
+    def _cpu(self, line: bytes) -> None:
+        """``To enable the following instructions: AVX2 AVX512F ... FMA, in other
+        operations, rebuild ...``: instruction sets the CPU has and the binary was
+        not built for; the kernel of some dtypes depends on them (AVX512_FP16)."""
+        words = line[len(_CPU_FEATURES):].split(b",", 1)[0].split()
+        found = frozenset(_s(w) for w in words if w.isalnum() or b"_" in w)
+        self.cpu_features = found | (self.cpu_features or frozenset())
 
     def _odd_bytes(self, line: bytes, off: int) -> None:
         if not line.isascii():
@@ -525,6 +551,13 @@ class _Parser:
             slot = _DEBUG_SLOT.search(line, 0, start)
             self.debug_targets[name] = (ctx.group(1), op.group(1),
                                         int(slot.group(1)) if slot is not None else 0)
+            mode = _DEBUG_MODE.search(line, 0, start)
+            if mode is not None:
+                self.debug_modes[name] = int(mode.group(1))
+            if self.circular_buffer_size is None:
+                size = _DEBUG_BUFFER.search(line, 0, start)
+                if size is not None:
+                    self.circular_buffer_size = int(size.group(1))
 
     def _executor(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if not line.startswith(_PROCESS, at):
@@ -538,6 +571,8 @@ class _Parser:
             # optimises the graph, not a run of the graph.
             self.folded.add(name)
             return
+        if _DEAD in line:
+            return  # an untaken branch: the node ran no kernel at this step
         self.graph_exec[name] += 1
         self.graph_kernels[name] = (kernel, dtype)
         if kernel.startswith(_DEBUG_KERNEL) and name not in self.debug_inputs:
@@ -563,7 +598,8 @@ class _Parser:
         for tid in list(self.contexts):
             self._finalize(self.contexts.pop(tid))
         facts = LogFacts(path=self.path, tf_format=self.fmt, first_time=self.first_time,
-                         onednn_opts=self.onednn_opts, lines=self.lines, bytes_read=self.bytes)
+                         onednn_opts=self.onednn_opts, cpu_features=self.cpu_features,
+                         lines=self.lines, bytes_read=self.bytes)
         # The last line with a TF location, or if that was no TF line after all
         # (or a piece of a garbled line came later) the last line we parsed.
         times = [_prefix_time(m) for m in (_PREFIX.match(x) for x in
@@ -573,15 +609,20 @@ class _Parser:
         facts.eager_dispatch = Counter({_s(k): v for k, v in self.dispatch.items()})
         for (d, k, t), v in self.eager.items():
             facts.eager_kernels[EagerKernel(_s(d), _s(k), _s(t))] += v
-        # A node that "Process node" lines show ran keeps that kernel; one only
-        # instantiated counts too (a log without executor lines), unless it ran
-        # only for constant folding.
-        kernels = {n: kt for n, kt in self.instantiated.items() if n not in self.folded}
-        kernels.update(self.graph_kernels)
+        # A node that "Process node" lines show ran keeps that kernel. Where the
+        # log has such lines, a node only instantiated did not run at a step:
+        # grappler instantiates kernels to evaluate nodes it then folds away. Only
+        # a log without executor lines falls back on instantiations.
+        if self.graph_exec:
+            kernels = dict(self.graph_kernels)
+        else:
+            kernels = {n: kt for n, kt in self.instantiated.items() if n not in self.folded}
         facts.graph_kernels = {_s(n): (_s(k), _s(t)) for n, (k, t) in kernels.items()}
         facts.debug_inputs = {_s(n): _s(i) for n, i in self.debug_inputs.items()}
         facts.debug_targets = {_s(n): (_s(c), _s(o), slot)
                                for n, (c, o, slot) in self.debug_targets.items()}
+        facts.debug_modes = {_s(n): m for n, m in self.debug_modes.items()}
+        facts.circular_buffer_size = self.circular_buffer_size
         for n, v in self.graph_exec.items():
             facts.graph_executions[_s(n)] += v
         for key, v in self.prims.items():
