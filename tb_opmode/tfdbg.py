@@ -48,12 +48,12 @@ from typing import Any, Iterator
 
 from google.protobuf.message import DecodeError
 
-from .schema import EVENT_KINDS, LEN, DebugEvent, message_fields, read_varint
+from .schema import EVENT_KINDS, LEN, VARINT, DebugEvent, message_fields, read_varint
 from .tfrecord import ChunkVerifier, Problem, RecordReader, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
-           "DTYPE_NAMES", "health_dtype"]
+           "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype"]
 
 DUMP_FILE_RE = re.compile(
     r"^(?P<prefix>tfdbg_events\.(?P<ts>\d+)\.(?P<host>.+))\.(?P<kind>" + "|".join(EVENT_KINDS) + r")$")
@@ -67,18 +67,39 @@ DTYPE_NAMES = {1: "DT_FLOAT", 2: "DT_DOUBLE", 3: "DT_INT32", 4: "DT_UINT8", 5: "
 # Index of the dtype in the health vector, per TensorDebugMode (FULL_HEALTH=4:
 # [tensor_id, device_id, dtype, rank, size, ...]; SHAPE=5: [tensor_id, dtype, ...]).
 _DTYPE_INDEX = {4: 2, 5: 1}
+# What a trace or execution says of its dtype when no dtype is recorded:
+# NO_TENSOR (1) records nothing; CURT_HEALTH (2) and CONCISE_HEALTH (3) summarise
+# float tensors only, so a summary says "some float type"; no summary in those
+# modes (and in FULL_HEALTH) says "not a float type".
+DTYPE_UNKNOWN = "?"
+DTYPE_SOME_FLOAT = "float"
+_NO_TENSOR, _CURT, _CONCISE, _FULL_TENSOR = 1, 2, 3, 6
 
 
 def health_dtype(tensor_proto: bytes, mode: int) -> str:
-    """The dtype a FULL_HEALTH/SHAPE debug tensor records, or "" if none.
+    """The dtype a debug tensor of ``mode`` records: a ``DT_*`` name,
+    ``DTYPE_SOME_FLOAT`` (a float type, which one not recorded),
+    ``DTYPE_UNKNOWN`` (NO_TENSOR: nothing recorded) or "" (no debug tensor where
+    the mode summarises float tensors only: a non-float output).
 
-    The health vector is a float64 TensorProto: values in ``tensor_content``
-    (field 4) or packed ``double_val`` (field 6). Only float tensors are
-    instrumented, so an execution without one had a non-float output.
+    FULL_HEALTH/SHAPE: a float64 health vector, values in ``tensor_content``
+    (field 4) or packed ``double_val`` (field 6). FULL_TENSOR: the tensor itself,
+    whose field 1 is its dtype.
     """
-    index = _DTYPE_INDEX.get(mode)
-    if index is None or not tensor_proto:
+    if mode == _NO_TENSOR:
+        return DTYPE_UNKNOWN
+    if not tensor_proto:
         return ""
+    if mode in (_CURT, _CONCISE):
+        return DTYPE_SOME_FLOAT
+    if mode == _FULL_TENSOR:
+        for number, wire_type, value, _, _after in message_fields(tensor_proto, 0, len(tensor_proto)) or ():
+            if number == 1 and wire_type == VARINT:
+                return DTYPE_NAMES.get(value, f"DT_{value}")
+        return DTYPE_UNKNOWN
+    index = _DTYPE_INDEX.get(mode)
+    if index is None:
+        return DTYPE_UNKNOWN
     for number, wire_type, length, _, after in message_fields(tensor_proto, 0, len(tensor_proto)) or ():
         if number in (4, 6) and wire_type == LEN:
             pos = after - length
@@ -347,7 +368,7 @@ def _fold_executions(part: DumpSet, events: Iterator[Any]) -> None:
             executions[(ex.op_type, ex.graph_id)] += 1
             sites[(ex.op_type, tuple(ex.code_location.stack_frame_ids))] += 1
             part.tensor_debug_modes[ex.tensor_debug_mode] += 1
-            dtype = health_dtype(ex.tensor_protos[0], ex.tensor_debug_mode) if ex.tensor_protos else ""
+            dtype = health_dtype(ex.tensor_protos[0] if ex.tensor_protos else b"", ex.tensor_debug_mode)
             part.execution_dtypes[(ex.op_type, dtype)] += 1
 
 
