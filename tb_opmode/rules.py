@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "Rule",
+    "cpu_dependence",
     "RULES",
     "MODES",
     "MECHANISMS",
@@ -96,6 +97,9 @@ class Rule:
     source: str
     onednn: bool = True
     note: str = ""
+    # The CPU feature the rule needs (its ``condition`` says so in words): it
+    # holds where the run's CPU is known to have it and not where known to lack it.
+    cpu: str = ""
 
 
 # --------------------------------------------------------------------------
@@ -285,7 +289,8 @@ RULES: tuple[Rule, ...] = (
          note="alone in a graph, and always eagerly, it stays stock (measured)"),
 
     # ---- fp16 on AVX512_FP16 CPUs (2.16+): conditional, not measured
-    *(Rule(op, "eager", kernel, _F16, ("2.16", LAST_VERSION), mech, _FP16, _FP16_SRC, note=_FP16_NOTE)
+    *(Rule(op, "eager", kernel, _F16, ("2.16", LAST_VERSION), mech, _FP16, _FP16_SRC, note=_FP16_NOTE,
+           cpu="AVX512_FP16")
       for op, kernel, mech in (
           ("MatMul", "_MklMatMul", "eager-rename"),
           ("BatchMatMulV2", "_MklBatchMatMulV2", "eager-rename"),
@@ -293,7 +298,8 @@ RULES: tuple[Rule, ...] = (
           ("FusedBatchNormV3", "_MklNativeFusedBatchNormV3", "eager-rename"),
           ("MaxPool", "_MklNativeMaxPool", "eager-wrapper-graph-pass"),
           ("Softmax", "_MklSoftmax", "eager-wrapper-graph-pass"))),
-    *(Rule(op, "graph", kernel, _F16, ("2.16", LAST_VERSION), "graph-pass", _FP16, _FP16_SRC, note=_FP16_NOTE)
+    *(Rule(op, "graph", kernel, _F16, ("2.16", LAST_VERSION), "graph-pass", _FP16, _FP16_SRC, note=_FP16_NOTE,
+           cpu="AVX512_FP16")
       for op, kernel in (
           ("MatMul", "_MklMatMul"), ("BatchMatMulV2", "_MklBatchMatMulV2"),
           ("Conv2D", "_MklNativeConv2D"), ("FusedBatchNormV3", "_MklNativeFusedBatchNormV3"),
@@ -402,29 +408,50 @@ def matching_rules(op_type: str, mode: str, tf_version: str, dtype: str = "DT_FL
                  and dt in r.dtypes and _in_versions(r, tf_version))
 
 
+def _holds(rule: Rule, cpu: frozenset[str] | None) -> bool:
+    """Whether a rule applies without more context: unconditional, or its CPU
+    feature is among the run's known ones."""
+    return not rule.condition or bool(rule.cpu and cpu is not None and rule.cpu in cpu)
+
+
 def expected_kernel(op_type: str, mode: str, tf_version: str, dtype: str = "DT_FLOAT",
-                    onednn: bool = True) -> tuple[str, Rule | None]:
+                    onednn: bool = True, cpu: frozenset[str] | None = None) -> tuple[str, Rule | None]:
     """The kernel TF runs for ``op_type`` and the unconditional rule that says so.
 
     ``(op_type, None)`` means the stock kernel: no unconditional rule applies
     (see :func:`stock_reason`). Rules with a ``condition`` are never applied
     here because they depend on context this call does not have; ask
-    :func:`matching_rules` for them.
+    :func:`matching_rules` for them. The exception is a rule that needs a CPU
+    feature: it applies when ``cpu`` (the run's instruction sets, None if not
+    known) has it; :func:`cpu_dependence` tells when the answer hangs on an
+    unknown CPU.
     """
     for rule in matching_rules(op_type, mode, tf_version, dtype, onednn):
-        if not rule.condition:
+        if _holds(rule, cpu):
             return rule.kernel, rule
     return op_type, None
 
 
+def cpu_dependence(op_type: str, mode: str, tf_version: str, dtype: str = "DT_FLOAT",
+                   onednn: bool = True) -> Rule | None:
+    """The rule that would change the kernel on a CPU with its feature, or None:
+    with an unknown CPU, ``expected_kernel`` is then only the answer without it."""
+    for rule in matching_rules(op_type, mode, tf_version, dtype, onednn):
+        if not rule.condition:
+            return None
+        if rule.cpu:
+            return rule
+    return None
+
+
 def eager_dispatch_name(op_type: str, tf_version: str, dtype: str = "DT_FLOAT",
-                        onednn: bool = True) -> str:
+                        onednn: bool = True, cpu: frozenset[str] | None = None) -> str:
     """The name eager ``Executing op`` lines and the profiler show for ``op_type``.
 
     Only ``eager-rename`` ops change name at dispatch; ops the graph pass
     rewrites inside ``__wrapped__<Op>`` keep their stock name there.
     """
-    kernel, rule = expected_kernel(op_type, "eager", tf_version, dtype, onednn)
+    kernel, rule = expected_kernel(op_type, "eager", tf_version, dtype, onednn, cpu)
     if rule is not None and rule.mechanism == "eager-rename":
         return kernel
     return op_type
