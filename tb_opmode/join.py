@@ -127,6 +127,33 @@ def _dump_counts(model: RunModel) -> None:
                 f"{unknown} graph executions of ops the .graphs file does not define; not counted"))
 
 
+# tfdbg's default circular_buffer_size: a dump made with it keeps only the last
+# this many records of each kind (executions, graph execution traces).
+DEFAULT_CIRCULAR_BUFFER = 1000
+
+
+def _buffer_checks(model: RunModel) -> list[Problem]:
+    """A dump whose record count of a kind is its circular buffer's size kept only
+    the tail of the run: its counts are a lower bound."""
+    sizes = {log.circular_buffer_size for log in model.logs if log.circular_buffer_size is not None}
+    out = []
+    for dump in model.dumps:
+        for kind, n, path in (
+                ("execution", sum(dump.executions.values()), dump.files.get("execution", dump.prefix)),
+                ("graph_execution_trace", sum(dump.traces.values()),
+                 dump.files.get("graph_execution_traces", dump.prefix))):
+            limit = next((s for s in sizes if s > 0), DEFAULT_CIRCULAR_BUFFER)
+            if n != limit or -1 in sizes:
+                continue
+            how = (f"the log shows its debug ops were built with circular_buffer_size={limit}"
+                   if sizes else f"{limit} is tfdbg's default circular_buffer_size")
+            out.append(Problem(path, 0, (
+                f"{n} {kind} records, exactly the circular buffer's size ({how}): the dump kept "
+                f"only the last {n}, so its counts are a lower bound; dump with "
+                f"enable_dump_debug_info(..., circular_buffer_size=-1) to count every execution")))
+    return out
+
+
 def _log_counts(model: RunModel) -> None:
     for log in model.logs:
         for dispatch, n in log.eager_dispatch.items():
@@ -272,6 +299,7 @@ def build_run(sources: RunSources, logdir: str) -> RunModel:
     if model.dumps:
         model.counts_from = "debugger"
         _dump_counts(model)
+        model.problems.extend(_buffer_checks(model))
     elif any(log.eager_dispatch or log.graph_executions for log in model.logs):
         model.counts_from = "log"
         _log_counts(model)
@@ -297,7 +325,11 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) 
         found = [r for r in found if r.name == run]
         if not found:
             raise LogdirError(f"{logdir}: no run named {run!r}")
-    return [build_run(sources, os.path.abspath(logdir)) for sources in found]
+    models = [build_run(sources, os.path.abspath(logdir)) for sources in found]
+    for model, sources in zip(models, found):
+        # What discovery could not read (or would not follow) changes the answer: say so.
+        model.problems.extend(Problem(path, 0, message) for path, message in sources.warnings)
+    return models
 
 
 def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:

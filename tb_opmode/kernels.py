@@ -27,18 +27,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .nodes import canonical_op, suffixes
-from .rules import expected_kernel, matching_rules
+from .rules import cpu_dependence, expected_kernel, matching_rules
+from .tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
 
 if TYPE_CHECKING:  # join imports this module; the type is only for annotations
     from .join import RunModel
 
 __all__ = ["OpKernel", "EagerAssignment", "assign_graph", "assign_eager", "detect_onednn",
-           "is_onednn", "is_fused", "REMOVED", "FLOAT_DTYPES"]
+           "is_onednn", "is_fused", "run_cpu", "inferred_kernel", "REMOVED", "UNKNOWN",
+           "FLOAT_DTYPES"]
 
 # Shown as the kernel of an op that grappler took out of the graph.
 REMOVED = "(optimized away)"
+# Shown where the evidence cannot decide the kernel; the note says why and how to find out.
+UNKNOWN = "(unknown)"
 FLOAT_DTYPES = frozenset(("DT_FLOAT", "DT_DOUBLE", "DT_BFLOAT16", "DT_HALF"))
 _DEBUG_PREFIX = "Debug"  # DebugIdentityV2 / DebugNumericSummaryV2: tfdbg's own nodes
+_NO_TENSOR = 1  # tensor_debug_mode of a dump that records no tensor values
 # Kernels the executor runs inline without a profiler event (measured on TF 2.21:
 # Reshape, ExpandDims, Const; the others alias their input the same way).
 _NO_EVENT_OPS = frozenset(("Reshape", "ExpandDims", "Squeeze", "Const", "Identity", "Snapshot",
@@ -112,26 +117,56 @@ def _lowest_slot_counts(model: RunModel) -> dict[tuple[int, str, str], tuple[int
     return out
 
 
+def _resolve_traced_op(pattern: str, ident: str, names: dict[str, object]) -> str:
+    """The dump op a debug identity node traces, from its ``op_name`` attribute.
+
+    TF's log shortens string attributes over about 80 characters to
+    ``head...tail``; the identity node's own name is never shortened and is
+    ``<prefix><op name>/DebugIdentityV2_N`` or ``<prefix><scope>/DebugIdentityV2_N``,
+    which picks among the ops the shortened name fits. "" if none or several fit."""
+    if pattern in names or "..." not in pattern:
+        return pattern
+    head, _, tail = pattern.partition("...")
+    hits = [n for n in names if n.startswith(head) and n.endswith(tail)]
+    if len(hits) > 1:
+        scope = ident.rpartition("/")[0]
+        hits = [n for n in hits if scope == n or scope.endswith("/" + n)] or [
+            n for n in hits if ("/" + n + "/") in ("/" + ident)]
+    return hits[0] if len(hits) == 1 else ""
+
+
 def _log_links(model: RunModel) -> dict[tuple[str, str, int], tuple[str, str, str, str]]:
-    """(graph id, op name, slot) -> (expected node, producer node, producer kernel, dtype)."""
+    """(graph id, op name, slot) -> (expected node, producer node, producer kernel, dtype).
+
+    The producer is "" where the debug node reads no tensor of the op (NO_TENSOR)."""
+    graph_ops: dict[str, dict[str, object]] = {}
+    for dump in model.dumps:
+        for graph_id, graph in dump.graphs.items():
+            graph_ops.setdefault(graph_id, {}).update(graph.ops)
     links: dict[tuple[str, str, int], tuple[str, str, str, str]] = {}
     for log in model.logs:
-        for ident, (ctx, op_name, slot) in log.debug_targets.items():
-            summary_node = _strip_slot(log.debug_inputs.get(ident, ""))
-            summary_kernel = log.graph_kernels.get(summary_node, ("", ""))[0]
-            if summary_kernel and not summary_kernel.startswith(_DEBUG_PREFIX):
-                # Grappler folded the summary itself into a constant: so was the op.
-                producer = summary_node
+        for ident, (ctx, pattern, slot) in log.debug_targets.items():
+            op_name = _resolve_traced_op(pattern, ident, graph_ops.get(ctx, {}))
+            if not op_name:
+                continue
+            if log.debug_modes.get(ident) == _NO_TENSOR:
+                producer = ""
             else:
-                producer = _strip_slot(log.debug_inputs.get(summary_node, summary_node))
+                summary_node = _strip_slot(log.debug_inputs.get(ident, ""))
+                summary_kernel = log.graph_kernels.get(summary_node, ("", ""))[0]
+                if summary_kernel and not summary_kernel.startswith(_DEBUG_PREFIX):
+                    # Grappler folded the summary itself into a constant: so was the op.
+                    producer = summary_node
+                else:
+                    producer = _strip_slot(log.debug_inputs.get(summary_node, summary_node))
             # The identity node is "<prefix><op name>/DebugIdentityV2_N" or, for
             # some outputs, "<prefix><scope>/DebugIdentityV2_N"; the prefix is
             # whatever precedes the op name in it.
             at = ident.rfind(op_name + "/")
             expected = ident[:at] + op_name if at >= 0 else ""
-            if not expected and (producer == op_name or producer.endswith("/" + op_name)):
+            if not expected and producer and (producer == op_name or producer.endswith("/" + op_name)):
                 expected = producer
-            if not expected:
+            if not expected or expected not in log.graph_kernels:
                 # The identity hangs under another scope ("<prefix>a/b/DebugIdentityV2_7"
                 # for op "a/b/x"): the node, if it ran, is "<prefix>" + op name for
                 # some leading part of the identity's name.
@@ -140,8 +175,9 @@ def _log_links(model: RunModel) -> dict[tuple[str, str, int], tuple[str, str, st
                 while cut != -1:
                     candidates.append(ident[:cut + 1] + op_name)
                     cut = ident.find("/", cut + 1)
-                expected = next((c for c in candidates if c in log.graph_kernels), "")
-            kernel, dtype = log.graph_kernels.get(producer, ("", ""))
+                expected = next((c for c in reversed(candidates) if c in log.graph_kernels),
+                                expected)
+            kernel, dtype = log.graph_kernels.get(producer, ("", "")) if producer else ("", "")
             links[(ctx, op_name, slot)] = (expected, producer, kernel, dtype)
     return links
 
@@ -248,6 +284,8 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
     by_suffix = _suffix_index(nodes, wanted)
     out: list[OpKernel] = []
     unresolved: list[tuple[int, OpKernel]] = []
+    # Ops whose debug node ran (so their graph ran) while no node of their own did.
+    no_node: set[tuple[str, str]] = set()
     for (i, graph_id, op_name), (slot, n) in counts.items():
         dump = model.dumps[i]
         graph = dump.graphs.get(graph_id)
@@ -259,6 +297,8 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
         link = links.get((graph_id, op_name, slot))
         if link is not None:
             _classify_link(op, link, nodes)
+            if not op.kernel and not link[1]:
+                no_node.add((graph_id, op_name))
         if not op.kernel:
             matched = by_suffix.get(op_name, [])
             fitting = [m for m in matched if canonical_op(nodes[m][0]) == op.op_type] or matched
@@ -274,7 +314,8 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
         else:
             unresolved.append((i, op))
     _fusions_and_inference(model, out, unresolved, by_suffix, nodes,
-                           _profiled_debug_ops(model, wanted) if not model.logs else (set(), set()))
+                           _profiled_debug_ops(model, wanted) if not model.logs else (set(), set()),
+                           no_node)
     return out + [op for _i, op in unresolved]
 
 
@@ -282,7 +323,8 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                            unresolved: list[tuple[int, OpKernel]],
                            by_suffix: dict[str, list[str]],
                            nodes: dict[str, tuple[str, str, str]],
-                           profiled_debug: tuple[set[str], set[str]]) -> None:
+                           profiled_debug: tuple[set[str], set[str]],
+                           no_node: set[tuple[str, str]]) -> None:
     # This run's own observations: (op type, dtype) -> kernel seen in its graphs.
     seen: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for op in resolved:
@@ -332,6 +374,12 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             frontier, hops = nxt, hops + 1
         if op.kernel:
             continue
+        if (op.graph_id, op.op_name) in no_node:
+            op.kernel, op.evidence = REMOVED, "log"
+            op.note = ("no node of its own ran although its graph did (the log shows its debug "
+                       "node): grappler removed or constant-folded it; a NO_TENSOR dump does "
+                       "not record which")
+            continue
         summaries, identities = profiled_debug
         if (op.op_name in identities and op.op_name not in summaries
                 and op.op_type != "Const"):
@@ -351,10 +399,8 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             op.note = (f"no node of its own was observed; other {op.op_type} ops "
                        f"({op.dtype or 'same dtype'}) in this run's graphs ran {kernel}")
             continue
-        kernel, rule = expected_kernel(op.op_type, "graph", model.tensorflow_version,
-                                       op.dtype or "DT_FLOAT", model.onednn_enabled is not False)
-        op.kernel, op.evidence = kernel, "inferred"
-        op.note = _rule_note(model, rule)
+        op.kernel, op.note = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT")
+        op.evidence = "inferred"
 
 
 def _rule_note(model: RunModel, rule: object | None) -> str:
@@ -366,6 +412,66 @@ def _rule_note(model: RunModel, rule: object | None) -> str:
     source = getattr(rule, "source", "")
     mechanism = getattr(rule, "mechanism", "")
     return f"by the {mechanism} rule for TF {version} ({source}){assumed}"
+
+
+def run_cpu(model: RunModel) -> frozenset[str] | None:
+    """The instruction sets the run's CPU had, from TF's start-up line in its log;
+    None where no log says."""
+    found = [log.cpu_features for log in model.logs if log.cpu_features is not None]
+    return frozenset().union(*found) if found else None
+
+
+# Contractions, convolutions, pooling, softmax and batch norm: in a model they run in
+# a float type, so an unrecorded dtype is taken as float32 (said in the note).
+_FLOAT_MATH = frozenset((
+    "MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum", "Conv2D",
+    "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv3D", "Conv3DBackpropInputV2",
+    "Conv3DBackpropFilterV2", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+    "DepthwiseConv2dNativeBackpropFilter", "AvgPool", "AvgPoolGrad", "AvgPool3D", "MaxPool",
+    "MaxPoolGrad", "MaxPool3D", "Softmax", "FusedBatchNorm", "FusedBatchNormV2",
+    "FusedBatchNormV3", "FusedBatchNormGrad", "FusedBatchNormGradV2", "FusedBatchNormGradV3"))
+
+_RERUN = ("to know, keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2, stderr) with the run, or dump "
+          "with tensor_debug_mode='FULL_HEALTH'")
+
+
+def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str) -> tuple[str, str]:
+    """(kernel, note) from the rule table for an op no evidence observed.
+
+    ``dtype`` is a ``DT_*`` name, "" (a non-float output), ``DTYPE_SOME_FLOAT``
+    (CURT/CONCISE_HEALTH: some float type) or ``DTYPE_UNKNOWN`` (NO_TENSOR). Where
+    the answer hangs on what was not recorded (the dtype, the CPU), the kernel is
+    ``UNKNOWN`` and the note says what it depends on."""
+    version = model.tensorflow_version
+    onednn = model.onednn_enabled is not False
+    cpu = run_cpu(model)
+    assumed = ""
+    if dtype == DTYPE_UNKNOWN and op_type in _FLOAT_MATH:
+        dtype = "DT_FLOAT"
+        assumed = ("; assuming float32: the dump (NO_TENSOR) records no dtype, and this op "
+                   "runs in a float type in models")
+    elif dtype == DTYPE_UNKNOWN:
+        options = {t: expected_kernel(op_type, mode, version, t, onednn, cpu)
+                   for t in ("DT_FLOAT", "DT_INT32")}
+        if options["DT_FLOAT"][0] != options["DT_INT32"][0]:
+            return UNKNOWN, (f"unknown: this dump (NO_TENSOR) records no dtype, and {op_type} runs "
+                             f"{options['DT_FLOAT'][0]} for float32 but {options['DT_INT32'][0]} "
+                             f"for int32; {_RERUN}")
+        dtype = "DT_FLOAT"
+        assumed = "; the dump (NO_TENSOR) records no dtype, and the kernel is the same for any"
+    elif dtype == DTYPE_SOME_FLOAT:
+        dtype = "DT_FLOAT"
+        assumed = ("; assuming float32: this dump mode (CURT/CONCISE_HEALTH) records that the "
+                   "output is a float type, not which")
+    kernel, rule = expected_kernel(op_type, mode, version, dtype, onednn, cpu)
+    if cpu is None:
+        needs = cpu_dependence(op_type, mode, version, dtype, onednn)
+        if needs is not None:
+            return UNKNOWN, (f"unknown: in TF {version or '(unknown version)'} {op_type} ({dtype}) "
+                             f"runs {needs.kernel} on a CPU with {needs.cpu} and {kernel} "
+                             f"without, and nothing the run left names its CPU; keep TF's "
+                             f"log (its start-up line lists the CPU's instruction sets)")
+    return kernel, _rule_note(model, rule) + assumed
 
 
 def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssignment]:
@@ -394,45 +500,72 @@ def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssign
         if (op.evidence in ("log", "profile") and not op.fused_into
                 and canonical_op(op.kernel) == op.op_type):
             seen[(op.op_type, op.dtype)][op.kernel] += op.executions
-    out = []
+    out: list[EagerAssignment] = []
     for (op_type, dtype), n in sorted(per_dtype.items()):
-        entry = EagerAssignment(op_type, dtype, n, "", "")
         candidates = log_kernels.get(op_type)
         if candidates:
-            # The health tensor's dtype is the output's; T= is the input's. They agree
-            # for the ops that matter here; "" means a non-float output.
-            same = [(k, c) for k, c in candidates.items() if k[1] == dtype] if dtype else [
-                (k, c) for k, c in candidates.items() if k[1] not in FLOAT_DTYPES]
-            pick = max(same or list(candidates.items()), key=lambda kc: kc[1])[0]
-            kernel, _t, dispatch = pick
-            entry.kernel, entry.evidence, entry.dispatch = kernel or dispatch, "log", dispatch
-            if not kernel:
-                entry.note = ("only the dispatch line ('Executing op') was seen; it hides the "
-                              "graph rewrite of the eager op's one-node function")
-            elif dispatch != kernel and canonical_op(dispatch) == op_type and dispatch == op_type:
-                entry.note = (f"dispatched as {dispatch} ('Executing op'), but its one-node "
-                              f"function __wrapped__{dispatch} was instantiated with {kernel}")
-            elif dispatch != op_type:
-                entry.note = f"renamed to {dispatch} before dispatch by TF's eager oneDNN rewrite"
+            out.extend(_eager_from_log(op_type, dtype, n, candidates))
+            continue
+        entry = EagerAssignment(op_type, dtype, n, "", "inferred")
+        observed = seen.get((op_type, dtype))
+        # A graph rewrite that needs context (MaxPoolGrad needs its MaxPool)
+        # does not carry over to a one-node function.
+        contextual = any(r.condition for r in matching_rules(
+            op_type, "graph", model.tensorflow_version, dtype or "DT_FLOAT",
+            model.onednn_enabled is not False))
+        if observed and not contextual:
+            entry.kernel = observed.most_common(1)[0][0]
+            entry.note = (f"eager ops run as one-node functions on which the same graph "
+                          f"pass runs; {op_type} ({_dtype_words(dtype)}) ran {entry.kernel} in "
+                          f"this run's graphs")
         else:
-            kernel, rule = expected_kernel(op_type, "eager", model.tensorflow_version,
-                                           dtype or "", model.onednn_enabled is not False)
-            observed = seen.get((op_type, dtype))
-            # A graph rewrite that needs context (MaxPoolGrad needs its MaxPool)
-            # does not carry over to a one-node function.
-            contextual = any(r.condition for r in matching_rules(
-                op_type, "graph", model.tensorflow_version, dtype or "DT_FLOAT",
-                model.onednn_enabled is not False))
-            if observed and not contextual:
-                entry.kernel = observed.most_common(1)[0][0]
-                entry.note = (f"eager ops run as one-node functions on which the same graph "
-                              f"pass runs; {op_type} ({dtype}) ran {entry.kernel} in this "
-                              f"run's graphs")
-            else:
-                entry.kernel = kernel
-                entry.note = _rule_note(model, rule) if dtype else (
-                    "non-float output (not instrumented by FULL_HEALTH); " + _rule_note(model, rule))
-            entry.evidence = "inferred"
+            entry.kernel, entry.note = inferred_kernel(model, op_type, "eager", dtype)
+            if not dtype:
+                entry.note = "non-float output (not instrumented by this dump mode); " + entry.note
+        out.append(entry)
+    return out
+
+
+def _dtype_words(dtype: str) -> str:
+    return {DTYPE_UNKNOWN: "dtype not recorded", DTYPE_SOME_FLOAT: "a float type",
+            "": "non-float"}.get(dtype, dtype)
+
+
+def _eager_from_log(op_type: str, dtype: str, n: int,
+                    candidates: Counter) -> list[EagerAssignment]:
+    """Eager executions of one (op type, dtype) labelled from the log's wrapper kernels.
+
+    The health tensor's dtype is the output's; T= is the input's. They agree for
+    the ops that matter here. Where the dump names no dtype (NO_TENSOR) or only
+    "a float type", the log's own split of executions between kernels is kept."""
+    if dtype == DTYPE_UNKNOWN:
+        same = list(candidates.items())
+    elif dtype == DTYPE_SOME_FLOAT:
+        same = [(k, c) for k, c in candidates.items() if k[1] in FLOAT_DTYPES]
+    elif dtype:
+        same = [(k, c) for k, c in candidates.items() if k[1] == dtype]
+    else:
+        same = [(k, c) for k, c in candidates.items() if k[1] not in FLOAT_DTYPES]
+    same = same or list(candidates.items())
+    if dtype not in (DTYPE_UNKNOWN, DTYPE_SOME_FLOAT):
+        same = [max(same, key=lambda kc: kc[1])]
+    total = sum(c for _k, c in same)
+    out = []
+    left = n
+    for i, ((kernel, _t, dispatch), c) in enumerate(sorted(same, key=lambda kc: -kc[1])):
+        share = left if i == len(same) - 1 else min(left, round(n * c / total))
+        left -= share
+        if share <= 0:
+            continue
+        entry = EagerAssignment(op_type, dtype, share, kernel or dispatch, "log", dispatch)
+        if not kernel:
+            entry.note = ("only the dispatch line ('Executing op') was seen; it hides the "
+                          "graph rewrite of the eager op's one-node function")
+        elif dispatch != kernel and canonical_op(dispatch) == op_type and dispatch == op_type:
+            entry.note = (f"dispatched as {dispatch} ('Executing op'), but its one-node "
+                          f"function __wrapped__{dispatch} was instantiated with {kernel}")
+        elif dispatch != op_type:
+            entry.note = f"renamed to {dispatch} before dispatch by TF's eager oneDNN rewrite"
         out.append(entry)
     return out
 

@@ -19,7 +19,7 @@ import re
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any, Optional
 
-from .kernels import REMOVED, is_fused, is_onednn
+from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from .nodes import canonical_op, suffixes
 from .rules import matching_rules, stock_reason
 
@@ -50,7 +50,7 @@ def kernel_class(kernel: str) -> str:
     """``fused`` (a oneDNN kernel grappler's remapper fused from several ops), ``onednn``
     (another ``_Mkl*`` kernel), ``stock``, or ``unknown`` (no kernel: none seen, or the op
     was optimized away)."""
-    if not kernel or kernel == REMOVED:
+    if not kernel or kernel in (REMOVED, UNKNOWN):
         return "unknown"
     if is_fused(kernel) and is_onednn(kernel):
         return "fused"
@@ -208,6 +208,8 @@ def _kernel_reason(model: RunModel, op_type: str, mode: str, kernel: dict[str, A
     notes = "; ".join(kernel.get("notes", []))
     if name == REMOVED:
         return f"No kernel ran: {notes or 'grappler removed the op'} ({how})."
+    if name == UNKNOWN:
+        return f"Kernel {notes or 'unknown: the evidence in this run cannot decide it'}."
     if kernel.get("fused_into"):
         return f"Ran inside the fused kernel {name} ({how}): {notes}."
     if is_onednn(name):
