@@ -164,7 +164,7 @@ def parse_log(paths: Iterable[Path]) -> LogRuns:
                     if p is None:
                         continue
                     step, node, kernel = p.groups()
-                    if step == "-1" or " is dead" in msg[msg.rfind(") device: "):]:
+                    if step == "-1" or " is dead device: " in msg:
                         continue
                     out.steps[step][node] = _Node(kernel, _first_input(msg))
                     if kernel == "DebugIdentityV2":
