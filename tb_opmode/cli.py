@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from . import __version__
 from .export import render_csv
 from .join import MODES, LogdirError, RunModel, load, summary
-from .runs import display
+from .runs import UnreadableLogdir, display
 from .why import call_sites, explain
 
 __all__ = ["main", "render_table", "render_csv"]
@@ -28,24 +28,29 @@ __all__ = ["main", "render_table", "render_csv"]
 def _kernel_text(kernels: list[dict[str, Any]]) -> str:
     # With several kernels in one mode, say how the executions split.
     counts = len(kernels) > 1
-    return ", ".join(f"{k['name']}" + (f" x{k['executions']}" if counts else "")
+    return ", ".join(f"{display(k['name'])}" + (f" x{k['executions']}" if counts else "")
                      + f" ({k['evidence']})" for k in kernels) or "-"
 
 
 def render_table(doc: dict[str, Any]) -> str:
+    """The summary as text for a terminal. Every string taken from the files goes
+    through ``display``: an op, kernel or function name holding an escape sequence
+    or a bidi override must not recolour, erase or reorder what is shown."""
     out = io.StringIO()
     for run in doc["runs"]:
         onednn = {True: "on", False: "off", None: "unknown"}[run["onednn_enabled"]]
-        why = f" ({run['onednn_source']})" if run["onednn_source"] else ""
-        out.write(f"run {run['run']}  TensorFlow {run['tensorflow_version'] or '?'}  "
-                  f"hosts {', '.join(run['hosts']) or '?'}  oneDNN {onednn}{why}\n")
+        why = f" ({display(run['onednn_source'])})" if run["onednn_source"] else ""
+        out.write(f"run {display(run['run'])}  "
+                  f"TensorFlow {display(run['tensorflow_version']) or '?'}  "
+                  f"hosts {display(', '.join(run['hosts'])) or '?'}  oneDNN {onednn}{why}\n")
         out.write(f"  counts from: {run['counts_from'] or 'nothing'}; sources: "
                   + "; ".join(f"{k} {len(v)}" for k, v in run["sources"].items()) + "\n")
         if run["functions"]:
             out.write("  tf.function calls: " + ", ".join(
-                f"{f['name']} x{f['calls']}" for f in run["functions"]) + "\n")
+                f"{display(f['name'])} x{f['calls']}" for f in run["functions"]) + "\n")
         header = ["op type", "eager", "eager kernels", "graph", "graph kernels"]
-        rows = [[r["op_type"], str(r["eager"]["executions"]), _kernel_text(r["eager"]["kernels"]),
+        rows = [[display(r["op_type"]), str(r["eager"]["executions"]),
+                 _kernel_text(r["eager"]["kernels"]),
                  str(r["graph"]["executions"]), _kernel_text(r["graph"]["kernels"])]
                 for r in run["op_types"]]
         widths = [max(len(x) for x in col) for col in zip(header, *rows)]
@@ -73,8 +78,15 @@ def _nothing_readable(logdir: str, models: list[RunModel]) -> LogdirError:
     return LogdirError(text)
 
 
+def _run_name(run: str | None) -> str | None:
+    """``--run`` as the run's name: names are display text (see ``runs.display``), and
+    ``display`` leaves display text as it is, so both the name as printed and the
+    directory's raw name (a newline, a bidi control, undecodable bytes) select it."""
+    return None if run is None else display(run)
+
+
 def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    models = load(args.logdir, args.run, tuple(args.log))
+    models = load(args.logdir, _run_name(args.run), tuple(args.log))
     if not any(m.counts_from for m in models):
         raise _nothing_readable(args.logdir, models)
     doc = summary(models, args.logdir)
@@ -91,7 +103,7 @@ def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    loaded = load(args.logdir, args.run, tuple(args.log))
+    loaded = load(args.logdir, _run_name(args.run), tuple(args.log))
     models = [m for m in loaded if m.counts_from]
     if not models:
         raise _nothing_readable(args.logdir, loaded)
@@ -106,31 +118,49 @@ def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                       or args.op_type.lower() in t.lower())
         hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
         raise LogdirError(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
-    row = model.op_types[args.op_type]
-    why = explain(model, args.op_type)
-    stdout.write(f"{args.op_type} in run {model.run} (TensorFlow {model.tensorflow_version or '?'})\n")
+    _write_explanation(model, args.op_type, args.top, stdout)
+    return 0
+
+
+def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) -> None:
+    """``explain`` as text. Names, file paths and reasons come from the dump (a source
+    file's path is whatever the user's program was called): all go through ``display``."""
+    row = model.op_types[op_type]
+    why = explain(model, op_type)
+    stdout.write(f"{display(op_type)} in run {display(model.run)} "
+                 f"(TensorFlow {display(model.tensorflow_version) or '?'})\n")
     for mode in MODES:
         stats = row.mode(mode)
         stdout.write(f"\n{mode}: {stats.executions} executions\n")
         for k in sorted(stats.kernels, key=lambda k: -k.executions):
-            stdout.write(f"  kernel {k.name}  x{k.executions}  [{k.evidence}]"
+            stdout.write(f"  kernel {display(k.name)}  x{k.executions}  [{k.evidence}]"
                          + ("  oneDNN" if k.onednn else "") + "\n")
         for reason in why[mode]["reasons"]:
-            stdout.write(textwrap.fill(reason["text"], width=100, initial_indent="  - ",
+            stdout.write(textwrap.fill(display(reason["text"]), width=100, initial_indent="  - ",
                                        subsequent_indent="    ") + "\n")
         if stats.executions:
-            sites = call_sites(model, args.op_type, mode, limit=args.top, snippets=False)
+            sites = call_sites(model, op_type, mode, limit=top, snippets=False)
             if sites:
                 stdout.write("  call sites" + (" (where the graph op was traced)" if mode == "graph"
                                                else "") + ":\n")
             for site in sites:
-                stdout.write(f"    {site['count']:>7}  {site['file']}:{site['line']}  "
-                             f"{site['function']}\n")
+                stdout.write(f"    {site['count']:>7}  {display(site['file'])}:{site['line']}  "
+                             f"{display(site['function'])}\n")
                 user = site.get("user_code")
                 if user:
-                    stdout.write(f"             from {user['file']}:{user['line']}  "
-                                 f"{user['function']}\n")
-    return 0
+                    stdout.write(f"             from {display(user['file'])}:{user['line']}  "
+                                 f"{display(user['function'])}\n")
+
+
+def _positive_int(text: str) -> int:
+    """``--top N``: a slice bound of -1 would silently drop the last call site."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {value}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -150,7 +180,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("logdir")
     e.add_argument("op_type", help="op type as the dump names it, e.g. Transpose")
     e.add_argument("--run", help="the run (default: the first that has the op type)")
-    e.add_argument("--top", type=int, default=5, help="call sites to show per mode")
+    e.add_argument("--top", type=_positive_int, default=5, metavar="N",
+                   help="call sites to show per mode (at least 1)")
     e.add_argument("--log", action="append", default=[], metavar="FILE")
     e.set_defaults(func=_explain)
     return parser
@@ -163,7 +194,7 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     args = _parser().parse_args(argv)
     try:
         return args.func(args, stdout, stderr)
-    except LogdirError as err:
+    except (LogdirError, UnreadableLogdir) as err:
         stderr.write(f"tb-opmode: error: {display(str(err))}\n")
         return 2
     except BrokenPipeError:  # `tb-opmode summary ... | head`
