@@ -51,6 +51,10 @@ STATIC_FILES: dict[str, str] = {
 }
 MAX_RESPONSE_BYTES = 1 << 20
 _MAX_TEXT_PARAM = 200
+# Run names are paths relative to the logdir, as display text: a path can be
+# PATH_MAX (4096) bytes and ``display`` writes an escaped byte as 4 characters.
+_MAX_RUN_PARAM = 4 * 4096
+_RUN_PARAMS = ("run", "a", "b")
 _JSON = "application/json"
 
 logger = logging.getLogger(__name__)
@@ -297,8 +301,9 @@ class OpModePlugin(base_plugin.TBPlugin):
     @staticmethod
     def _text(request: wrappers.Request, name: str, default: str = "") -> str:
         value = request.args.get(name, default)
-        if len(value) > _MAX_TEXT_PARAM:
-            raise errors.InvalidArgumentError(f"{name} is longer than {_MAX_TEXT_PARAM} characters")
+        cap = _MAX_RUN_PARAM if name in _RUN_PARAMS else _MAX_TEXT_PARAM
+        if len(value) > cap:
+            raise errors.InvalidArgumentError(f"{name} is longer than {cap} characters")
         return value
 
     @staticmethod
