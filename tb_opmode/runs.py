@@ -188,6 +188,11 @@ def _open_error(path: str) -> str:
     return ""
 
 
+def _source_name(name: str) -> bool:
+    """Whether a file named ``name`` would be read as part of a run."""
+    return bool(DUMP_FILE_RE.match(name)) or name.endswith((*LOG_SUFFIXES, ".xplane.pb"))
+
+
 def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, list[str]]]:
     """(directory, sorted names of its non-directory entries), top-down in sorted order,
     like ``os.walk``, but following symlinks whose target is inside ``logdir``,
@@ -225,8 +230,10 @@ def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, l
                 if entry.is_symlink():
                     target = os.path.realpath(entry.path)
                     if not _within(target, root):
-                        warnings.append((entry.path, f"symlink to {display(target)}, outside the "
-                                                     "logdir: not followed"))
+                        # Only links that could hold a source are worth a warning.
+                        if is_dir or _source_name(entry.name):
+                            warnings.append((entry.path, f"symlink to {display(target)}, outside "
+                                                         "the logdir: not followed"))
                         continue
             except OSError as err:  # is_dir() on an entry that vanished or cannot be stat'ed
                 warnings.append((entry.path, f"{_reason(err)}: not read"))
