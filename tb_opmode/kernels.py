@@ -245,6 +245,10 @@ def _classify_link(op: OpKernel, link: tuple[str, str, str, str],
     elif kernel and is_fused(kernel):
         op.kernel, op.evidence, op.node, op.fused_into = kernel, "log", producer, producer
         op.note = f"fused by grappler's remapper into {kernel}"
+    elif kernel and kernel != "Const" and _derived(producer, op.op_name):
+        op.kernel, op.evidence, op.node = kernel, "log", producer
+        op.note = (f"grappler rewrote it into the node {producer}, which ran {kernel} "
+                   f"(e.g. its arithmetic optimizer folding a transpose into a MatMul)")
     elif kernel == "Const":
         op.kernel, op.evidence, op.node = "Const", "log", producer
         # Reached only when the op's own node did not run.
@@ -258,6 +262,14 @@ def _classify_link(op: OpKernel, link: tuple[str, str, str, str],
         base = canonical_op(op.kernel)
         if base != op.op_type and not is_fused(op.kernel) and not op.op_type.startswith("_"):
             op.note = f"rewritten by grappler from {op.op_type} into {op.kernel}"
+
+def _derived(node: str, op_name: str) -> bool:
+    """Whether ``node`` is one grappler made from the op: its optimizers name such
+    nodes ``[<scope>/]<Optimizer>/<Stage>_<op's name>`` (ArithmeticOptimizer/
+    FoldTransposeIntoMatMul_MatMul)."""
+    base = op_name.rpartition("/")[2]
+    return node.rpartition("/")[2].endswith("_" + base) and "Optimizer/" in node
+
 
 # Remapper patterns that fuse an op with a sibling reading the same input:
 # Conv2DBackpropFilter + BiasAddGrad -> _MklNativeConv2DBackpropFilterWithBias.
@@ -392,6 +404,9 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             op.note = ("no profiler event for it although its debug summary ran in the same "
                        "step: grappler most likely removed it")
             continue
+        if op.op_type == "Placeholder":
+            _placeholder(op, model.dumps[i].graphs[op.graph_id].outer_id)
+            continue
         observed = seen.get((op.op_type, op.dtype))
         if observed:
             kernel = observed.most_common(1)[0][0]
@@ -401,6 +416,22 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             continue
         op.kernel, op.note = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT")
         op.evidence = "inferred"
+
+
+def _placeholder(op: OpKernel, outer_graph: str) -> None:
+    """A function's argument. A function run by its own executor (a tf.function called
+    eagerly, a tf.data function) feeds it through an ``_Arg`` node; in a function
+    traced inside another (inlined into its caller, or a cond/while branch lowered
+    into it) it becomes an edge, and no node runs for it."""
+    op.evidence = "inferred"
+    if outer_graph:
+        op.kernel = REMOVED
+        op.note = ("an argument of a function traced inside another: TF inlines the function "
+                   "(or lowers the cond/while branch) into its caller, so the argument is an "
+                   "edge and no node runs for it")
+    else:
+        op.kernel = "_Arg"
+        op.note = "a function's argument: the function's executor feeds it through an _Arg node"
 
 
 def _rule_note(model: RunModel, rule: object | None) -> str:

@@ -505,14 +505,16 @@ class _Parser:
         t = _T_ATTR.search(line, k.start())
         return name, kernel, (t.group(1) if t is not None else b"")
 
-    def _kept_node(self, line: bytes, at: int, off: int) -> Optional[tuple[bytes, bytes, bytes]]:
-        """The node of a kernel line, or None when garbled (counted) or plumbing."""
+    def _kept_node(self, line: bytes, at: int, off: int,
+                   args: bool = False) -> Optional[tuple[bytes, bytes, bytes]]:
+        """The node of a kernel line, or None when garbled (counted) or plumbing.
+        ``args``: keep ``_Arg`` nodes (a graph's arguments, which dump ops name)."""
         parsed = self._node(line, at)
         if parsed is None:
             self.issue(_GARBLED, off)
             return None
         name, kernel, _dtype = parsed
-        if kernel in _IGNORED_KERNELS or name in _IGNORED_NODES:
+        if (kernel in _IGNORED_KERNELS and not (args and kernel == b"_Arg")) or name in _IGNORED_NODES:
             return None
         return parsed
 
@@ -562,7 +564,7 @@ class _Parser:
     def _executor(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if not line.startswith(_PROCESS, at):
             return
-        parsed = self._kept_node(line, at, off)
+        parsed = self._kept_node(line, at, off, args=True)
         if parsed is None:
             return
         name, kernel, dtype = parsed

@@ -235,6 +235,8 @@ def _graph_label(ident: _Ident, op_name: str, nodes: dict[str, _Node],
     tail = "/" + op_name + "/"
     if tail in "/" + producer:
         return node.kernel  # grappler made a node of its own for the op's work
+    if re.search(r"Optimizer/\w+_" + re.escape(op_name.rpartition("/")[2]) + "$", producer):
+        return node.kernel  # a rewritten node: ArithmeticOptimizer/FoldTransposeIntoMatMul_MatMul
     return REMOVED
 
 
