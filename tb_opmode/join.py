@@ -290,6 +290,9 @@ def build_run(sources: RunSources, logdir: str) -> RunModel:
     }
     for path, why in sources.skipped:
         model.problems.append(Problem(path, 0, f"{why}, not a regular file: not read"))
+    # What discovery could not read (or would not follow) changes the answer: say so,
+    # here, so that the tab (which builds runs itself) says it too.
+    model.problems.extend(Problem(path, 0, message) for path, message in sources.warnings)
     for dump in dumps:
         model.problems.extend(dump.problems)
         model.problems.extend(_dump_checks(dump))
@@ -325,11 +328,7 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) 
         found = [r for r in found if r.name == run]
         if not found:
             raise LogdirError(f"{logdir}: no run named {run!r}")
-    models = [build_run(sources, os.path.abspath(logdir)) for sources in found]
-    for model, sources in zip(models, found):
-        # What discovery could not read (or would not follow) changes the answer: say so.
-        model.problems.extend(Problem(path, 0, message) for path, message in sources.warnings)
-    return models
+    return [build_run(sources, os.path.abspath(logdir)) for sources in found]
 
 
 def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:
