@@ -8,16 +8,22 @@ DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-213 venv venv213 browser bench clean
+.PHONY: demo test test-213 matrix venv venv213 browser bench clean
 
-$(VENV)/.installed: setup.py
+# The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
+# (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
+# which would replace tensorflow-cpu's libraries: install it without dependencies.
+MATRIX_PKGS ?= 'transformers<5'
+
+$(VENV)/.installed: setup.py Makefile
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[test]' 'tensorflow-cpu==2.21.*' tensorboard
+	$(VENV)/bin/pip install $(PIP_FLAGS) -e '.[test]' 'tensorflow-cpu==2.21.*' tensorboard $(MATRIX_PKGS)
+	$(VENV)/bin/pip install $(PIP_FLAGS) --no-deps 'tf-keras==2.21.*'
 	touch $@
 
-$(VENV213)/.installed: setup.py
+$(VENV213)/.installed: setup.py Makefile
 	$(PYTHON) -m venv $(VENV213)
-	$(VENV213)/bin/pip install $(PIP_FLAGS) -e . 'tensorflow-cpu==2.13.*' pytest hypothesis
+	$(VENV213)/bin/pip install $(PIP_FLAGS) -e . 'tensorflow-cpu==2.13.*' pytest hypothesis $(MATRIX_PKGS)
 	touch $@
 
 venv: $(VENV)/.installed
@@ -35,6 +41,12 @@ demo: venv
 test: venv venv213 browser
 	$(VENV)/bin/python -m pytest -q tests
 	$(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
+
+# Only the truth matrix, on both TF versions (part of `make test` too); its tables land
+# in tests/artifacts/matrix-<TF version>.md.
+matrix: venv venv213
+	$(VENV)/bin/python -m pytest -q tests/matrix
+	$(VENV213)/bin/python -m pytest -q tests/matrix
 
 bench: venv
 	$(VENV)/bin/python bench/bench.py

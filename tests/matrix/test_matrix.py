@@ -1,0 +1,209 @@
+"""The truth matrix: on real runs of every kind, the kernel of each execution against TF's log.
+
+Each cell (``workloads.CELLS``) is a real TensorFlow run of this venv. For each, the
+summary is scored twice against ``truth.truth_of`` (TF's own log, parsed by the
+checker, and the dump read by ``DebugDataReader``): with the run's log in the logdir,
+and from the dump (+ profile) alone. The figures land in
+``tests/artifacts/matrix-<TF version>.md`` for the README and the closing note.
+
+Held here: counts equal ``DebugDataReader``'s; with the log every execution has its
+true kernel; adding the log never lowers a cell; without the log at least the cell's
+floor (99% unless ``FLOORS`` says why a cell cannot reach it yet), and at most 1% of
+executions "unknown".
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tb_opmode.join import load, summary
+from tests.conftest import ROOT, ddr_counts, link_tree
+from tests.matrix.truth import score, truth_of
+from tests.matrix.workloads import CELLS, MissingPackages, make_cell
+
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+# Cells that do not reach the goal yet: per TF minor version the floor they are held
+# to (measured, less half a point for noise between machines), and why. Each is a known
+# gap, not a target; the README's matrix table says the same.
+_CHEAP = ("cheap ops grappler removes or folds (Reshape, Shape, Sum over no axes, "
+          "BroadcastGradientArgs) leave no profiler event, and the dump alone cannot tell "
+          "whether they ran")
+FLOORS: dict[str, tuple[dict[str, float], str]] = {
+    "custom_loop": ({"2.21": 0.99, "2.13": 0.988}, _CHEAP),
+    "fit_FULL_HEALTH": ({"2.21": 0.99, "2.13": 0.979}, _CHEAP),
+    "fit_CONCISE_HEALTH": ({"2.21": 0.967, "2.13": 0.936}, _CHEAP + "; no profile"),
+    "fit_CURT_HEALTH": ({"2.21": 0.967, "2.13": 0.936}, _CHEAP + "; no profile"),
+    "fit_vmodule": ({"2.21": 0.967, "2.13": 0.936}, _CHEAP + "; no profile"),
+    "fit_default_buffer": ({"2.21": 0.982, "2.13": 0.966}, _CHEAP + "; no profile"),
+    "fit_FULL_TENSOR": ({"2.21": 0.935, "2.13": 0.916},
+                        _CHEAP + "; no profile; non-float ops are traced too"),
+    "fit_SHAPE": ({"2.21": 0.944, "2.13": 0.925},
+                  _CHEAP + "; no profile; non-float ops are traced too"),
+    "fit_NO_TENSOR": ({"2.21": 0.953, "2.13": 0.94}, _CHEAP + "; no dtype recorded"),
+    "fit_onednn_off": ({"2.21": 0.926, "2.13": 0.895}, _CHEAP + "; no profile"),
+    "fit_spe": ({"2.21": 0.964, "2.13": 0.936}, _CHEAP + "; no profile"),
+    "hf_bert": ({"2.21": 0.965, "2.13": 0.965}, _CHEAP),
+    "mixed_bf16": ({"2.21": 0.969, "2.13": 0.935}, _CHEAP + "; no profile"),
+    "mixed_f16": ({"2.21": 0.955, "2.13": 0.942}, _CHEAP + "; no profile"),
+    "tf_keras": ({"2.21": 0.981, "2.13": 0.974}, _CHEAP),
+    "mirrored": ({"2.21": 0.876, "2.13": 0.823},
+                 "the replica function's arguments run as _Arg nodes (its call is not inlined), "
+                 "which the dump does not record; " + _CHEAP),
+    "tfdata_map": ({"2.21": 0.845, "2.13": 0.845},
+                   "dataset functions' arguments and constants: whether grappler inlined or "
+                   "folded them is not in the dump"),
+}
+# With the log, every execution is right but for these (the floor, why).
+WITH_LOG_GAPS: dict[str, tuple[dict[str, float], str]] = {
+    "fit_NO_TENSOR": ({"2.21": 0.995, "2.13": 0.994},
+                      "NO_TENSOR: BiasAddGrad fused with its sibling Conv2DBackpropFilter is "
+                      "linked to the fused node, where TF ran no node for it"),
+    "tfdata_map": ({"2.21": 0.985, "2.13": 0.985},
+                   "the log's kernels are keyed by node name, and the dataset function and "
+                   "the tf.function consuming it share names (MatMul/b): one graph's node "
+                   "answers for the other's"),
+    "fit_spe": ({"2.13": 0.998}, "train and evaluate functions share node names (as tfdata_map)"),
+}
+# The checker itself cannot link these traces to a dump op (ambiguous shortened names).
+UNTOLD: dict[str, tuple[float, str]] = {
+    "hf_bert": (0.025, "TF's log shortens long op_name attributes to head...tail, and for ~2% "
+                       "of bert's traces several ops share head, tail and scope"),
+}
+UNKNOWN_ALLOWED: dict[str, tuple[float, str]] = {
+    "mixed_f16": (0.03, "f16 kernels depend on the CPU's AVX512_FP16, which only TF's log names"),
+}
+DEFAULT_FLOOR = 0.99
+MAX_UNKNOWN = 0.01
+
+
+def _minor(cell: dict[str, Any]) -> str:
+    return ".".join(str(cell["meta"].get("tensorflow_version", "")).split(".")[:2])
+
+
+def _floor(table: dict[str, tuple[dict[str, float], str]], cell: dict[str, Any],
+           default: float) -> tuple[float, str]:
+    floors, why = table.get(cell["cell"], ({}, ""))
+    return floors.get(_minor(cell), default), why
+
+
+# TB_OPMODE_MATRIX_CELLS=a,b runs only those cells (by hand, while working on one).
+_ONLY = [c for c in os.environ.get("TB_OPMODE_MATRIX_CELLS", "").split(",") if c]
+SELECTED = sorted(c for c in CELLS if not _ONLY or c in _ONLY)
+
+
+def _our_run(logdir: Path) -> dict[str, Any]:
+    runs = summary(load(str(logdir)), str(logdir), explanations=False)["runs"]
+    assert len(runs) == 1, [r["run"] for r in runs]
+    return runs[0]
+
+
+def _counts(run: dict[str, Any]) -> tuple[Counter, Counter]:
+    eager: Counter = Counter()
+    graph: Counter = Counter()
+    for row in run["op_types"]:
+        if row["eager"]["executions"]:
+            eager[row["op_type"]] = row["eager"]["executions"]
+        if row["graph"]["executions"]:
+            graph[row["op_type"]] = row["graph"]["executions"]
+    return eager, graph
+
+
+def _brief(s: dict[str, Any]) -> dict[str, Any]:
+    return {"share": s["share"], "unknown_share": s["unknown_share"],
+            **{m: {k: s[m][k] for k in ("total", "right", "unknown", "untold")}
+               for m in ("eager", "graph")},
+            "wrong": [dict(w, mode=m) for m in ("eager", "graph") for w in s[m]["wrong"]]}
+
+
+@pytest.fixture(scope="module", params=SELECTED)
+def cell(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    name: str = request.param
+    out = tmp_path_factory.mktemp(f"cell_{name}")
+    try:
+        meta = make_cell(name, out)
+    except MissingPackages as err:  # the Makefile installs them: missing is a set-up bug
+        pytest.fail(f"{name}: {err}")
+    logdir = out / "logdir"
+    logs = [p for p in (out / "stderr.log", out / "stdout.log") if p.exists()]
+    truth = truth_of(logdir, logs)
+    without = _our_run(logdir)
+    with_log_dir = link_tree(logdir, out / "logdir_with_log")
+    for p in logs:
+        shutil.copy2(p, with_log_dir / p.name)
+    with_log = _our_run(with_log_dir)
+    result = {
+        "cell": name, "meta": meta, "logdir": logdir, "without": without, "with": with_log,
+        "score_without": score(without, truth), "score_with": score(with_log, truth),
+    }
+    _record(result)
+    return result
+
+
+def _record(result: dict[str, Any]) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    version = result["meta"].get("tensorflow_version", "unknown")
+    path = ARTIFACTS / f"matrix-{version}.json"
+    table = json.loads(path.read_text()) if path.exists() else {}
+    table[result["cell"]] = {"with_log": _brief(result["score_with"]),
+                             "without_log": _brief(result["score_without"]),
+                             "meta": result["meta"]}
+    path.write_text(json.dumps(table, indent=1, sort_keys=True, default=str))
+    lines = [f"| cell (TF {version}) | executions | with the log | dump + profile | unknown |",
+             "|---|---|---|---|---|"]
+    for name, row in sorted(table.items()):
+        w, wo = row["with_log"], row["without_log"]
+        total = w["eager"]["total"] + w["graph"]["total"]
+        lines.append(f"| {name} | {total:,} | {w['share']:.2%} | {wo['share']:.2%} | "
+                     f"{wo['unknown_share']:.2%} |")
+    (ARTIFACTS / f"matrix-{version}.md").write_text("\n".join(lines) + "\n")
+
+
+def test_counts_equal_debug_data_reader(cell: dict[str, Any]) -> None:
+    eager, graph, _functions = ddr_counts(cell["logdir"])
+    for key in ("without", "with"):
+        ours_eager, ours_graph = _counts(cell[key])
+        assert ours_eager == eager, (key, ours_eager - eager, eager - ours_eager)
+        assert ours_graph == graph, (key, ours_graph - graph, graph - ours_graph)
+
+
+def test_the_checker_tells_every_execution(cell: dict[str, Any]) -> None:
+    s = cell["score_with"]
+    total = s["eager"]["total"] + s["graph"]["total"]
+    untold = s["eager"]["untold"] + s["graph"]["untold"]
+    allowed, why = UNTOLD.get(cell["cell"], (0.01, ""))
+    assert total > 0
+    assert untold <= allowed * (total + untold), (why, _brief(s))
+
+
+def test_with_the_log_every_execution_has_its_kernel(cell: dict[str, Any]) -> None:
+    s = cell["score_with"]
+    floor, why = _floor(WITH_LOG_GAPS, cell, 1.0)
+    assert s["share"] >= floor, (why, _brief(s)["wrong"])
+
+
+def test_the_log_never_makes_it_worse(cell: dict[str, Any]) -> None:
+    assert cell["score_with"]["share"] >= cell["score_without"]["share"]
+
+
+def test_from_the_dump_alone(cell: dict[str, Any]) -> None:
+    s = cell["score_without"]
+    floor, why = _floor(FLOORS, cell, DEFAULT_FLOOR)
+    assert s["share"] >= floor, (why, _brief(s)["wrong"])
+    allowed, why = UNKNOWN_ALLOWED.get(cell["cell"], (MAX_UNKNOWN, ""))
+    assert s["unknown_share"] <= allowed, (why, _brief(s)["wrong"])
+
+
+def test_unknowns_say_why(cell: dict[str, Any]) -> None:
+    for key in ("without", "with"):
+        for row in cell[key]["op_types"]:
+            for mode in ("eager", "graph"):
+                for k in row[mode]["kernels"]:
+                    if k["name"] == "(unknown)":
+                        assert k.get("notes") and "unknown" in k["notes"][0], (row["op_type"], k)
