@@ -133,6 +133,7 @@ _DEBUG_CONTEXT = re.compile(rb'[ \[]tfdbg_context_id="([^"]*)"')
 _DEBUG_SLOT = re.compile(rb"[ \[]output_slot=(\d+)[,\]]")
 _DEBUG_MODE = re.compile(rb"[ \[]tensor_debug_mode=(\d+)[,\]]")
 _DEBUG_BUFFER = re.compile(rb"[ \[]circular_buffer_size=(-?\d+)[,\]]")
+_DEBUG_RUN_ID = re.compile(rb'[ \[]tfdbg_run_id="([^"]*)"')
 _DEBUG_KERNEL = b"Debug"  # DebugNumericSummaryV2, DebugIdentityV2: tfdbg's instrumentation
 
 # Problem kinds, in report order.
@@ -180,6 +181,9 @@ class LogFacts:
     debug_modes: dict[str, int] = field(default_factory=dict)
     # The circular_buffer_size tfdbg's debug nodes were built with (None: not seen).
     circular_buffer_size: Optional[int] = None
+    # The tfdbg_run_id of every dump whose debug nodes this log shows ran: it is the
+    # dump's own run id (its metadata), so it ties a log to its dump exactly.
+    tfdbg_run_ids: frozenset[str] = frozenset()
     graph_executions: Counter[str] = field(default_factory=Counter)
     onednn_primitives: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     onednn_time_ms: Counter[tuple[str, str, str]] = field(default_factory=Counter)
@@ -231,6 +235,7 @@ class _Parser:
         self.debug_targets: dict[bytes, tuple[bytes, bytes, int]] = {}
         self.debug_modes: dict[bytes, int] = {}
         self.circular_buffer_size: Optional[int] = None
+        self.run_ids: set[bytes] = set()
         self.graph_exec: Counter[bytes] = Counter()
         self.prims: Counter[tuple[bytes, bytes, bytes]] = Counter()
         self.prim_ms: dict[tuple[bytes, bytes, bytes], float] = {}
@@ -556,6 +561,9 @@ class _Parser:
             mode = _DEBUG_MODE.search(line, 0, start)
             if mode is not None:
                 self.debug_modes[name] = int(mode.group(1))
+            run_id = _DEBUG_RUN_ID.search(line, 0, start)
+            if run_id is not None:
+                self.run_ids.add(run_id.group(1))
             if self.circular_buffer_size is None:
                 size = _DEBUG_BUFFER.search(line, 0, start)
                 if size is not None:
@@ -625,6 +633,7 @@ class _Parser:
                                for n, (c, o, slot) in self.debug_targets.items()}
         facts.debug_modes = {_s(n): m for n, m in self.debug_modes.items()}
         facts.circular_buffer_size = self.circular_buffer_size
+        facts.tfdbg_run_ids = frozenset(_s(r) for r in self.run_ids)
         for n, v in self.graph_exec.items():
             facts.graph_executions[_s(n)] += v
         for key, v in self.prims.items():
