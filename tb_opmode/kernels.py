@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .nodes import canonical_op, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
@@ -33,7 +33,7 @@ from .tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
 if TYPE_CHECKING:  # join imports this module; the type is only for annotations
     from .join import RunModel
 
-__all__ = ["OpKernel", "EagerAssignment", "assign_graph", "assign_eager", "detect_onednn",
+__all__ = ["OpKernel", "EagerAssignment", "LogLink", "assign_graph", "assign_eager", "detect_onednn",
            "is_onednn", "is_fused", "run_cpu", "inferred_kernel", "REMOVED", "UNKNOWN",
            "FLOAT_DTYPES"]
 
@@ -135,25 +135,35 @@ def _resolve_traced_op(pattern: str, ident: str, names: dict[str, object]) -> st
     return hits[0] if len(hits) == 1 else ""
 
 
-def _log_links(model: RunModel) -> dict[tuple[str, str, int], tuple[str, str, str, str]]:
-    """(graph id, op name, slot) -> (expected node, producer node, producer kernel, dtype).
+class LogLink(NamedTuple):
+    """What the log says of one traced dump op output, through tfdbg's debug node."""
 
-    The producer is "" where the debug node reads no tensor of the op (NO_TENSOR)."""
+    expected: str                       # the op's own node name, had it run
+    ran: tuple[str, str] | None         # (kernel, dtype) of that node in the op's graph, if it ran
+    producer: str                       # the node whose tensor the debug node read ("": NO_TENSOR)
+    producer_kernel: str
+    dtype: str
+
+
+def _log_links(model: RunModel) -> dict[tuple[str, str, int], LogLink]:
+    """(graph id, op name, slot) -> the link from the debug node that traced it."""
     graph_ops: dict[str, dict[str, object]] = {}
     for dump in model.dumps:
         for graph_id, graph in dump.graphs.items():
             graph_ops.setdefault(graph_id, {}).update(graph.ops)
-    links: dict[tuple[str, str, int], tuple[str, str, str, str]] = {}
+    links: dict[tuple[str, str, int], LogLink] = {}
     for log in model.logs:
         for ident, (ctx, pattern, slot) in log.debug_targets.items():
             op_name = _resolve_traced_op(pattern, ident, graph_ops.get(ctx, {}))
             if not op_name:
                 continue
+            # The nodes of the steps this graph ran in: names repeat across functions.
+            ran = log.context_kernels.get(ctx, log.graph_kernels)
             if log.debug_modes.get(ident) == _NO_TENSOR:
                 producer = ""
             else:
                 summary_node = _strip_slot(log.debug_inputs.get(ident, ""))
-                summary_kernel = log.graph_kernels.get(summary_node, ("", ""))[0]
+                summary_kernel = ran.get(summary_node, ("", ""))[0]
                 if summary_kernel and not summary_kernel.startswith(_DEBUG_PREFIX):
                     # Grappler folded the summary itself into a constant: so was the op.
                     producer = summary_node
@@ -166,7 +176,7 @@ def _log_links(model: RunModel) -> dict[tuple[str, str, int], tuple[str, str, st
             expected = ident[:at] + op_name if at >= 0 else ""
             if not expected and producer and (producer == op_name or producer.endswith("/" + op_name)):
                 expected = producer
-            if not expected or expected not in log.graph_kernels:
+            if not expected or expected not in ran:
                 # The identity hangs under another scope ("<prefix>a/b/DebugIdentityV2_7"
                 # for op "a/b/x"): the node, if it ran, is "<prefix>" + op name for
                 # some leading part of the identity's name.
@@ -175,10 +185,9 @@ def _log_links(model: RunModel) -> dict[tuple[str, str, int], tuple[str, str, st
                 while cut != -1:
                     candidates.append(ident[:cut + 1] + op_name)
                     cut = ident.find("/", cut + 1)
-                expected = next((c for c in reversed(candidates) if c in log.graph_kernels),
-                                expected)
-            kernel, dtype = log.graph_kernels.get(producer, ("", "")) if producer else ("", "")
-            links[(ctx, op_name, slot)] = (expected, producer, kernel, dtype)
+                expected = next((c for c in reversed(candidates) if c in ran), expected)
+            kernel, dtype = ran.get(producer, ("", "")) if producer else ("", "")
+            links[(ctx, op_name, slot)] = LogLink(expected, ran.get(expected), producer, kernel, dtype)
     return links
 
 
@@ -231,17 +240,14 @@ def _suffix_index(nodes: dict[str, tuple[str, str, str]], wanted: set[str]) -> d
     return index
 
 
-def _classify_link(op: OpKernel, link: tuple[str, str, str, str],
-                   nodes: dict[str, tuple[str, str, str]]) -> None:
+def _classify_link(op: OpKernel, link: LogLink) -> None:
     """Fill ``op`` from the exact tfdbg link seen in the log."""
-    expected, producer, kernel, _dtype = link
-    if expected and expected in nodes and producer == expected:
-        op.kernel, op.dtype, op.evidence = nodes[expected]
-        op.node = expected
-    elif expected and expected in nodes:
-        # The op ran; its output tensor is forwarded from another node (e.g. an Identity).
-        op.kernel, op.dtype, op.evidence = nodes[expected]
-        op.node = expected
+    producer, kernel = link.producer, link.producer_kernel
+    if link.expected and link.ran is not None:
+        # The op's own node ran (its output may be forwarded by another node, an Identity).
+        op.kernel, dtype = link.ran
+        op.dtype = op.dtype or dtype
+        op.evidence, op.node = "log", link.expected
     elif kernel and is_fused(kernel):
         op.kernel, op.evidence, op.node, op.fused_into = kernel, "log", producer, producer
         op.note = f"fused by grappler's remapper into {kernel}"
@@ -308,8 +314,8 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
                       dtype=dump.trace_dtypes.get((graph_id, op_name, slot), ""))
         link = links.get((graph_id, op_name, slot))
         if link is not None:
-            _classify_link(op, link, nodes)
-            if not op.kernel and not link[1]:
+            _classify_link(op, link)
+            if not op.kernel and not link.producer:
                 no_node.add((graph_id, op_name))
         if not op.kernel:
             matched = by_suffix.get(op_name, [])

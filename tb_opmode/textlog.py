@@ -170,6 +170,11 @@ class LogFacts:
     eager_dispatch: Counter[str] = field(default_factory=Counter)
     eager_kernels: Counter[EagerKernel] = field(default_factory=Counter)
     graph_kernels: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # The same per dump graph (tfdbg context id): the nodes of the steps in which that
+    # graph's debug nodes ran. Node names repeat across functions (a train and an
+    # evaluate function both inline ``StatefulPartitionedCall/...``), so a dump op's
+    # node is looked up among its own graph's.
+    context_kernels: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
     # tfdbg's own debug nodes (``<op>/DebugNumericSummaryV2``) -> the tensor they
     # read: when it is not ``<op>``'s, grappler removed or forwarded ``<op>``.
     debug_inputs: dict[str, str] = field(default_factory=dict)
@@ -216,6 +221,22 @@ class _Context:
         self.is_function = dispatch.startswith(b"__inference_")
 
 
+# Steps whose lines may still come (executors of several functions interleave their
+# lines); the oldest is filed when one more starts.
+_OPEN_STEPS = 64
+
+
+class _Step:
+    """The nodes one executor step ran, and the dump graphs (tfdbg context ids) whose
+    debug nodes ran in it: the step runs those graphs' nodes."""
+
+    __slots__ = ("nodes", "contexts")
+
+    def __init__(self) -> None:
+        self.nodes: dict[bytes, tuple[bytes, bytes]] = {}
+        self.contexts: set[bytes] = set()
+
+
 class _Parser:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -236,6 +257,8 @@ class _Parser:
         self.debug_modes: dict[bytes, int] = {}
         self.circular_buffer_size: Optional[int] = None
         self.run_ids: set[bytes] = set()
+        self.steps: dict[bytes, _Step] = {}
+        self.scoped: dict[bytes, dict[bytes, tuple[bytes, bytes]]] = {}
         self.graph_exec: Counter[bytes] = Counter()
         self.prims: Counter[tuple[bytes, bytes, bytes]] = Counter()
         self.prim_ms: dict[tuple[bytes, bytes, bytes], float] = {}
@@ -585,8 +608,26 @@ class _Parser:
             return  # an untaken branch: the node ran no kernel at this step
         self.graph_exec[name] += 1
         self.graph_kernels[name] = (kernel, dtype)
-        if kernel.startswith(_DEBUG_KERNEL) and name not in self.debug_inputs:
-            self._debug_input(name, line)
+        s = line.find(b" step ", at) + 6
+        step_id = line[s:line.find(b" ", s)]
+        step = self.steps.get(step_id)
+        if step is None:
+            if len(self.steps) >= _OPEN_STEPS:
+                self._close_step(next(iter(self.steps)))
+            step = self.steps[step_id] = _Step()
+        step.nodes[name] = (kernel, dtype)
+        if kernel.startswith(_DEBUG_KERNEL):
+            if name not in self.debug_inputs:
+                self._debug_input(name, line)
+            target = self.debug_targets.get(name)
+            if target is not None:
+                step.contexts.add(target[0])
+
+    def _close_step(self, step_id: bytes) -> None:
+        """File a step's nodes under the dump graphs whose debug nodes ran in it."""
+        step = self.steps.pop(step_id)
+        for context in step.contexts:
+            self.scoped.setdefault(context, {}).update(step.nodes)
 
     def _folded(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         """``Folded node: {{node X}} = ...``: grappler evaluated X once, at optimisation."""
@@ -607,6 +648,8 @@ class _Parser:
     def result(self) -> LogFacts:
         for tid in list(self.contexts):
             self._finalize(self.contexts.pop(tid))
+        for step_id in list(self.steps):
+            self._close_step(step_id)
         facts = LogFacts(path=self.path, tf_format=self.fmt, first_time=self.first_time,
                          onednn_opts=self.onednn_opts, cpu_features=self.cpu_features,
                          lines=self.lines, bytes_read=self.bytes)
@@ -634,6 +677,8 @@ class _Parser:
         facts.debug_modes = {_s(n): m for n, m in self.debug_modes.items()}
         facts.circular_buffer_size = self.circular_buffer_size
         facts.tfdbg_run_ids = frozenset(_s(r) for r in self.run_ids)
+        facts.context_kernels = {_s(c): {_s(n): (_s(k), _s(t)) for n, (k, t) in nodes.items()}
+                                 for c, nodes in self.scoped.items()}
         for n, v in self.graph_exec.items():
             facts.graph_executions[_s(n)] += v
         for key, v in self.prims.items():

@@ -61,6 +61,12 @@ _ATTR_CTX = re.compile(r'[\[ ]tfdbg_context_id="([^"]*)"')
 _ATTR_SLOT = re.compile(r"[\[ ]output_slot=(\d+)")
 _ATTR_MODE = re.compile(r"[\[ ]tensor_debug_mode=(\d+)")
 _PLUMBING = {"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp"}
+# Op types grappler's remapper absorbs into a fused node (remapper.cc's patterns): only
+# these can have run inside a consumer's or sibling's fused kernel.
+_FUSABLE = {"MatMul", "BatchMatMulV2", "Conv2D", "Conv3D", "DepthwiseConv2dNative", "BiasAdd",
+            "BiasAddGrad", "Conv2DBackpropFilter", "FusedBatchNorm", "FusedBatchNormV3", "Relu",
+            "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid", "AddV2", "Add", "Mul", "Pad", "Gelu",
+            "Erf", "Softplus", "Mish"}
 
 
 def _canonical(kernel: str) -> str:
@@ -200,7 +206,7 @@ def _resolve_op(ident: _Ident, names: Iterable[str]) -> str | None:
 
 
 def _graph_label(ident: _Ident, op_name: str, nodes: dict[str, _Node],
-                 consumers: dict[str, list[str]]) -> str:
+                 consumers: dict[str, list[str]], graph: Any) -> str:
     cuts = [0] + [i + 1 for i, c in enumerate(ident.node) if c == "/"]
     prefixes = [ident.node[:cut] for cut in sorted(cuts, reverse=True)]
     for prefix in prefixes:
@@ -209,7 +215,19 @@ def _graph_label(ident: _Ident, op_name: str, nodes: dict[str, _Node],
             return own.kernel
     if ident.mode == 1:
         # NO_TENSOR: the debug op reads a constant, so only names tell. A node that
-        # absorbed this op is a fused kernel named after a consumer (a pattern's last op).
+        # absorbed this op is a fused kernel named after a consumer (a pattern's last op)
+        # or, for BiasAddGrad, after the sibling reading the same gradient.
+        op_type = graph.get_op_creation_digest(op_name).op_type
+        if op_type not in _FUSABLE:
+            return NOT_RUN
+        if op_type == "BiasAddGrad":
+            source = (graph.get_op_creation_digest(op_name).input_names or [""])[0]
+            source = source.rpartition(":")[0] or source
+            for sibling in consumers.get(source, []):
+                for prefix in prefixes:
+                    node = nodes.get(prefix + sibling)
+                    if node is not None and "WithBias" in node.kernel:
+                        return node.kernel
         frontier = [op_name]
         for _hop in range(3):
             frontier = [c for name in frontier for c in consumers.get(name, [])]
@@ -282,7 +300,8 @@ def truth_of(dump_dir: Path, logs: Iterable[Path]) -> Truth:
             if ident.ctx not in consumers:
                 consumers[ident.ctx] = _consumers(reader.graph_by_id(ident.ctx))
             logged[(ident.ctx, op, ident.slot)].append(
-                _graph_label(ident, op, runs.steps[ident.step], consumers[ident.ctx]))
+                _graph_label(ident, op, runs.steps[ident.step], consumers[ident.ctx],
+                             reader.graph_by_id(ident.ctx)))
         for (gid, name), slots in traces.items():
             slot = min(slots)
             n = slots[slot]
