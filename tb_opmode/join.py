@@ -269,6 +269,23 @@ def _read_logs(paths: list[str], problems: list[Problem]) -> list[LogFacts]:
     return logs
 
 
+def _log_run_checks(model: RunModel) -> list[Problem]:
+    """A log of this run (in its directory, or given with --log --run) whose debug nodes
+    name only other dumps' tfdbg run ids is most likely another run's log: its banner
+    and kernels are used here all the same, so say so."""
+    ours = {d.run_id for d in model.dumps if d.run_id}
+    if not ours:
+        return []
+    out = []
+    for log in model.logs:
+        if log.tfdbg_run_ids and not log.tfdbg_run_ids & ours:
+            out.append(Problem(log.path, 0, (
+                f"its debug nodes name tfdbg run id {', '.join(sorted(log.tfdbg_run_ids))}, "
+                f"but this run's dump is {', '.join(sorted(ours))}: the log is probably "
+                "another run's, and is read as this run's all the same")))
+    return out
+
+
 def build_run(sources: RunSources, logdir: str) -> RunModel:
     model = RunModel(run=sources.name, directory=sources.directory)
     dumps = [cached_dump_set(sources.directory, prefix, files)
@@ -299,6 +316,7 @@ def build_run(sources: RunSources, logdir: str) -> RunModel:
     for part in (*model.profiles, *model.logs):
         model.problems.extend(part.problems)
     model.problems.extend(read_problems)
+    model.problems.extend(_log_run_checks(model))
     if model.dumps:
         model.counts_from = "debugger"
         _dump_counts(model)
@@ -319,7 +337,8 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) 
     """Read every run under ``logdir`` (or only ``run``)."""
     if not os.path.isdir(logdir):
         raise LogdirError(f"{logdir}: no such directory")
-    found = discover(logdir, extra_logs)
+    # --log FILE --run RUN: the user says which run the log is for.
+    found = discover(logdir, extra_logs, log_run=run)
     if not found:
         raise LogdirError(
             f"{logdir}: no tfdbg2 dump (tfdbg_events.*), profile (plugins/profile/*/*.xplane.pb) "

@@ -3,7 +3,7 @@
 In: a logdir path (and extra log files named by the user). Out: a list of
 ``RunSources``: which tfdbg2 dump sets, XPlane profiles and text logs make up
 each run. Nothing is parsed here except what is needed to attach profiles and
-logs to dumps (their host and time window), so this stays cheap.
+logs to dumps (their host and time window, a log's run ids), so this stays cheap.
 
 A run is a directory that holds a dump; its name is its path relative to the
 logdir ("." for the logdir itself). A profile belongs to the deepest dump run
@@ -11,9 +11,15 @@ whose subtree holds it; failing that, to a dump run on the same host whose
 time window overlaps the profile (the Keras callback writes
 ``logs/fit/<timestamp>/train/plugins/profile/...`` beside a dump in
 ``logs/fit/``). A profile that belongs to no dump is a run of its own, named by
-its TensorBoard run directory (the one holding ``plugins/``). Text logs attach
-the same way: same directory (or subtree), then time overlap; a log that
-belongs to nothing is a run of its own too.
+its TensorBoard run directory (the one holding ``plugins/``). A text log in a
+dump run's directory (or subtree) belongs to it. A log anywhere else is
+attached only when its content proves where it belongs: the ``tfdbg_run_id``
+of the debug nodes it shows ran is a dump's run id, or, when it names none,
+its lines' times overlap the wall times of exactly one dump (file times are
+no proof: two runs made side by side have the same). What cannot be told
+apart is attached nowhere, with a warning naming the candidates; a log that
+belongs to no dump is a run of its own. So the logs outside every run are
+parsed here (through the cache, which the build of the run then reuses).
 
 Only regular files are read: a FIFO, socket or device named like a dump, a
 profile or a log would block or never end, so it is listed in
@@ -39,11 +45,13 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
+from .cache import cached_dump_set, cached_log
 from .textlog import looks_like_log
-from .tfdbg import DUMP_FILE_RE, find_dump_sets
+from .tfdbg import DUMP_FILE_RE, file_identity, find_dump_sets, read_file_states
 
 __all__ = ["RunSources", "UnreadableLogdir", "discover", "LOG_SUFFIXES", "relpath", "display"]
 
@@ -51,6 +59,8 @@ LOG_SUFFIXES = (".txt", ".log", ".out", ".err")
 # Clocks of the dump, the profiler and the log all read the same host clock,
 # but a profile's window and the dump's can be seconds apart at the edges.
 _SLACK_S = 120.0
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -249,8 +259,13 @@ def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, l
         yield directory, files
 
 
-def discover(logdir: str, extra_logs: tuple[str, ...] = ()) -> list[RunSources]:
-    """Group the files under ``logdir`` (plus ``extra_logs``) into runs."""
+def discover(logdir: str, extra_logs: tuple[str, ...] = (),
+             log_run: str | None = None) -> list[RunSources]:
+    """Group the files under ``logdir`` (plus ``extra_logs``) into runs.
+
+    ``log_run``: the name of the run the ``extra_logs`` belong to (``--log FILE --run
+    RUN``): they are attached to it whatever they hold. Without it they are attached
+    by what they hold, as logs outside any run's directory are (``_attach_logs``)."""
     logdir = os.path.abspath(logdir)
     extra = [os.path.abspath(p) for p in extra_logs]
     windows: dict[str, tuple[float, float, str]] = {}
@@ -307,10 +322,6 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = ()) -> list[RunSources]:
             skipped.setdefault(os.path.dirname(path), []).append((path, why))
         elif path not in logs:
             logs.append(path)
-    for path in logs:
-        # A log is written up to the end of its process, the dump up to its last op.
-        t = _mtime(path)
-        windows[path] = (t, t, "")
     dump_dirs = sorted(runs, key=len, reverse=True)  # deepest first
 
     def attach(path: str, home: str) -> str | None:
@@ -335,15 +346,7 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = ()) -> list[RunSources]:
             owner = _profile_run_dir(path)
             runs.setdefault(owner, RunSources(relpath(owner, logdir), owner))
         runs[owner].profiles.append(path)
-    for path in logs:
-        owner = attach(path, os.path.dirname(path))
-        if owner is None and len(runs) == 1 and path in extra:
-            owner = next(iter(runs))
-        if owner is None:
-            owner = os.path.dirname(path)
-            runs.setdefault(owner, RunSources(relpath(owner, logdir), owner))
-        if path not in runs[owner].logs:
-            runs[owner].logs.append(path)
+    _attach_logs(runs, logs, extra, logdir, log_run, walk_warnings)
     # A skipped file is reported by the deepest run above it, else by the first run,
     # so that it shows up somewhere.
     by_depth = sorted(runs, key=len, reverse=True)
@@ -369,3 +372,165 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = ()) -> list[RunSources]:
         if report is not None:
             report.warnings.append((path, message))
     return sorted(runs.values(), key=lambda r: r.name)
+
+
+# ---------------------------------------------------------------- logs outside a run
+
+
+@dataclass(frozen=True)
+class _LogEvidence:
+    """What in a log's content can tie it to a dump."""
+
+    run_ids: frozenset[str]    # tfdbg_run_id of the debug nodes it shows ran
+    first: float | None        # epoch seconds of its first and last prefixed line
+    last: float | None
+
+
+# (kind, path) -> (identity of the files, value): what discovery learnt of a file last
+# time, so that the tab's periodic scan does not parse an unchanged log again (the disk
+# cache may be off). One entry per file, replaced when the file changes.
+_memo: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+
+def _memoized(key: tuple[str, str], identity: Any, compute: Callable[[], T]) -> T:
+    found = _memo.get(key)
+    if found is not None and identity is not None and found[0] == identity:
+        return found[1]
+    value = compute()
+    _memo[key] = (identity, value)
+    return value
+
+
+def _log_evidence(path: str) -> _LogEvidence:
+    """The run ids and time span of ``path``'s lines (parsed through the cache, which
+    the run's build reads again for free). Raises OSError if it cannot be read."""
+    def compute() -> _LogEvidence:
+        facts = cached_log(path)
+        return _LogEvidence(facts.tfdbg_run_ids, facts.first_time, facts.last_time)
+    return _memoized(("log", path), file_identity(path), compute)
+
+
+def _set_identity(files: dict[str, str]) -> tuple[Any, ...]:
+    return tuple((kind, file_identity(p)) for kind, p in sorted(files.items()))
+
+
+def _dump_run_ids(sources: RunSources) -> frozenset[str]:
+    """The tfdbg run ids of a run's dump sets, from their (small) metadata files."""
+    ids = set()
+    for files in sources.dump_sets.values():
+        path = files.get("metadata")
+        if path is None:
+            continue
+        def compute(path: str = path) -> str:
+            state = read_file_states({"metadata": path}).get("metadata")
+            return state.part.run_id if state is not None else ""
+        run_id = _memoized(("run_id", path), file_identity(path), compute)
+        if run_id:
+            ids.add(run_id)
+    return frozenset(ids)
+
+
+def _dump_walls(sources: RunSources) -> list[tuple[float, float]]:
+    """(first, last) wall time of the records of each of a run's dump sets. Reads the
+    whole dump (through the cache, so the run's build then gets it for free): only
+    asked for when a log outside every run has nothing but its times to go by."""
+    out = []
+    for prefix, files in sorted(sources.dump_sets.items()):
+        def compute(prefix: str = prefix, files: dict[str, str] = files) -> tuple[float, float]:
+            dump = cached_dump_set(sources.directory, prefix, files)
+            return dump.first_wall_time, dump.last_wall_time
+        first, last = _memoized(("walls", os.path.join(sources.directory, prefix)),
+                                _set_identity(files), compute)
+        if first and last:
+            out.append((first, last))
+    return out
+
+
+def _names(runs: dict[str, RunSources], dirs: list[str]) -> str:
+    return ", ".join(sorted(runs[d].name for d in dirs))
+
+
+def _fit(path: str, evidence: _LogEvidence, runs: dict[str, RunSources],
+         dump_dirs: list[str]) -> tuple[list[str], str, list[str]]:
+    """(the runs ``path``'s content proves it belongs to, why none if none, the runs it
+    could belong to when it cannot tell them apart).
+
+    A log's own tfdbg run ids are proof: it ran the debug nodes of those dumps. A log
+    without any (a VLOG with no debug nodes, a plain stderr) is tied by time only when
+    its lines' span overlaps the wall times of exactly one run's dump; the dump, the
+    profiler and the log read the same host clock. A log naming run ids of no dump
+    here is another run's log, whatever its times."""
+    if evidence.run_ids:
+        named = [d for d in dump_dirs if _dump_run_ids(runs[d]) & evidence.run_ids]
+        if named:
+            return named, "", []
+        ids = ", ".join(sorted(evidence.run_ids))
+        return [], f"its debug nodes name tfdbg run id {ids}, which no dump here has", []
+    if evidence.first is None or evidence.last is None:
+        return [], "it has no tfdbg run id and no timed line to tie it to a dump", []
+    start, end = evidence.first, evidence.last
+    fits = [d for d in dump_dirs
+            if any(start <= last + _SLACK_S and end >= first - _SLACK_S
+                   for first, last in _dump_walls(runs[d]))]
+    if len(fits) == 1:
+        return fits, "", []
+    if fits:
+        return [], (f"it has no tfdbg run id, and its times fit several runs "
+                    f"({_names(runs, fits)})"), fits
+    return [], "it has no tfdbg run id, and its times fit no run's dump", []
+
+
+def _attach_logs(runs: dict[str, RunSources], logs: list[str], extra: list[str], logdir: str,
+                 log_run: str | None, warnings: list[tuple[str, str]]) -> None:
+    """Attach each log to its run(s), adding runs of their own for logs of no dump run.
+
+    A log in a dump run's directory tree belongs to that run (the deepest). Evidence
+    from anywhere else is attached only when its content proves where it belongs
+    (``_fit``): attaching by file times alone once gave a oneDNN-off run the log, and so
+    the oneDNN banner, of the oneDNN-on run beside it. What cannot be told apart is not
+    attached, with a warning naming the candidates. ``--log`` files go to ``log_run``
+    when it is given, whatever they hold."""
+    dump_dirs = sorted((d for d, r in runs.items() if r.dump_sets), key=len, reverse=True)
+    by_name = {r.name: d for d, r in runs.items()}
+
+    def add(owner: str, path: str) -> None:
+        if path not in runs[owner].logs:
+            runs[owner].logs.append(path)
+
+    for path in logs:
+        given = path in extra
+        if given and log_run is not None:
+            if log_run in by_name:  # else load() says there is no such run
+                add(by_name[log_run], path)
+            continue
+        home = next((d for d in dump_dirs if _within(os.path.dirname(path), d)), None)
+        if home is not None:
+            add(home, path)
+            continue
+        try:
+            evidence = _log_evidence(path)
+        except OSError as err:  # vanished or unreadable since it was found
+            warnings.append((path, f"{_reason(err)}: not read"))
+            continue
+        owners, why, candidates = _fit(path, evidence, runs, dump_dirs)
+        for owner in owners:
+            add(owner, path)
+        if owners:
+            continue
+        if given:
+            if len(runs) == 1:
+                add(next(iter(runs)), path)  # the only run it can be for
+            else:
+                warnings.append((path, f"given with --log, but {why}: attached to no run; "
+                                       "name its run with --run"))
+            continue
+        for d in candidates:
+            runs[d].warnings.append((path, f"a log outside this run's directory that may be "
+                                           f"this run's: {why}: attached to none of them "
+                                           "(--log FILE --run RUN attaches it by hand)"))
+        # A log that belongs to no dump run is a run of its own, as it always was.
+        owner = os.path.dirname(path)
+        runs.setdefault(owner, RunSources(relpath(owner, logdir), owner))
+        add(owner, path)
+        if candidates or evidence.run_ids:
+            warnings.append((path, f"not attached to a dump's run: {why}"))
