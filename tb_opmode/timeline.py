@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .join import RunModel, is_function
-from .kernels import is_onednn
+from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from .nodes import canonical_op
 from .why import PLUMBING_KERNELS, eager_kernels, is_debug_kernel, node_op_types
 
@@ -80,6 +80,8 @@ def build(model: RunModel) -> Timeline:
                 raw["function"].append((start, dur, op_type, "", op_type, _CLS["function"]))
                 continue
             kernel = eager_kernel.get(op_type, "")
+            if kernel in (REMOVED, UNKNOWN):
+                kernel = ""  # no kernel is known to have run it: the table's "unknown"
             if is_debug_kernel(op_type):
                 cls = "debug"
             elif not kernel:
@@ -148,7 +150,9 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
     Times are nanoseconds from the run's first profiled event. Each event is
     ``[lane, start, dur, name, kernel, class]`` with lane/name/kernel indexes
     into ``lanes``/``names`` and class an index into ``classes``; each bin is
-    ``[lane, start, end, count, busy_ns, class, name, onednn_count]``.
+    ``[lane, start, end, count, busy_ns, class, name, onednn_count]``. ``fused`` lists the
+    indexes in ``names`` of kernels grappler's remapper fused from several ops (the tab
+    marks their boxes; their colour stays mode x oneDNN).
     """
     if not 1 <= max_events <= MAX_EVENTS:
         raise ValueError(f"max_events must be between 1 and {MAX_EVENTS}")
@@ -165,12 +169,16 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
     out: dict[str, Any] = {"start": lo, "end": hi, "span_ns": tl.span_ns,
                            "t0_ns": tl.t0_ns, "lanes": list(LANES),
                            "classes": list(CLASSES), "total": len(picked)}
+    fused: set[int] = set()
     if len(picked) <= max_events:
         events = []
         for li, i in picked:
             lane = tl.lanes[LANES[li]]
+            kernel = lane.kernels[i]
             events.append([li, lane.starts[i], lane.durs[i], name_id(lane.names[i]),
-                           name_id(lane.kernels[i]), lane.classes[i]])
+                           name_id(kernel), lane.classes[i]])
+            if kernel and is_fused(kernel):
+                fused.add(names[kernel])
         out["level"] = "events"
         out["events"] = events
     else:
@@ -199,6 +207,7 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
         out["bin_ns"] = width
         out["bins"] = bins
     out["names"] = list(names)
+    out["fused"] = sorted(fused)
     return out
 
 

@@ -21,25 +21,31 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from . import timeline as _timeline
 from .export import render_csv
 from .join import MODES, ModeStats, OpTypeRow, RunModel, run_json
+from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from .nodes import canonical_op
 from .why import call_sites, class_times, explain, function_graphs, kernel_class
 
 __all__ = [
     "RunView", "prepare", "onednn_state", "overview", "op_rows", "op_page", "op_detail",
-    "compare", "export_csv", "export_json", "dumps_json", "SORT_KEYS", "FILTERS",
-    "MAX_PAGE_SIZE",
+    "compare", "export_csv", "export_json", "dumps_json", "kernel_kind", "short_why",
+    "SORT_KEYS", "FILTERS", "KINDS", "MAX_PAGE_SIZE",
 ]
 
 SORT_KEYS = ("total", "eager", "graph", "op_type", "time", "eager_time", "graph_time")
 FILTERS = ("both", "differs", "no_onednn", "onednn", "eager_only", "graph_only")
 MAX_PAGE_SIZE = 200
+# What the tab colours a kernel by (with the mode): oneDNN or stock when a kernel ran;
+# "removed" when grappler took the op out (no kernel ran); "unknown" when no evidence
+# decides. Fusion is a separate mark (a kernel's ``fused``), never a colour of its own.
+KINDS = ("onednn", "stock", "removed", "unknown")
 _MAX_SITES = 50
 _MAX_GRAPHS = 50
 _SNIPPET_CONTEXT = 3
@@ -57,6 +63,51 @@ class RunView:
     rows: dict[str, dict[str, Any]]           # op type -> row JSON (with kernel class and time)
     class_time: dict[tuple[str, str], int]    # (mode, kernel class) -> profiled op time
     timeline: _timeline.Timeline
+    # Profiled op time of op types the table has no row for (the dump does not count
+    # them): (mode, op type) -> ns. Shown apart, so the overview's totals are the table's.
+    outside_time: dict[tuple[str, str], int] = field(default_factory=dict)
+    # (mode, kind) -> profiled op time of the table's rows (kernel "" counts as unknown).
+    kind_time: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+def kernel_kind(name: str) -> str:
+    """``removed`` (grappler took the op out: no kernel ran), ``unknown`` (no kernel named,
+    or the evidence cannot decide), else ``onednn`` or ``stock``, fused or not."""
+    if name == REMOVED:
+        return "removed"
+    if not name or name == UNKNOWN:
+        return "unknown"
+    return "onednn" if is_onednn(name) else "stock"
+
+
+def _folded(op_type: str, name: str) -> bool:
+    """Constant-folded by grappler: the op's value came from a Const, computed once."""
+    return name == "Const" and op_type != "Const"
+
+
+def _ran(mode_doc: dict[str, Any]) -> set[str]:
+    """Names of the kernels that really ran in a mode: not removed, folded or unknown."""
+    return {k["name"] for k in mode_doc["kernels"]
+            if k["kind"] in ("onednn", "stock") and not k["folded"]}
+
+
+def _differs(op_type: str, eager: dict[str, Any], graph: dict[str, Any]) -> str:
+    """Why the kernels differ between the modes ("" when they do not): the kernels that ran
+    (ignoring removed, folded and unknown executions) differ, or one mode ran oneDNN and
+    the other did not."""
+    if not eager["executions"] or not graph["executions"]:
+        return ""
+    ran_e, ran_g = _ran(eager), _ran(graph)
+    dnn_e, dnn_g = any(is_onednn(n) for n in ran_e), any(is_onednn(n) for n in ran_g)
+
+    def names(ran: set[str]) -> str:
+        return ", ".join(sorted(ran)) or "no kernel"
+    if ran_e and ran_g and ran_e != ran_g:
+        return f"eager ran {names(ran_e)}; graph ran {names(ran_g)}"
+    if dnn_e != dnn_g:
+        return (f"oneDNN only {'eagerly' if dnn_e else 'in graphs'}: eager ran {names(ran_e)}; "
+                f"graph ran {names(ran_g)}")
+    return ""
 
 
 def _row_json(row_doc: dict[str, Any], time_ns: dict[tuple[str, str], int]) -> dict[str, Any]:
@@ -65,19 +116,21 @@ def _row_json(row_doc: dict[str, Any], time_ns: dict[tuple[str, str], int]) -> d
     out: dict[str, Any] = {"op_type": op_type}
     for mode in MODES:
         mode_doc = dict(row_doc[mode])
-        mode_doc["kernels"] = [dict(k, **{"class": kernel_class(k["name"])})
+        mode_doc["kernels"] = [dict(k, **{"class": kernel_class(k["name"]),
+                                          "kind": kernel_kind(k["name"]),
+                                          "fused": bool(k.get("fused_into"))
+                                          or is_fused(k["name"]),
+                                          "folded": _folded(op_type, k["name"])})
                                for k in mode_doc["kernels"]]
         if (op_type, mode) in time_ns:
             mode_doc["time_ns"] = time_ns[(op_type, mode)]
         out[mode] = mode_doc
     out["total"] = sum(out[mode]["executions"] for mode in MODES)
     out["onednn"] = any(k["onednn"] for mode in MODES for k in out[mode]["kernels"])
-    # Placeholders such as "(optimized away)" are no kernel: they do not make modes differ.
-    eager_names, graph_names = (sorted({k["name"] for k in out[mode]["kernels"]
-                                        if k["class"] != "unknown"}) for mode in MODES)
-    out["kernel_differs"] = bool(eager_names and graph_names and eager_names != graph_names)
-    out["fused"] = any(k.get("fused_into") or k["class"] == "fused"
-                       for mode in MODES for k in out[mode]["kernels"])
+    why = _differs(op_type, out["eager"], out["graph"])
+    out["kernel_differs"] = bool(why)
+    out["kernel_differs_why"] = why
+    out["fused"] = any(k["fused"] for mode in MODES for k in out[mode]["kernels"])
     return out
 
 
@@ -90,8 +143,16 @@ def prepare(model: RunModel, logdir: str) -> RunView:
     for (op_type, mode, _kernel), (_events, ns) in model.times.items():
         time_ns[(op_type, mode)] += ns
     rows = {r["op_type"]: _row_json(r, time_ns) for r in doc["op_types"]}
+    outside: Counter = Counter()
+    kind_time: Counter = Counter()
+    for (op_type, mode, kernel), (_events, ns) in model.times.items():
+        if op_type in rows:
+            kind_time[(mode, kernel_kind(kernel))] += ns
+        else:
+            outside[(mode, op_type)] += ns
     return RunView(model=model, logdir=logdir, doc=doc, rows=rows,
-                   class_time=class_times(model.times), timeline=_timeline.build(model))
+                   class_time=class_times(model.times), timeline=_timeline.build(model),
+                   outside_time=dict(outside), kind_time=dict(kind_time))
 
 
 # ---------------------------------------------------------------- overview
@@ -115,36 +176,70 @@ def _capped_verbose(verbose: Any) -> Optional[dict[str, Any]]:
             "note": str(verbose.get("note", ""))}
 
 
-def _class_of_mode(stats: ModeStats) -> dict[str, int]:
+def _class_of_mode(stats: ModeStats, classify: Callable[[str], str] = kernel_class
+                   ) -> dict[str, int]:
     """Executions of one op type in one mode per kernel class (+ ``unknown``)."""
     out: Counter = Counter()
     known = sum(k.executions for k in stats.kernels)
     # A log can count more executions than the dump saw (it ran longer): scale down.
     scale = stats.executions / known if known > stats.executions else 1.0
     for k in stats.kernels:
-        out[kernel_class(k.name)] += round(k.executions * scale)
+        out[classify(k.name)] += round(k.executions * scale)
     assigned = sum(out.values())
     if stats.executions > assigned:
         out["unknown"] += stats.executions - assigned
     return dict(out)
 
 
+def _fused_of_mode(stats: ModeStats) -> dict[str, int]:
+    """Executions of fused kernels per kind (scaled as ``_class_of_mode`` scales)."""
+    out: Counter = Counter()
+    known = sum(k.executions for k in stats.kernels)
+    scale = stats.executions / known if known > stats.executions else 1.0
+    for k in stats.kernels:
+        if k.fused_into or is_fused(k.name):
+            out[kernel_kind(k.name)] += round(k.executions * scale)
+    return dict(out)
+
+
 def overview(view: RunView) -> dict[str, Any]:
-    """Run facts, mode shares, oneDNN coverage per mode, the mode x class matrix, functions."""
+    """Run facts, mode shares, oneDNN coverage per mode, the mode x class matrix, functions.
+
+    ``matrix`` is by ``why.kernel_class`` (the CLI's time_share); ``kinds`` is what the tab
+    shows: mode x kind (oneDNN, stock, removed by grappler, unknown) with the fused share,
+    time only where executions are (the rest is ``time_unattributed_ns`` of the mode).
+    A mode's ``time_ns`` is the sum of the op table's times; profiled time of op types the
+    table has no row for is ``time_outside_table_ns`` (their names in ``outside_table``).
+    """
     doc = view.doc
     model = view.model
     has_time = bool(model.profiles)
     modes: dict[str, dict[str, Any]] = {}
     matrix = []
+    kinds = []
     for mode in MODES:
         classes: Counter = Counter()
+        by_kind: Counter = Counter()
+        fused: Counter = Counter()
         for row in model.op_types.values():
             classes.update(_class_of_mode(row.mode(mode)))
+            by_kind.update(_class_of_mode(row.mode(mode), kernel_kind))
+            fused.update(_fused_of_mode(row.mode(mode)))
         executions = sum(row.mode(mode).executions for row in model.op_types.values())
         # Fused kernels are oneDNN ones (why.kernel_class).
         onednn = classes.get("onednn", 0) + classes.get("fused", 0)
         known = executions - classes.get("unknown", 0)
-        mode_time = sum(t for (m, _c), t in view.class_time.items() if m == mode)
+        mode_time = sum(r[mode].get("time_ns", 0) for r in view.rows.values())
+        outside = {op: ns for (m, op), ns in view.outside_time.items() if m == mode}
+        unattributed = 0
+        for kind in KINDS:
+            n = by_kind.get(kind, 0)
+            ns = view.kind_time.get((mode, kind), 0)
+            if not n:
+                unattributed += ns
+            kinds.append({"mode": mode, "kind": kind, "executions": n,
+                          "fused_executions": fused.get(kind, 0),
+                          "time_ns": (ns if n else None) if has_time else None})
         modes[mode] = {
             "executions": executions,
             "op_types": sum(1 for row in model.op_types.values() if row.mode(mode).executions),
@@ -152,6 +247,11 @@ def overview(view: RunView) -> dict[str, Any]:
             "kernel_known_executions": known,
             "onednn_share_of_known": (onednn / known) if known else None,
             "time_ns": mode_time if has_time else None,
+            "removed_executions": by_kind.get("removed", 0),
+            "unknown_executions": by_kind.get("unknown", 0),
+            "time_unattributed_ns": unattributed if has_time else None,
+            "time_outside_table_ns": sum(outside.values()) if has_time else None,
+            "outside_table": sorted(outside, key=lambda op: (-outside[op], op))[:20],
         }
         for cls in ("onednn", "stock", "fused", "unknown"):
             matrix.append({"mode": mode, "class": cls, "executions": classes.get(cls, 0),
@@ -182,6 +282,8 @@ def overview(view: RunView) -> dict[str, Any]:
         "onednn_verbose": _capped_verbose(doc.get("onednn_verbose")),
         "modes": modes,
         "matrix": matrix,
+        "kinds": kinds,
+        "glance": _glance(view),
         "profile": {
             "events": view.timeline.events,
             "span_ns": view.timeline.span_ns,
@@ -189,6 +291,21 @@ def overview(view: RunView) -> dict[str, Any]:
             "time_source": sorted({p.time_source for p in model.profiles if p.time_source}),
         },
     }
+
+
+_GLANCE_ROWS = 8
+
+
+def _glance(view: RunView) -> dict[str, Any]:
+    """The answer at a glance: the op types that ran a oneDNN kernel in either mode (or,
+    in a run without one, those that ran in both modes), most executed first."""
+    rows = sorted(view.rows.values(), key=lambda r: (-r["total"], r["op_type"]))
+    picked = [r for r in rows if r["onednn"]]
+    basis = "onednn"
+    if not picked:
+        picked = [r for r in rows if r["eager"]["executions"] and r["graph"]["executions"]]
+        basis = "both"
+    return {"basis": basis, "total": len(picked), "rows": picked[:_GLANCE_ROWS]}
 
 
 # ---------------------------------------------------------------- op table
@@ -289,6 +406,21 @@ def _evidence_lines(row: OpTypeRow) -> list[str]:
     return out
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
+_WHY_SENTENCES = 3
+# Sentences every explanation of a mode carries: in the full text only.
+_GENERIC = ("Rules as of", "A graph op runs each time")
+
+
+def short_why(explanation: str) -> str:
+    """The why of an explanation in a few sentences: without its first one (how often and
+    from where, which the tab shows as numbers and call sites) and the closing "Rules as
+    of ..." (in the full text)."""
+    sentences = [t for t in _SENTENCE.split(explanation.strip()) if t]
+    body = [t for t in sentences[1:] if not t.startswith(_GENERIC)] or sentences[:1]
+    return " ".join(body[:_WHY_SENTENCES])
+
+
 def op_detail(view: RunView, op_type: str, sites: int = 10) -> dict[str, Any]:
     """Everything about one op type; ``KeyError`` if the run has no such op type."""
     if op_type not in view.rows:
@@ -304,6 +436,7 @@ def op_detail(view: RunView, op_type: str, sites: int = 10) -> dict[str, Any]:
                    if row.mode(mode).executions}
     if explanation:
         out["explanation"] = explanation
+        out["why"] = {mode: short_why(text) for mode, text in explanation.items() if text}
     fused = []
     for k in row.graph.kernels:
         if k.fused_into or (canonical_op(k.name) != op_type and kernel_class(k.name) == "fused"):
