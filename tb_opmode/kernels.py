@@ -32,6 +32,7 @@ from .tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
 
 if TYPE_CHECKING:  # join imports this module; the type is only for annotations
     from .join import RunModel
+    from .tfdbg import DumpSet, OpCreation
 
 __all__ = ["OpKernel", "EagerAssignment", "LogLink", "assign_graph", "assign_eager", "detect_onednn",
            "is_onednn", "is_fused", "run_cpu", "inferred_kernel", "REMOVED", "UNKNOWN",
@@ -410,6 +411,16 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             op.note = ("no profiler event for it although its debug summary ran in the same "
                        "step: grappler most likely removed it")
             continue
+        if (op.op_type in _FORWARDERS and op.op_type in _NO_EVENT_OPS | {"Sum", "Mean", "Transpose"}
+                and _same_tensor_as_input(model.dumps[i], op, graph_ops)):
+            op.kernel, op.evidence = UNKNOWN, "inferred"
+            op.note = (f"unknown whether it ran: at its first run its debug summary equals its "
+                       f"input's, so it forwarded its input unchanged; grappler removes such a "
+                       f"{op.op_type} where it can prove that from static shapes, which the "
+                       f"dump does not record, and the profiler records no event for it at the "
+                       f"default host tracer level. To know, keep TF's log "
+                       f"(TF_CPP_MAX_VLOG_LEVEL=2), or profile with host_tracer_level=3")
+            continue
         if op.op_type == "Placeholder":
             _placeholder(op, model.dumps[i].graphs[op.graph_id].outer_id)
             continue
@@ -422,6 +433,39 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             continue
         op.kernel, op.note = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT")
         op.evidence = "inferred"
+
+
+# Ops that can forward their input unchanged, which grappler then removes (or replaces
+# by an Identity): an identity Reshape or Transpose, a reduction over no axes, a Cast to
+# the same type, a Tile by ones, a one-input Concat or AddN.
+_FORWARDERS = frozenset((
+    "Reshape", "Squeeze", "ExpandDims", "Identity", "StopGradient", "Snapshot",
+    "PreventGradient", "Transpose", "ConjugateTranspose", "Sum", "Mean", "Prod", "Max", "Min",
+    "Cast", "Tile", "BroadcastTo", "Pad", "Slice", "StridedSlice", "ConcatV2", "AddN"))
+
+
+def _same_tensor_as_input(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
+    """Whether the op's first trace records the very tensor its first input's first trace
+    does (FULL_HEALTH/SHAPE/FULL_TENSOR digests): what a debug node reads when grappler
+    removed the op and fed its consumers (and its debug node) the input instead."""
+    created = graph_ops.get(op.op_name)
+    inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+    if not inputs:
+        return False
+    name, _, slot = inputs[0].rpartition(":")
+    source = (name, int(slot)) if name and slot.isdigit() else (inputs[0], 0)
+    digests = dump.trace_digests
+    mine = _lowest_digest(digests, op.graph_id, op.op_name)
+    theirs = digests.get((op.graph_id, source[0], source[1]), 0)
+    return bool(mine and theirs and mine == theirs)
+
+
+def _lowest_digest(digests: dict[tuple[str, str, int], int], graph_id: str, op_name: str) -> int:
+    for slot in range(8):
+        found = digests.get((graph_id, op_name, slot))
+        if found is not None:
+            return found
+    return 0
 
 
 def _placeholder(op: OpKernel, outer_graph: str) -> None:

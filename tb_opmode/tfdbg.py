@@ -33,6 +33,7 @@ record by record with the same results as the plain reader.
 from __future__ import annotations
 
 import gc
+import hashlib
 import importlib.util
 import math
 import os
@@ -53,7 +54,7 @@ from .tfrecord import ChunkVerifier, Problem, RecordReader, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
-           "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype"]
+           "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest"]
 
 DUMP_FILE_RE = re.compile(
     r"^(?P<prefix>tfdbg_events\.(?P<ts>\d+)\.(?P<host>.+))\.(?P<kind>" + "|".join(EVENT_KINDS) + r")$")
@@ -112,6 +113,31 @@ def health_dtype(tensor_proto: bytes, mode: int) -> str:
     return ""
 
 
+def _digest(data: bytes) -> int:
+    # Deterministic (unlike hash()): digests are cached and compared across processes.
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") or 1
+
+
+def health_digest(tensor_proto: bytes, mode: int) -> int:
+    """A digest of what a debug tensor says of the traced tensor's value, the same for
+    two traces of one tensor: FULL_HEALTH/SHAPE's vector less its first element (the
+    tensor id, which names the traced output), FULL_TENSOR's whole tensor. 0 where the
+    mode records too little to tell two tensors apart (NO_TENSOR, CURT/CONCISE_HEALTH).
+
+    An op grappler removed leaves its debug node reading its input's tensor, so its
+    digest equals its input's."""
+    if not tensor_proto:
+        return 0
+    if mode == _FULL_TENSOR:
+        return _digest(tensor_proto)
+    if mode not in _DTYPE_INDEX:
+        return 0
+    for number, wire_type, length, _, after in message_fields(tensor_proto, 0, len(tensor_proto)) or ():
+        if number in (4, 6) and wire_type == LEN and length > 8:
+            return _digest(tensor_proto[after - length + 8:after])
+    return 0
+
+
 @dataclass(frozen=True)
 class OpCreation:
     op_type: str
@@ -161,6 +187,8 @@ class DumpSet:
     traces: Counter = field(default_factory=Counter)
     # (graph id, op name, output slot) -> dtype its first health tensor names
     trace_dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    # (graph id, op name, slot) -> health_digest of its first trace
+    trace_digests: dict[tuple[str, str, int], int] = field(default_factory=dict)
     tensor_debug_modes: Counter = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
     records: int = 0
@@ -399,6 +427,7 @@ class _Part:
     counts: dict[Any, int] = field(default_factory=dict)
     samples: dict[bytes, bytes] = field(default_factory=dict)
     dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    digests: dict[tuple[str, str, int], int] = field(default_factory=dict)
     first_payload: bytes = b""
     last_payload: bytes = b""
     first_wall: float = 0.0
@@ -427,6 +456,7 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
         key = (tr.tfdbg_context_id, tr.op_name, tr.output_slot)
         if key not in counts:
             dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
+            part.digests[key] = health_digest(tr.tensor_proto, tr.tensor_debug_mode)
         counts[key] += 1
     part.counts = counts
     part.frame_problems = reader.problems
@@ -678,7 +708,7 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
                 cur = part.stop
     if cur < size:
         parts.append(_exact_part(path, cur, None))
-    infos: dict[bytes, tuple[tuple[str, str, int], str]] = {}
+    infos: dict[bytes, tuple[tuple[str, str, int], str, int]] = {}
     for part in parts:
         if not part.fast:
             continue
@@ -690,9 +720,10 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
                 if info is None:
                     return False
                 infos[key] = info
-            tkey, dtype = info
+            tkey, dtype, digest = info
             if tkey not in exact:
                 part.dtypes[tkey] = dtype
+                part.digests[tkey] = digest
             exact[tkey] += n
         part.counts = exact
         try:
@@ -708,9 +739,9 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
     return True
 
 
-def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str] | None:
-    """(context id, op name, slot) and health dtype of the first record of a key, if the
-    record has the layout the key assumes."""
+def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int] | None:
+    """(context id, op name, slot), health dtype and digest of the first record of a key,
+    if the record has the layout the key assumes."""
     if not sample or sample[_KEY_START:_KEY_START + len(key)] != key:
         return None
     tail = _trace_tail(sample)
@@ -721,18 +752,20 @@ def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str] | N
     except DecodeError:
         return None
     tr = event.graph_execution_trace
-    return (tr.tfdbg_context_id, tr.op_name, tr.output_slot), health_dtype(tr.tensor_proto,
-                                                                           tr.tensor_debug_mode)
+    return ((tr.tfdbg_context_id, tr.op_name, tr.output_slot),
+            health_dtype(tr.tensor_proto, tr.tensor_debug_mode),
+            health_digest(tr.tensor_proto, tr.tensor_debug_mode))
 
 
 def _apply(state: FileState, parts: list[_Part]) -> None:
     """Fold parts (in file order) into a traces ``FileState``, as one plain read would."""
     part_set = state.part
-    traces, dtypes = part_set.traces, part_set.trace_dtypes
+    traces, dtypes, digests = part_set.traces, part_set.trace_dtypes, part_set.trace_digests
     for part in parts:
         for key, n in part.counts.items():
             if key not in traces:
                 dtypes[key] = part.dtypes.get(key, "")
+                digests[key] = part.digests.get(key, 0)
             traces[key] += n
         if part.decoded:
             if not state.first_wall:
@@ -827,7 +860,7 @@ _OWNED = {
     "stack_frames": ("stack_frames",),
     "graphs": ("graphs", "devices"),
     "execution": ("executions", "execution_sites", "execution_dtypes", "tensor_debug_modes"),
-    _TRACES: ("traces", "trace_dtypes"),
+    _TRACES: ("traces", "trace_dtypes", "trace_digests"),
 }
 
 
