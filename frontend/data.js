@@ -83,6 +83,17 @@ export function fmtInt(n) {
   return Math.round(n).toLocaleString('en-US');
 }
 
+/**
+ * Thousands separators for the counts in a sentence from the server ("for 12345 of
+ * 23456 executions"), leaving alone what is not a count: line numbers (":1234"),
+ * versions and names ("2.21.0", "x1000", "_3000").
+ * @param {string} text
+ */
+export function fmtNumbersIn(text) {
+  return String(text).replace(/(?<![\w.:/#-])\d{4,}(?![\w.:/-])/g,
+      (digits) => Number(digits).toLocaleString('en-US'));
+}
+
 /** @param {?number|undefined} ns */
 export function fmtNs(ns) {
   if (ns === null || ns === undefined) return '–';

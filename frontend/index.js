@@ -1,6 +1,7 @@
 // Entry point of the Op Mode tab. TensorBoard loads this ES module in an
 // iframe (/data/plugin_entry.html?name=opmode, base href plugin/opmode/) and
-// calls render(). In: nothing. Out: the tab's DOM in document.body.
+// calls render(). In: nothing. Out: the tab's DOM in document.body, in
+// TensorBoard's theme (colors.js watchTheme).
 
 import {App} from './views.js';
 
@@ -9,10 +10,6 @@ export async function render() {
   link.rel = 'stylesheet';
   link.href = './style.css';
   document.head.appendChild(link);
-  const meta = document.createElement('meta');
-  meta.name = 'color-scheme';
-  meta.content = 'light dark';
-  document.head.appendChild(meta);
   const app = new App(document.body);
   await app.start();
 }

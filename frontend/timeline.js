@@ -8,7 +8,7 @@
 // is pending the last data is redrawn at the new scale, so zoom and pan stay
 // smooth.
 
-import {CLASSES, timelineKey} from './colors.js';
+import {CLASSES, FUSED, timelineKey} from './colors.js';
 import {fmtInt, fmtNs, fmtPct} from './data.js';
 
 const GUTTER = 112;
@@ -30,7 +30,8 @@ export class Timeline {
    */
   constructor(host, fetchWindow) {
     this.fetchWindow = fetchWindow;
-    this.span = 0;
+    // null: the run's span is not known yet (its overview is loading); 0: no profile.
+    this.span = null;
     this.view = {start: 0, end: 1};
     this.data = null;
     this.debug = false;
@@ -61,9 +62,17 @@ export class Timeline {
     this.canvas.addEventListener('mouseleave', () => this.hideTooltip());
     this.canvas.addEventListener('dblclick', () => this.reset());
     this.canvas.addEventListener('keydown', (e) => this.onKey(e));
+    // The theme (colors.js watchTheme) calls draw() when it changes.
     new ResizeObserver(() => this.draw()).observe(this.root);
-    const scheme = window.matchMedia('(prefers-color-scheme: dark)');
-    if (scheme.addEventListener) scheme.addEventListener('change', () => this.draw());
+  }
+
+  /** The run is loading: say so (not "no profile") until setSpan. */
+  setLoading() {
+    clearTimeout(this.timer);
+    if (this.pending) this.pending.abort();
+    this.span = null;
+    this.data = null;
+    this.draw();
   }
 
   /**
@@ -71,9 +80,18 @@ export class Timeline {
    * @param {boolean=} keepView keep the zoom (the same run, reloaded because it grew)
    */
   setSpan(span, keepView = false) {
+    if (!span) {
+      // No profile: nothing to fetch.
+      this.span = 0;
+      this.data = null;
+      this.view = {start: 0, end: 1};
+      this.draw();
+      return;
+    }
     this.span = Math.max(span, 1);
     if (!keepView || this.view.end > this.span) this.view = {start: 0, end: this.span};
     this.data = null;
+    this.draw();
     this.schedule(0);
   }
 
@@ -84,11 +102,13 @@ export class Timeline {
   }
 
   reset() {
+    if (!this.span) return;
     this.view = {start: 0, end: this.span};
     this.changed();
   }
 
   zoom(factor, centerFrac = 0.5) {
+    if (!this.span) return;
     const width = this.view.end - this.view.start;
     const center = this.view.start + width * centerFrac;
     let newWidth = Math.min(this.span, Math.max(MIN_SPAN, width * factor));
@@ -139,7 +159,7 @@ export class Timeline {
 
   schedule(delay) {
     clearTimeout(this.timer);
-    if (this.covers()) return;
+    if (!this.span || this.covers()) return;
     this.timer = setTimeout(() => this.load(), delay);
   }
 
@@ -150,7 +170,7 @@ export class Timeline {
     const start = Math.floor(this.view.start);
     const end = Math.ceil(this.view.end) + 1;
     const maxEvents = Math.min(10000, Math.max(500, Math.round(this.plotWidth() * 4)));
-    this.status = 'loading…';
+    this.status = '';
     try {
       const data = await this.fetchWindow(start, end, maxEvents, this.debug, controller.signal);
       if (controller.signal.aborted) return;
@@ -212,12 +232,16 @@ export class Timeline {
     else if (d && d.level === 'bins') this.drawBins(ctx, d);
     ctx.restore();
 
-    const message = this.status || (d && !d.total ? 'no profiled ops in this window' : '');
-    if (!this.span || message) {
+    let message = this.status || (d && !d.total ? 'no profiled ops in this window' : '');
+    if (this.span === null) message = 'loading the run…';
+    else if (!this.span) message = 'this run has no profile (no .xplane.pb)';
+    else if (!d && !message) message = 'loading…';
+    // What the canvas says, for screen readers and tests.
+    this.canvas.dataset.message = message;
+    if (message) {
       ctx.fillStyle = muted;
       ctx.textAlign = 'center';
-      ctx.fillText(this.span ? message : 'this run has no profile (no .xplane.pb)',
-          GUTTER + this.plotWidth() / 2, AXIS + (height - AXIS) / 2);
+      ctx.fillText(message, GUTTER + this.plotWidth() / 2, AXIS + (height - AXIS) / 2);
     }
   }
 
@@ -279,6 +303,21 @@ export class Timeline {
         const [top, h] = this.boxGeometry(laneName);
         ctx.strokeRect(Math.round(x) + 0.5, top + 0.5, Math.max(1, Math.round(w) - 1), h - 1);
       }
+    }
+    // Fused kernels: the table's mark, an outline; the fill stays mode x oneDNN.
+    const fused = new Set(d.fused || []);
+    if (fused.size) {
+      ctx.strokeStyle = FUSED.color;
+      ctx.lineWidth = 2;
+      for (const ev of d.events) {
+        if (!fused.has(ev[4])) continue;
+        const x = this.x(ev[1]);
+        const w = Math.max(2, ev[2] * scale);
+        if (x + w < GUTTER || x > GUTTER + this.plotWidth()) continue;
+        const [top, h] = this.boxGeometry(d.lanes[ev[0]]);
+        ctx.strokeRect(x + 1, top + 1, Math.max(1, w - 2), h - 2);
+      }
+      ctx.lineWidth = 1;
     }
     // Names inside boxes wide enough for them.
     ctx.textAlign = 'left';
@@ -361,8 +400,10 @@ export class Timeline {
       lines.push(`${legend ? legend.label : cls} (${d.lanes[lane]} lane)`);
       const kernel = d.names[kernelId];
       if (d.lanes[lane] !== 'function') {
-        lines.push(`kernel: ${kernel || 'unknown (no evidence names it)'}`);
+        lines.push(`kernel: ${kernel || 'unknown (no evidence names it)'}` +
+          ((d.fused || []).includes(kernelId) ? ' (fused kernel)' : ''));
       }
+      if (d.lanes[lane] === 'eager') lines.push('EagerExecute time, including dispatch');
       lines.push(`start ${fmtNs(start)}, duration ${fmtNs(dur)}`);
       return lines;
     }

@@ -1,12 +1,13 @@
-// The Op Mode tab's DOM: toolbar, legend, overview, op table with detail,
-// timeline and run comparison.
+// The Op Mode tab's DOM: toolbar, legend, the answer at a glance, overview,
+// op table with its detail (beside the table on wide windows, a drawer over it
+// on narrower ones), timeline and run comparison.
 //
 // In: JSON from data.js. Out: DOM nodes. Every string that comes from the
 // user's files (op names, kernels, graph names, paths, source lines, run
 // names) is inserted as text (textContent / text nodes), never as HTML.
 
-import {CLASSES, LEGEND_ORDER, classKey, matrixKey} from './colors.js';
-import {Store, api, fmtBytes, fmtInt, fmtNs, fmtPct} from './data.js';
+import {CLASSES, FUSED, LEGEND_ORDER, classKey, kernelKind, kindKey, watchTheme} from './colors.js';
+import {Store, api, fmtBytes, fmtInt, fmtNs, fmtNumbersIn, fmtPct} from './data.js';
 import {Timeline} from './timeline.js';
 
 // ---------------------------------------------------------------- DOM helper
@@ -37,52 +38,88 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
-function swatch(key) {
+function swatch(key, fused = false) {
   const entry = CLASSES[key] || CLASSES.unknown;
-  const node = el('span', {class: 'opm-swatch', 'aria-hidden': 'true'});
+  const node = el('span', {class: `opm-swatch opm-swatch-${key}` + (fused ? ' opm-fused-mark' : ''),
+    'aria-hidden': 'true'});
   node.style.background = entry.color;
   return node;
 }
 
+const EVIDENCE_TITLE = {
+  log: 'named by the TensorFlow log (Instantiating kernel / Process node)',
+  profile: 'named by a profiler event <node>:<kernel>',
+  inferred: 'inferred from rules, not observed',
+};
+
 function evidenceBadge(evidence) {
-  const title = {
-    log: 'named by the TensorFlow log (Instantiating kernel / Process node)',
-    profile: 'named by a profiler event <node>:<kernel>',
-    inferred: 'inferred from rules, not observed',
-  }[evidence] || evidence;
+  const title = EVIDENCE_TITLE[evidence] || evidence;
   return el('span', {class: `opm-badge opm-ev-${evidence}`, title, text: evidence});
 }
 
-/** A kernel chip: colour swatch, name, oneDNN/stock word, evidence badge. */
-function kernelChip(mode, kernel, showCount) {
-  const key = classKey(mode, kernel);
-  const kind = kernel.class === 'fused' ? 'fused' : kernel.class === 'unknown' ? 'no kernel'
-    : (kernel.onednn ? 'oneDNN' : 'stock');
+/** The words of a kernel's kind next to its name. */
+function kindWord(kind) {
+  return {onednn: 'oneDNN', stock: 'stock', removed: 'no kernel (removed by grappler)',
+    unknown: 'unknown'}[kind] || kind;
+}
+
+function kernelNotes(kernel) {
   const notes = [...(kernel.notes || []), ...(kernel.note ? [kernel.note] : [])];
   if (kernel.fused_into && kernel.fused_into.length) {
     notes.push(`fused into ${kernel.fused_into.slice(0, 3).join(', ')}`);
   }
-  return el('span', {class: `opm-chip opm-chip-${key}`, title: notes.join('; ')},
-      swatch(key),
-      el('span', {class: 'opm-kernel-name', text: kernel.name}),
-      el('span', {class: 'opm-kind', text: kind}),
-      evidenceBadge(kernel.evidence),
-      showCount ? el('span', {class: 'opm-count', text: `×${fmtInt(kernel.executions)}`}) : null);
+  return notes;
 }
 
-function unknownChip() {
-  return el('span', {class: 'opm-chip opm-chip-unknown',
+/** A kernel chip: colour swatch, name, oneDNN/stock word, fused tag, evidence badge. */
+function kernelChip(mode, kernel, showCount) {
+  const kind = kernelKind(kernel);
+  const key = classKey(mode, kernel);
+  const notes = kernelNotes(kernel);
+  const removed = kind === 'removed';
+  const unknown = kind === 'unknown';
+  return el('span', {class: `opm-chip opm-chip-${key}` + (kernel.fused ? ' opm-chip-fused' : ''),
+    title: [removed || unknown ? kindWord(kind) : `${kernel.name}: ${kindWord(kind)}`,
+      ...notes].join('\n'), 'data-kind': kind},
+  swatch(key, kernel.fused),
+  removed ? null : el('span', {class: 'opm-kernel-name', text: unknown ? 'kernel ?' : kernel.name}),
+  el('span', {class: `opm-kind opm-kind-${kind}`, text: kindWord(kind)}),
+  kernel.fused ? el('span', {class: 'opm-tag opm-tag-fused', text: 'fused'}) : null,
+  kernel.folded ? el('span', {class: 'opm-tag', title: 'constant-folded by grappler',
+    text: 'folded'}) : null,
+  evidenceBadge(kernel.evidence),
+  showCount ? el('span', {class: 'opm-count', text: `×${fmtInt(kernel.executions)}`}) : null);
+}
+
+function unknownChip(count) {
+  return el('span', {class: 'opm-chip opm-chip-unknown', 'data-kind': 'unknown',
     title: 'executed, but no log line or profiler event names the kernel'},
   swatch('unknown'), el('span', {class: 'opm-kernel-name', text: 'kernel ?'}),
-  el('span', {class: 'opm-kind', text: 'unknown'}));
+  el('span', {class: 'opm-kind opm-kind-unknown', text: 'unknown'}),
+  count ? el('span', {class: 'opm-count', text: `×${fmtInt(count)}`}) : null);
 }
 
-function kernelCell(mode, stats) {
+function kernelCell(mode, stats, alwaysCount = false) {
   if (!stats.executions && !stats.kernels.length) return el('span', {class: 'opm-none', text: '–'});
-  const chips = stats.kernels.map((k) => kernelChip(mode, k, stats.kernels.length > 1));
   const known = stats.kernels.reduce((n, k) => n + k.executions, 0);
-  if (!stats.kernels.length || known < stats.executions * 0.5) chips.push(unknownChip());
+  const missing = Math.max(0, stats.executions - known);
+  const many = stats.kernels.length > 1 || (missing > 0 && stats.kernels.length > 0);
+  const chips = stats.kernels.map((k) => kernelChip(mode, k, alwaysCount || many));
+  if (!stats.kernels.length || known < stats.executions * 0.5) {
+    chips.push(unknownChip(alwaysCount || many ? missing : 0));
+  }
   return el('div', {class: 'opm-chips'}, chips);
+}
+
+/** oneDNN, stock, partly oneDNN, or no kernel: the verdict of a mode in words. */
+function verdict(stats) {
+  const ran = stats.kernels.filter((k) => ['onednn', 'stock'].includes(kernelKind(k)));
+  const dnn = ran.filter((k) => kernelKind(k) === 'onednn').reduce((n, k) => n + k.executions, 0);
+  const all = ran.reduce((n, k) => n + k.executions, 0);
+  if (!all) return stats.kernels.some((k) => kernelKind(k) === 'removed') ? 'no kernel ran' : 'kernel unknown';
+  if (dnn === all) return 'oneDNN';
+  if (!dnn) return 'not oneDNN (stock)';
+  return `partly oneDNN (${fmtInt(dnn)} of ${fmtInt(all)})`;
 }
 
 function section(title, id, ...children) {
@@ -113,15 +150,30 @@ export class App {
   async start() {
     this.root.classList.add('opm-body');
     this.root.replaceChildren();
+    this.stopTheme = watchTheme(this.root, () => this.timeline && this.timeline.draw());
     this.buildLayout();
+    this.setState('loading');
     await this.refreshRuns();
+  }
+
+  /**
+   * What the page shows: "loading" (no run ready yet), "empty" (nothing to show in
+   * the logdir), "ready". Only "ready" shows the cards; the others show one message.
+   * @param {string} state
+   */
+  setState(state) {
+    this.root.dataset.state = state;
   }
 
   buildLayout() {
     // Toolbar.
     this.runSelect = el('select', {id: 'opm-run', 'aria-label': 'Run',
       onchange: () => this.selectRun(this.runSelect.value)});
-    this.progressBar = el('progress', {class: 'opm-progress', max: 1, value: 0});
+    // A drawn bar, not <progress>: its width is exactly the share done (0% draws empty).
+    this.progressFill = el('span', {class: 'opm-progress-fill'});
+    this.progressBar = el('span', {class: 'opm-progress', role: 'progressbar',
+      'aria-label': 'Loading the logdir', 'aria-valuemin': 0, 'aria-valuemax': 100,
+      'aria-valuenow': 0}, this.progressFill);
     this.progressText = el('span', {class: 'opm-progress-text'});
     this.exportLinks = el('span', {class: 'opm-exports'});
     const toolbar = el('header', {class: 'opm-toolbar'},
@@ -132,9 +184,12 @@ export class App {
 
     // Legend. It sticks together with the toolbar, in one opaque block: two
     // sticky elements each guessing the other's height left a gap to scroll under.
+    const legendItem = (key) => el('span', {class: 'opm-legend-item', role: 'listitem',
+      title: CLASSES[key].description}, swatch(key), el('span', {text: CLASSES[key].label}));
     const legend = el('div', {class: 'opm-legend', role: 'list', 'aria-label': 'Colour legend'},
-        LEGEND_ORDER.map((key) => el('span', {class: 'opm-legend-item', role: 'listitem',
-          title: CLASSES[key].description}, swatch(key), el('span', {text: CLASSES[key].label}))));
+        LEGEND_ORDER.map(legendItem),
+        el('span', {class: 'opm-legend-item', role: 'listitem', title: FUSED.description},
+            swatch('graph_onednn', true), el('span', {text: FUSED.label})));
     const sticky = el('div', {class: 'opm-sticky'}, toolbar, legend);
     this.root.append(sticky);
     // The op detail sticks just below this block, whose height changes as the
@@ -142,8 +197,14 @@ export class App {
     new ResizeObserver(() => this.root.style.setProperty('--opm-sticky-h', `${sticky.offsetHeight}px`))
         .observe(sticky);
 
-    this.status = el('div', {class: 'opm-status'});
+    this.status = el('div', {class: 'opm-status', id: 'opm-status', 'aria-live': 'polite'});
     this.root.append(this.status);
+
+    // The answer at a glance: kernels per mode of the oneDNN op types.
+    this.glanceBody = el('div', {class: 'opm-glance'});
+    this.glanceTitle = el('h2', {class: 'opm-card-title', text: 'At a glance'});
+    this.root.append(el('section', {class: 'opm-card', id: 'opm-glance-card'},
+        this.glanceTitle, this.glanceBody));
 
     // Overview.
     this.overviewBody = el('div', {class: 'opm-overview'});
@@ -167,18 +228,34 @@ export class App {
       onclick: () => this.setTable({page: Math.max(0, this.store.state.table.page - 1)})});
     this.nextButton = el('button', {type: 'button', text: 'Next ›',
       onclick: () => this.setTable({page: this.store.state.table.page + 1})});
-    this.detail = el('aside', {class: 'opm-detail', 'aria-live': 'polite'},
-        el('p', {class: 'opm-muted', text: 'Click an op type to see its kernels, evidence, call sites and graphs.'}));
+    this.detailBody = el('div', {class: 'opm-detail-body'});
+    this.detail = el('aside', {class: 'opm-detail', id: 'opm-detail', 'aria-live': 'polite',
+      'aria-label': 'Op type detail', tabindex: -1},
+    el('button', {type: 'button', class: 'opm-detail-close', 'aria-label': 'Close the detail',
+      title: 'Close (Esc)', text: '×', onclick: () => this.closeDetail()}),
+    this.detailBody);
+    this.detailPlaceholder();
+    this.root.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && this.detail.classList.contains('opm-open')) this.closeDetail();
+    });
+    this.tableWrap = el('div', {class: 'opm-table-scroll'},
+        el('table', {class: 'opm-table', id: 'opm-table'}, this.tableHead, this.tableBody));
     this.root.append(section('Op types', 'opm-ops',
         el('div', {class: 'opm-filters'},
             this.searchBox,
             filter('both', 'runs in both modes', 'op types with eager and graph executions'),
             filter('differs', 'kernel differs between modes',
-                'the eager kernel is not the graph kernel'),
+                'the kernels that ran (not counting executions grappler removed or ' +
+                'constant-folded, or whose kernel is unknown) differ between eager and graph, ' +
+                'or one mode ran oneDNN and the other did not'),
             filter('no_onednn', 'no oneDNN kernel', 'no _Mkl* kernel seen in either mode')),
         el('div', {class: 'opm-split'},
             el('div', {class: 'opm-table-wrap'},
-                el('table', {class: 'opm-table', id: 'opm-table'}, this.tableHead, this.tableBody),
+                this.tableWrap,
+                el('p', {class: 'opm-hint opm-time-note', id: 'opm-time-note',
+                  text: 'Op time, from the profiled window: eager = EagerExecute time, which ' +
+                    'includes dispatch (finding and preparing the kernel) as well as the kernel; ' +
+                    'graph = the kernel\u2019s own compute event.'}),
                 el('div', {class: 'opm-pager'}, this.prevButton, this.tableInfo, this.nextButton)),
             this.detail)));
 
@@ -196,7 +273,8 @@ export class App {
                 el('span', {text: 'show tfdbg instrumentation'})),
             this.timelineInfo),
         el('p', {class: 'opm-hint', text: 'Wheel to zoom, drag to pan, double-click to reset; ' +
-          'hover a box for its op, kernel and duration. Zoomed out, boxes are bins: height = busy time.'}),
+          'hover a box for its op, kernel and duration. Zoomed out, boxes are bins: height = busy time. ' +
+          'Boxes are coloured as in the table; fused kernels are outlined.'}),
         this.timelineHost));
     this.timeline = new Timeline(this.timelineHost, async (start, end, maxEvents, debug, signal) => {
       const run = this.store.state.run;
@@ -245,19 +323,34 @@ export class App {
     const current = runs.find((r) => r.run === run);
     if (!current || current.status !== 'ready') {
       const pick = ready.find((r) => r.run === '.') || ready[0];
+      if (pick) this.setState('ready');
       if (pick) await this.selectRun(pick.run);
     } else if (current.loaded_at !== this.store.state.loadedAt) {
       await this.selectRun(run, true);
     }
-    if (!runs.length) {
-      this.status.replaceChildren(message(progress.scans
-        ? 'No tfdbg2 dump (tfdbg_events.*), profile (plugins/profile/*/*.xplane.pb) or ' +
-          'TensorFlow log (*.txt, *.log) found in the logdir yet.'
-        : 'Scanning the logdir…'));
+    const failed = runs.filter((r) => r.status === 'error');
+    if (progress.logdir_set === false) {
+      this.setState('empty');
+      this.status.replaceChildren(message('TensorBoard was started without a logdir: start it ' +
+        'with --logdir pointing at your logs (e.g. tensorboard --logdir logs/fit).'));
+    } else if (!runs.length && progress.scans && !progress.scanning) {
+      this.setState('empty');
+      this.status.replaceChildren(message('Nothing to show yet: the logdir holds no tfdbg2 dump ' +
+        '(tfdbg_events.*), profile (plugins/profile/*/*.xplane.pb) or TensorFlow log (*.txt, ' +
+        '*.log). Write one, e.g. with tf.debugging.experimental.enable_dump_debug_info(logdir), ' +
+        'and this tab picks it up within a minute.', 'empty'));
+    } else if (!ready.length && failed.length && failed.length === runs.length) {
+      this.setState('empty');
+      this.status.replaceChildren(...failed.map((r) =>
+        message(`Run ${r.run} could not be loaded: ${r.error}`, 'error')));
     } else if (!ready.length) {
-      this.status.replaceChildren(message('Loading runs…'));
+      this.setState('loading');
+      this.status.replaceChildren(message(runs.length
+        ? `Loading ${runs.length === 1 ? 'the run' : `${fmtInt(runs.length)} runs`}… ` +
+          'the tab fills in as soon as one is read.'
+        : 'Scanning the logdir…', 'loading'));
     } else {
-      const failed = runs.filter((r) => r.status === 'error');
+      this.setState('ready');
       this.status.replaceChildren(...failed.map((r) =>
         message(`Run ${r.run} could not be loaded: ${r.error}`, 'error')));
     }
@@ -267,13 +360,14 @@ export class App {
   }
 
   renderProgress(p) {
-    const total = p.bytes_total || 1;
-    this.progressBar.max = total;
-    this.progressBar.value = p.bytes_done;
+    const share = p.bytes_total ? Math.min(1, Math.max(0, p.bytes_done / p.bytes_total)) : 0;
+    const pct = Math.round(share * 1000) / 10;
+    this.progressFill.style.width = `${pct}%`;
+    this.progressBar.setAttribute('aria-valuenow', String(pct));
     const done = p.runs_done >= p.runs_total && !p.scanning && p.scans > 0;
     this.progressBar.hidden = done;
     this.progressText.textContent = done
-      ? `${fmtInt(p.runs_total)} run${p.runs_total === 1 ? '' : 's'} loaded`
+      ? (p.runs_total ? `${fmtInt(p.runs_total)} run${p.runs_total === 1 ? '' : 's'} loaded` : '')
       : `loading ${p.loading || '…'}: ${fmtInt(p.runs_done)}/${fmtInt(p.runs_total)} runs, ` +
         `${fmtInt(p.files_done)}/${fmtInt(p.files_total)} files, ` +
         `${fmtBytes(p.bytes_done)} of ${fmtBytes(p.bytes_total)}`;
@@ -300,8 +394,10 @@ export class App {
     this.runSelect.value = run;
     this.renderExports(run);
     if (changed) {
-      this.detail.replaceChildren(el('p', {class: 'opm-muted',
-        text: 'Click an op type to see its kernels, evidence, call sites and graphs.'}));
+      this.closeDetail();
+      // The span of a run is known once its overview is: until then the timeline loads.
+      this.timeline.setLoading();
+      this.renderTimelineInfo();
     }
     await Promise.all([
       this.loadOverview().then(() => this.loadTimelineSpan(!changed)),
@@ -330,11 +426,51 @@ export class App {
       o = await api.overview(run);
     } catch (err) {
       this.overviewBody.replaceChildren(message(err.message, 'error'));
+      this.glanceBody.replaceChildren();
       return;
     }
     if (run !== this.store.state.run) return;
     this.overview = o;
-    this.overviewBody.replaceChildren(...this.renderOverview(o));
+    this.renderGlance(o);
+    this.overviewBody.replaceChildren(...this.renderOverview(o).filter(Boolean));
+  }
+
+  /** The answer first: per oneDNN op type, the kernel of each mode with its evidence. */
+  renderGlance(o) {
+    const onednn = o.onednn_state || 'unknown';
+    const g = o.glance || {rows: [], total: 0, basis: 'onednn'};
+    this.glanceTitle.textContent = g.basis === 'onednn'
+      ? 'At a glance: op types that ran a oneDNN kernel' : 'At a glance: op types that ran in both modes';
+    const head = el('p', {class: 'opm-glance-facts'},
+        el('span', {text: `TensorFlow ${o.tensorflow_version || '(version unknown)'} · oneDNN `}),
+        el('strong', {class: `opm-onednn-${onednn}`, text: onednn}),
+        el('span', {class: 'opm-muted', text: ` (${o.onednn_reason || 'no evidence either way'})`}));
+    if (!g.rows.length) {
+      this.glanceBody.replaceChildren(head, el('p', {class: 'opm-muted',
+        text: 'No op type ran a oneDNN kernel, and none ran in both modes.'}));
+      return;
+    }
+    const cell = (row, mode) => el('td', {class: 'opm-glance-mode', 'data-mode': mode},
+        row[mode].executions
+          ? [el('span', {class: 'opm-glance-count', text: `${fmtInt(row[mode].executions)}×`}),
+            el('span', {class: 'opm-verdict', text: verdict(row[mode])}),
+            kernelCell(mode, row[mode], true)]
+          : el('span', {class: 'opm-none', text: `did not run ${mode === 'eager' ? 'eagerly' : 'in a graph'}`}));
+    const table = el('table', {class: 'opm-glance-table', id: 'opm-glance'},
+        el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'Op type'}),
+            el('th', {scope: 'col', text: 'Eager: executions, kernel, evidence'}),
+            el('th', {scope: 'col', text: 'Graph (tf.function): executions, kernel, evidence'}))),
+        el('tbody', {}, g.rows.map((row) => el('tr', {'data-op': row.op_type, tabindex: 0,
+          title: 'Click for the why, call sites and graphs',
+          onclick: () => this.showOp(row.op_type),
+          onkeydown: (e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
+        el('th', {scope: 'row', class: 'opm-op'}, el('span', {text: row.op_type}),
+            row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong', title: row.kernel_differs_why,
+              text: 'kernel differs'}) : null),
+        cell(row, 'eager'), cell(row, 'graph')))));
+    const more = g.total > g.rows.length ? el('p', {class: 'opm-muted',
+      text: `and ${fmtInt(g.total - g.rows.length)} more in the op table below`}) : null;
+    this.glanceBody.replaceChildren(...[head, table, more].filter(Boolean));
   }
 
   renderOverview(o) {
@@ -349,46 +485,69 @@ export class App {
         el('dt', {text: 'Hosts'}), el('dd', {text: (o.hosts || []).join(', ') || '–'}),
         el('dt', {text: 'Counts from'}), el('dd', {text: o.counts_from || 'nothing readable'}),
         el('dt', {text: 'Sources'}), el('dd', {},
-            Object.entries(o.sources || {}).map(([kind, files]) => el('div', {class: 'opm-source'},
-                el('span', {class: 'opm-source-kind', text: `${kind}: `}),
-                el('span', {text: files.length ? files.join(', ') : 'none'})))));
+            el('details', {class: 'opm-sources'},
+                el('summary', {text: Object.entries(o.sources || {}).map(([kind, files]) =>
+                  `${kind}: ${fmtInt(files.length)}`).join(' · ') || 'none'}),
+                Object.entries(o.sources || {}).map(([kind, files]) => el('div', {class: 'opm-source'},
+                    el('span', {class: 'opm-source-kind', text: `${kind}: `}),
+                    el('span', {text: files.length ? files.join(', ') : 'none'}))))));
 
+    const timeTitle = 'Op time in the profiled window (eager: EagerExecute time, including dispatch; ' +
+      'graph: kernel compute time)';
+    const outside = ['eager', 'graph'].filter((m) => o.modes[m].time_outside_table_ns);
     const shares = el('div', {class: 'opm-shares'},
         this.shareBar('Executions', o.modes, 'executions', 'share_of_executions', fmtInt),
         o.modes.eager.time_ns !== null ?
-          this.shareBar('Op time (profiled window)', o.modes, 'time_ns', 'share_of_time', fmtNs) :
+          this.shareBar(timeTitle, o.modes, 'time_ns', 'share_of_time', fmtNs) :
           el('p', {class: 'opm-muted', text: 'Op time: no profile in this run.'}),
+        outside.length ? el('p', {class: 'opm-hint', id: 'opm-time-outside'},
+            'Not in these totals nor in the table (the profile saw them, the dump did not count ' +
+            'them): ', outside.map((m) => `${m} ${fmtNs(o.modes[m].time_outside_table_ns)} ` +
+              `(${o.modes[m].outside_table.slice(0, 4).join(', ')}` +
+              `${o.modes[m].outside_table.length > 4 ? ', …' : ''})`).join('; '), '.') : null,
         el('div', {class: 'opm-coverage'},
             el('h3', {text: 'oneDNN coverage'}),
             ['eager', 'graph'].map((mode) => {
               const m = o.modes[mode];
+              const notes = [];
+              if (m.removed_executions) notes.push(`${fmtInt(m.removed_executions)} removed by grappler (no kernel)`);
+              if (m.unknown_executions) notes.push(`kernel unknown for ${fmtInt(m.unknown_executions)}`);
               return el('p', {},
                   swatch(`${mode}_onednn`),
                   el('strong', {text: `${mode}: `}),
                   `${fmtInt(m.onednn_executions)} of ${fmtInt(m.kernel_known_executions)} ` +
                   `executions with a known kernel ran oneDNN (${fmtPct(m.onednn_share_of_known)})`,
-                  m.executions > m.kernel_known_executions
-                    ? el('span', {class: 'opm-muted',
-                      text: `; kernel unknown for ${fmtInt(m.executions - m.kernel_known_executions)}`})
-                    : null);
+                  notes.length ? el('span', {class: 'opm-muted', text: `; ${notes.join('; ')}`}) : null);
             })));
 
+    const kinds = o.kinds || [];
+    const kindCols = [['onednn', 'oneDNN'], ['stock', 'stock'],
+      ['removed', 'no kernel (removed by grappler)'], ['unknown', 'unknown kernel']];
     const matrix = el('table', {class: 'opm-matrix', id: 'opm-matrix'},
-        el('caption', {text: 'Executions (and profiled op time) by mode and kernel class'}),
+        el('caption', {text: 'Executions (and op time, where executions are) by mode and kernel'}),
         el('thead', {}, el('tr', {}, el('th', {text: 'mode'}),
-            ['oneDNN', 'stock', 'fused', 'unknown'].map((label) => el('th', {text: label})))),
-        el('tbody', {}, ['eager', 'graph'].map((mode) => el('tr', {},
+            kindCols.map(([, label]) => el('th', {text: label})))),
+        el('tbody', {}, ['eager', 'graph'].map((mode) => el('tr', {'data-mode': mode},
             el('th', {scope: 'row', text: mode}),
-            ['onednn', 'stock', 'fused', 'unknown'].map((cls) => {
-              const cell = o.matrix.find((c) => c.mode === mode && c.class === cls) ||
-                {executions: 0, time_ns: null};
-              const key = matrixKey(mode, cls);
-              return el('td', {class: cell.executions ? '' : 'opm-zero'},
-                  swatch(key), el('span', {class: 'opm-cell-label', text: CLASSES[key].label}),
-                  el('strong', {text: fmtInt(cell.executions)}),
-                  cell.time_ns !== null && cell.time_ns !== undefined
-                    ? el('span', {class: 'opm-muted', text: ` · ${fmtNs(cell.time_ns)}`}) : null);
+            kindCols.map(([kind]) => {
+              const cell = kinds.find((c) => c.mode === mode && c.kind === kind) ||
+                {executions: 0, time_ns: null, fused_executions: 0};
+              const key = kindKey(mode, kind);
+              const showTime = cell.executions > 0 && kind !== 'removed' &&
+                cell.time_ns !== null && cell.time_ns !== undefined;
+              return el('td', {class: cell.executions ? '' : 'opm-zero', 'data-kind': kind,
+                'data-executions': cell.executions},
+              swatch(key), el('span', {class: 'opm-cell-label', text: CLASSES[key].label}),
+              el('strong', {text: fmtInt(cell.executions)}),
+              showTime ? el('span', {class: 'opm-muted', title: timeTitle,
+                text: ` · ${fmtNs(cell.time_ns)}`}) : null,
+              cell.fused_executions ? el('div', {class: 'opm-cell-fused'}, swatch(key, true),
+                  `${fmtInt(cell.fused_executions)} fused`) : null);
             })))));
+    const unattributed = ['eager', 'graph'].filter((m) => o.modes[m].time_unattributed_ns);
+    const matrixNote = unattributed.length ? el('p', {class: 'opm-hint'},
+        unattributed.map((m) => `${m}: ${fmtNs(o.modes[m].time_unattributed_ns)} of op time ` +
+          'went to no kernel the counts name (e.g. the profile ran longer than the dump)').join('; ')) : null;
 
     const functions = el('div', {class: 'opm-functions'},
         el('h3', {text: `tf.functions called (${fmtInt(o.functions_total)})`}),
@@ -399,10 +558,12 @@ export class App {
         o.functions.length > 12 ? el('p', {class: 'opm-muted',
           text: `and ${fmtInt(o.functions_total - 12)} more`}) : null);
 
-    const parts = [el('div', {class: 'opm-overview-grid'}, facts, shares), matrix, functions];
+    const parts = [el('div', {class: 'opm-overview-grid'}, facts, shares), matrix, matrixNote,
+      el('details', {class: 'opm-more'}, el('summary', {text: `tf.functions (${fmtInt(o.functions_total)})`}),
+          functions)];
     if (o.onednn_verbose && o.onednn_verbose.primitives.length) {
       const v = o.onednn_verbose;
-      parts.push(el('details', {class: 'opm-verbose'},
+      parts.push(el('details', {class: 'opm-verbose opm-more'},
           el('summary', {text: `oneDNN primitives in the log (ONEDNN_VERBOSE): ` +
             `${fmtInt(v.primitives_total)} kind(s)`}),
           v.note ? el('p', {class: 'opm-muted', text: v.note}) : null,
@@ -418,7 +579,7 @@ export class App {
                     text: p.time_ms !== undefined ? fmtNs(p.time_ms * 1e6) : '–'})))))));
     }
     if (o.warnings_total) {
-      parts.push(el('details', {class: 'opm-warnings'},
+      parts.push(el('details', {class: 'opm-warnings opm-more'},
           el('summary', {text: `${fmtInt(o.warnings_total)} warning(s) while reading`}),
           el('ul', {}, o.warnings.map((w) => el('li', {text: w})))));
     }
@@ -435,12 +596,13 @@ export class App {
       part.style.flexGrow = String(share);
       bar.append(part);
     }
-    return el('div', {class: 'opm-share-block'},
+    return el('div', {class: 'opm-share-block', 'data-field': field},
         el('h3', {text: title}), bar,
         el('div', {class: 'opm-share-legend'},
-            ['eager', 'graph'].map((mode) => el('span', {},
-                el('strong', {text: `${mode} `}),
-                `${fmt(modes[mode][field])} (${fmtPct(modes[mode][shareField])})`))));
+            ['eager', 'graph'].map((mode) => el('span', {'data-mode': mode,
+              'data-value': modes[mode][field] === null ? '' : modes[mode][field]},
+            el('strong', {text: `${mode} `}),
+            `${fmt(modes[mode][field])} (${fmtPct(modes[mode][shareField])})`))));
   }
 
   // ------------------------------------------------------------ op table
@@ -476,12 +638,12 @@ export class App {
 
   renderTable(page) {
     const {table} = this.store.state;
-    const header = (label, sort, cls = '') => {
+    const header = (label, sort, cls = '', title = null) => {
       const active = table.sort === sort;
       const arrow = active ? (table.order === 'desc' ? ' ▼' : ' ▲') : '';
       return el('th', {class: `${cls} opm-sortable${active ? ' opm-sorted' : ''}`,
         'aria-sort': active ? (table.order === 'desc' ? 'descending' : 'ascending') : 'none',
-        scope: 'col'},
+        scope: 'col', title},
       el('button', {type: 'button', class: 'opm-sort', 'data-sort': sort,
         onclick: () => this.setTable({sort, page: 0,
           order: active ? (table.order === 'desc' ? 'asc' : 'desc') : (sort === 'op_type' ? 'asc' : 'desc')}),
@@ -493,7 +655,9 @@ export class App {
         el('th', {scope: 'col', text: 'Eager kernels'}),
         header('Graph', 'graph', 'opm-num'),
         el('th', {scope: 'col', text: 'Graph kernels'}),
-        header('Time (eager, graph)', 'time', 'opm-num')));
+        header('Op time', 'time', 'opm-num opm-time-head',
+            'Profiled op time. eager: EagerExecute time, including dispatch; graph: the ' +
+            'kernel\u2019s compute time')));
     if (!page.rows.length) {
       this.tableBody.replaceChildren(el('tr', {}, el('td', {colspan: 6, class: 'opm-muted',
         text: page.all_total ? 'No op type matches the filters.' : 'No op executions recorded in this run.'})));
@@ -504,16 +668,19 @@ export class App {
           onclick: () => this.showOp(row.op_type),
           onkeydown: (e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
         el('td', {class: 'opm-op'},
-            el('span', {text: row.op_type}),
-            row.kernel_differs ? el('span', {class: 'opm-tag', text: 'kernel differs'}) : null,
-            row.fused ? el('span', {class: 'opm-tag', text: 'fused'}) : null),
+            el('span', {class: 'opm-op-name', text: row.op_type}),
+            row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong',
+              title: row.kernel_differs_why || 'the kernels differ between the modes',
+              text: 'kernel differs'}) : null),
         el('td', {class: 'opm-num', text: fmtInt(row.eager.executions)}),
         el('td', {}, kernelCell('eager', row.eager)),
         el('td', {class: 'opm-num', text: fmtInt(row.graph.executions)}),
         el('td', {}, kernelCell('graph', row.graph)),
         el('td', {class: 'opm-num opm-muted opm-time'},
-            el('div', {title: 'eager op time in the profile', text: fmtNs(row.eager.time_ns)}),
-            el('div', {title: 'graph op time in the profile', text: fmtNs(row.graph.time_ns)})));
+            el('div', {title: 'eager: EagerExecute time in the profile, including dispatch'},
+                el('span', {class: 'opm-time-label', text: 'eager '}), fmtNs(row.eager.time_ns)),
+            el('div', {title: 'graph: the kernel\u2019s compute time in the profile'},
+                el('span', {class: 'opm-time-label', text: 'graph '}), fmtNs(row.graph.time_ns))));
         return tr;
       }));
     }
@@ -529,61 +696,130 @@ export class App {
 
   async showOp(op) {
     this.store.set({op});
-    for (const tr of this.tableBody.querySelectorAll('tr[data-op]')) {
+    for (const tr of this.root.querySelectorAll('tr[data-op]')) {
       tr.classList.toggle('opm-selected', tr.dataset.op === op);
     }
+    this.openDetail();
     await this.loadDetail(op);
+  }
+
+  detailPlaceholder() {
+    this.detailBody.replaceChildren(el('p', {class: 'opm-muted',
+      text: 'Click an op type to see its kernels, evidence, call sites and graphs.'}));
+  }
+
+  /** Show the detail: beside the table on wide windows, a drawer over the page otherwise. */
+  openDetail() {
+    this.detail.classList.add('opm-open');
+    this.root.classList.add('opm-detail-open');
+    // Beside the table it may be above or below the fold: bring it into view.
+    const box = this.detail.getBoundingClientRect();
+    if (box.bottom < 0 || box.top > window.innerHeight) {
+      this.detail.scrollIntoView({block: 'nearest'});
+    }
+  }
+
+  closeDetail() {
+    this.detail.classList.remove('opm-open');
+    this.root.classList.remove('opm-detail-open');
+    this.store.set({op: null});
+    for (const tr of this.root.querySelectorAll('tr.opm-selected')) tr.classList.remove('opm-selected');
+    this.detailPlaceholder();
   }
 
   async loadDetail(op) {
     const run = this.store.state.run;
-    this.detail.replaceChildren(el('p', {class: 'opm-muted', text: `Loading ${op}…`}));
+    this.detailBody.replaceChildren(el('h3', {class: 'opm-detail-title', text: op}),
+        el('p', {class: 'opm-muted', text: 'Loading…'}));
     let d;
     try {
       d = await api.op(run, op);
     } catch (err) {
-      this.detail.replaceChildren(message(err.message, 'error'));
+      this.detailBody.replaceChildren(message(err.message, 'error'));
       return;
     }
     if (run !== this.store.state.run || op !== this.store.state.op) return;
-    this.detail.replaceChildren(...this.renderDetail(d));
+    this.detailBody.replaceChildren(...this.renderDetail(d));
+    this.detail.scrollTop = 0;
   }
 
   renderDetail(d) {
-    const parts = [el('h3', {class: 'opm-detail-title', text: d.op_type})];
-    // Explanation first (when the model carries one), else what the evidence says.
-    const explanation = d.explanation || d.eager.explanation || d.graph.explanation;
-    const block = el('div', {class: 'opm-explanation', id: 'opm-explanation'});
-    block.append(el('h4', {text: explanation ? 'Why these kernels' : 'What the evidence says'}));
-    if (explanation) {
-      for (const [mode, text] of this.explanationParts(d)) {
-        block.append(el('p', {}, mode ? el('strong', {text: `${mode}: `}) : null, text));
+    const parts = [el('h3', {class: 'opm-detail-title'}, el('span', {text: d.op_type}),
+        el('span', {class: 'opm-muted opm-detail-total', text: ` · ${fmtInt(d.total)} executions`}))];
+
+    // The answer: per mode, executions, whether oneDNN, the kernels with evidence and counts.
+    const answer = el('div', {class: 'opm-answer', id: 'opm-answer'});
+    for (const mode of ['eager', 'graph']) {
+      const stats = d[mode];
+      if (!stats.executions && !stats.kernels.length) {
+        answer.append(el('div', {class: 'opm-answer-mode opm-muted', 'data-mode': mode},
+            el('strong', {text: mode}), ` did not run ${mode === 'eager' ? 'eagerly' : 'in a graph'}`));
+        continue;
       }
+      answer.append(el('div', {class: 'opm-answer-mode', 'data-mode': mode},
+          el('div', {class: 'opm-answer-head'},
+              el('strong', {text: mode}),
+              el('span', {text: ` ${fmtInt(stats.executions)} executions · `}),
+              el('span', {class: 'opm-verdict', text: verdict(stats)}),
+              stats.time_ns !== undefined ? el('span', {class: 'opm-muted',
+                title: mode === 'eager' ? 'EagerExecute time, including dispatch'
+                  : 'the kernel\u2019s compute time',
+                text: ` · ${fmtNs(stats.time_ns)} op time`}) : null),
+          kernelCell(mode, stats, true),
+          // Why a kernel is unknown (or what grappler did) is said, not hidden in a tooltip.
+          stats.kernels.filter((k) => kernelKind(k) === 'unknown' && kernelNotes(k).length)
+              .map((k) => el('p', {class: 'opm-note opm-unknown-why'},
+                  el('strong', {text: 'unknown: '}), fmtNumbersIn(kernelNotes(k).join('; '))))));
     }
-    if (d.evidence && d.evidence.length) {
-      const list = el('ul', {class: explanation ? 'opm-evidence opm-muted' : 'opm-evidence'});
-      for (const line of d.evidence) list.append(el('li', {text: line}));
-      block.append(list);
+    if (d.kernel_differs) {
+      answer.append(el('p', {class: 'opm-differs'},
+          el('span', {class: 'opm-tag opm-tag-strong', text: 'kernel differs'}), ' ',
+          d.kernel_differs_why || ''));
+    }
+    parts.push(answer);
+
+    // The why: one short paragraph per mode; the full text folded.
+    const why = d.why || {};
+    const block = el('div', {class: 'opm-explanation', id: 'opm-explanation'});
+    block.append(el('h4', {text: 'Why'}));
+    let any = false;
+    for (const mode of ['eager', 'graph']) {
+      if (!why[mode]) continue;
+      any = true;
+      block.append(el('p', {class: 'opm-why', 'data-mode': mode},
+          el('strong', {text: `${mode}: `}), fmtNumbersIn(why[mode])));
+    }
+    const full = this.explanationParts(d);
+    if (!any) {
+      for (const [mode, text] of full) {
+        block.append(el('p', {class: 'opm-why'}, mode ? el('strong', {text: `${mode}: `}) : null,
+            fmtNumbersIn(text)));
+      }
+      if (!full.length) block.append(el('p', {class: 'opm-muted', text: 'No explanation: see the evidence.'}));
     }
     parts.push(block);
 
-    // Kernels per mode.
-    const kernels = el('div', {class: 'opm-detail-kernels'});
-    for (const mode of ['eager', 'graph']) {
-      const stats = d[mode];
-      kernels.append(el('div', {class: 'opm-detail-mode'},
-          el('h4', {text: `${mode}: ${fmtInt(stats.executions)} executions` +
-            (stats.time_ns !== undefined ? ` · ${fmtNs(stats.time_ns)}` : '')}),
-          kernelCell(mode, stats),
-          ...stats.kernels.flatMap((k) => [...(k.notes || []), ...(k.note ? [k.note] : [])]
-              .map((note) => el('p', {class: 'opm-note', text: `${k.name}: ${note}`})))));
+    const fold = (title, id, ...children) => el('details', {class: 'opm-fold', id},
+        el('summary', {text: title}), ...children);
+    if (any && full.length) {
+      parts.push(fold('Full explanation', 'opm-full-explanation',
+          full.map(([mode, text]) => el('p', {}, mode ? el('strong', {text: `${mode}: `}) : null,
+              fmtNumbersIn(text)))));
     }
-    parts.push(kernels);
+    const notes = ['eager', 'graph'].flatMap((mode) => d[mode].kernels.flatMap((k) =>
+      kernelNotes(k).map((note) => `${mode} · ${k.name}: ${note}`)));
+    if ((d.evidence && d.evidence.length) || notes.length) {
+      parts.push(fold('Evidence and notes', 'opm-evidence-box',
+          el('ul', {class: 'opm-evidence'}, (d.evidence || []).map((line) =>
+            el('li', {text: fmtNumbersIn(line)}))),
+          notes.length ? el('ul', {class: 'opm-evidence opm-muted'}, notes.map((n) =>
+            el('li', {text: fmtNumbersIn(n)}))) : null));
+    }
 
     const fused = d.fused_into || d.graph.fused_into;
     if (fused && fused.length) {
-      parts.push(el('div', {class: 'opm-fused'}, el('h4', {text: 'Fused into'}),
-          el('ul', {}, fused.map((f) => el('li', {},
+      parts.push(fold(`Fused into (${fmtInt(fused.length)})`, 'opm-fused-box',
+          el('ul', {class: 'opm-fused'}, fused.map((f) => el('li', {},
               typeof f === 'string' ? f : [
                 el('code', {text: f.kernel || f.name || JSON.stringify(f)}),
                 f.executions !== undefined ? ` × ${fmtInt(f.executions)}` : '',
@@ -593,7 +829,7 @@ export class App {
     }
 
     // Call sites.
-    const sites = el('div', {class: 'opm-sites', id: 'opm-sites'}, el('h4', {text: 'Call sites'}));
+    const sites = el('div', {class: 'opm-sites', id: 'opm-sites'});
     for (const mode of ['eager', 'graph']) {
       const list = d.call_sites[mode];
       if (!list.length) continue;
@@ -602,24 +838,25 @@ export class App {
         : `graph: where it was traced into a graph (${fmtInt(d.call_sites_total.graph)} site(s))`}));
       for (const site of list) sites.append(this.renderSite(mode, site));
     }
-    if (!d.call_sites.eager.length && !d.call_sites.graph.length) {
+    const siteCount = d.call_sites_total.eager + d.call_sites_total.graph;
+    if (!siteCount) {
       sites.append(el('p', {class: 'opm-muted',
         text: 'No call sites: this run has no tfdbg2 dump with stack frames.'}));
     }
-    parts.push(sites);
+    parts.push(fold(`Call sites (${fmtInt(siteCount)})`, 'opm-sites-box', sites));
 
     // Graphs.
     if (d.graphs && d.graphs.length) {
-      parts.push(el('div', {class: 'opm-graphs'},
-          el('h4', {text: `Graphs that hold it (${fmtInt(d.graphs_total)})`}),
-          el('table', {class: 'opm-small-table'},
-              el('thead', {}, el('tr', {}, el('th', {text: 'graph'}), el('th', {text: 'inside'}),
-                  el('th', {class: 'opm-num', text: 'ops'}), el('th', {class: 'opm-num', text: 'runs'}))),
-              el('tbody', {}, d.graphs.map((g) => el('tr', {title: g.op_names.join('\n')},
-                  el('td', {}, el('code', {text: g.name || g.graph_id})),
-                  el('td', {class: 'opm-muted', text: g.outer || '–'}),
-                  el('td', {class: 'opm-num', text: fmtInt(g.ops)}),
-                  el('td', {class: 'opm-num', text: fmtInt(g.executions)})))))));
+      parts.push(fold(`Graphs that hold it (${fmtInt(d.graphs_total)})`, 'opm-graphs-box',
+          el('div', {class: 'opm-graphs'},
+              el('table', {class: 'opm-small-table'},
+                  el('thead', {}, el('tr', {}, el('th', {text: 'graph'}), el('th', {text: 'inside'}),
+                      el('th', {class: 'opm-num', text: 'ops'}), el('th', {class: 'opm-num', text: 'runs'}))),
+                  el('tbody', {}, d.graphs.map((g) => el('tr', {title: g.op_names.join('\n')},
+                      el('td', {}, el('code', {text: g.name || g.graph_id})),
+                      el('td', {class: 'opm-muted', text: g.outer || '–'}),
+                      el('td', {class: 'opm-num', text: fmtInt(g.ops)}),
+                      el('td', {class: 'opm-num', text: fmtInt(g.executions)}))))))));
     }
     return parts;
   }
@@ -680,8 +917,8 @@ export class App {
 
   async loadTimelineSpan(keepView = false) {
     const o = this.overview;
-    if (o && o.run !== this.store.state.run) return;
-    const span = o && o.profile ? o.profile.span_ns : 0;
+    if (!o || o.run !== this.store.state.run) return;   // still loading, or it failed
+    const span = o.profile ? o.profile.span_ns : 0;
     this.timeline.setSpan(span, keepView);
     this.renderTimelineInfo();
   }
@@ -689,7 +926,11 @@ export class App {
   renderTimelineInfo() {
     const d = this.timeline.data;
     const o = this.overview;
-    if (!o || !o.profile.events) {
+    if (!o || o.run !== this.store.state.run) {
+      this.timelineInfo.textContent = 'loading…';
+      return;
+    }
+    if (!o.profile.events) {
       this.timelineInfo.textContent = 'no profile in this run';
       return;
     }
@@ -769,7 +1010,7 @@ export class App {
           s.kernels.length ? s.kernels.map((k, i) => {
             // The server's kernel class (why.kernel_class), one per kernel name.
             const cls = (s.classes || [])[i] || 'unknown';
-            const key = classKey(mode, {class: cls, onednn: cls === 'onednn'});
+            const key = classKey(mode, {name: k, class: cls, onednn: k.startsWith('_Mkl')});
             return el('span', {class: 'opm-chip'}, swatch(key),
                 el('span', {class: 'opm-kernel-name', text: k}));
           }) : el('span', {class: 'opm-muted', text: ' kernel ?'}));

@@ -407,7 +407,7 @@ def _evidence_lines(row: OpTypeRow) -> list[str]:
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
-_WHY_SENTENCES = 3
+_WHY_SENTENCES = 2
 # Sentences every explanation of a mode carries: in the full text only.
 _GENERIC = ("Rules as of", "A graph op runs each time")
 
