@@ -14,7 +14,9 @@ bytes, the payload, 4-byte masked CRC32C of the payload. Damage handling:
   after it (the length can be trusted);
 - bad length CRC: the length cannot be trusted, so we scan forward byte by
   byte for the next header whose length CRC and payload CRC both verify, and
-  resume there;
+  resume there. The scan reads windows of the file, not the rest of it at once,
+  so memory stays bounded whatever the file's size (a payload longer than a
+  window has its CRC checked as it streams by);
 - a header or payload cut short at the end of the file: reported as a
   truncated tail (a file still being written ends this way). ``end_offset``
   tells where a later read should resume.
@@ -41,10 +43,9 @@ _U32 = struct.Struct("<I")
 _MAX_LENGTH = 1 << 31
 # RecordReader reads this much at a time (a record longer than that, in one read).
 _WINDOW = 16 << 20
-# "Read to the end of the file": a damaged stretch is searched as the whole rest.
-_REST = 1 << 62
-# next_intact_record filters this many offsets at a time.
-_SCAN_BLOCK = 1 << 20
+# The search for the next intact record filters this many offsets at a time; numpy's
+# temporaries take about 25 bytes per offset, so this keeps them to a few MB.
+_SCAN_BLOCK = 1 << 18
 _MASK_DELTA = 0xA282EAD8
 _ALL_ONES = 0xFFFFFFFF
 
@@ -96,32 +97,41 @@ class RecordReader:
     records: int = 0
     truncated: bool = False
     stop: int | None = None
+    # While iterating: the open file, and its size (lowered when a read comes up short).
+    _file: Any = field(default=None, init=False, repr=False, compare=False)
+    _size: int = field(default=0, init=False, repr=False, compare=False)
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         self.end_offset = self.start
         with open(self.path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
+            self._file, self._size = f, size
             pos, want = self.start, _WINDOW
             # Read, not mmap: a file that shrinks under a mapping raises SIGBUS and
             # kills the process; a short read here is just a truncated tail. Windows
-            # of _WINDOW bytes keep memory flat; the rare damaged stretch is re-read
-            # together with the rest of the file, so that the search for the next
-            # intact record sees everything the whole-file reading did.
-            while pos < size:
-                f.seek(pos)
-                data = f.read(min(size - pos, want))
-                final = pos + len(data) >= size or len(data) < min(size - pos, want)
-                resume = yield from self._scan(data, pos, pos + len(data), final)
-                if resume is None:
-                    return
-                pos, want = resume
+            # of _WINDOW bytes keep memory flat, and so does the search for the next
+            # intact record after damage (``_next_intact``): it reads windows of its
+            # own rather than the rest of the file.
+            try:
+                while pos < size:
+                    f.seek(pos)
+                    data = f.read(min(size - pos, want))
+                    final = pos + len(data) >= size or len(data) < min(size - pos, want)
+                    if final:  # the file ends here (it may have shrunk since it was sized)
+                        self._size = min(self._size, pos + len(data))
+                    resume = yield from self._scan(data, pos, pos + len(data), final)
+                    if resume is None:
+                        return
+                    pos, want = resume
+            finally:
+                self._file = None
 
     def _scan(self, data: bytes, base: int, size: int, final: bool
               ) -> Generator[tuple[int, bytes], None, tuple[int, int] | None]:
         """Records in ``data``, the file's bytes from offset ``base`` up to ``size``.
         Unless ``final`` (``size`` is the end of the file), returns where to go on
-        and how much to read there once a record runs past ``size``, or damage
-        needs the rest of the file; None when done."""
+        and how much to read there once a record runs past ``size``; also where to go
+        on when damage was skipped to a record beyond ``data``. None when done."""
         pos = base
         crc = masked_crc32c
         verify = self.verify
@@ -136,15 +146,15 @@ class RecordReader:
                 return None
             (length,) = u64(data, pos - base)
             if verify and crc(data[pos - base:pos - base + 8]) != u32(data, pos - base + 8)[0]:
-                if not final:
-                    return pos, _REST  # read again from here, to the end
-                nxt = self._resync(data, base, size, pos + 1)
-                skipped = (nxt if nxt is not None else size) - pos
+                nxt = self._next_intact(data, base, pos + 1)
+                skipped = (nxt if nxt is not None else self._size) - pos
                 self.problems.append(Problem(
                     self.path, pos, f"bad length checksum; skipped {skipped} bytes"
                     + (" to the next intact record" if nxt is not None else " to the end of the file")))
                 if nxt is None:
                     return None
+                if nxt >= size:
+                    return nxt, _WINDOW
                 pos = nxt
                 continue
             end = pos + _HEADER + length + _FOOTER
@@ -156,24 +166,26 @@ class RecordReader:
                 return None
             payload = data[pos - base + _HEADER:end - base - _FOOTER]
             if verify and crc(payload) != u32(data, end - base - _FOOTER)[0]:
-                if not final:
-                    return pos, _REST  # read again from here, to the end
                 # The length verified, but the record may still be torn (bytes lost
                 # inside it, a writer that died mid-record): go on after it only if
                 # a verified header starts there, else search for the next record.
                 nxt: int | None = end
-                if end + _HEADER <= size and crc(data[end - base:end - base + 8]) != u32(data, end - base + 8)[0]:
-                    nxt = self._resync(data, base, size, pos + 1)
+                if end + _HEADER <= self._size:
+                    after = self._bytes_at(data, base, end, _HEADER)
+                    if len(after) == _HEADER and crc(after[:8]) != u32(after, 8)[0]:
+                        nxt = self._next_intact(data, base, pos + 1)
                 self.problems.append(Problem(
                     self.path, pos, f"bad payload checksum; record of {length} bytes skipped"
                     + ("" if nxt == end else
-                       f", and {(nxt if nxt is not None else size) - end} more bytes up to "
+                       f", and {(nxt if nxt is not None else self._size) - end} more bytes up to "
                        + ("the next intact record" if nxt is not None else "the end of the file"))))
                 if nxt is None:
-                    self.end_offset = size
+                    self.end_offset = self._size
                     return None
+                self.end_offset = nxt
+                if nxt >= size:
+                    return nxt, _WINDOW
                 pos = nxt
-                self.end_offset = pos
                 continue
             self.records += 1
             yield pos, payload
@@ -189,10 +201,77 @@ class RecordReader:
         self.truncated = True
         self.problems.append(Problem(self.path, pos, message + " (file still being written?)"))
 
-    def _resync(self, data: bytes, base: int, size: int, pos: int) -> int | None:
-        """The offset of the next fully verified record at or after ``pos``."""
-        found = next_intact_record(data, size - base, pos - base)
-        return None if found is None else found + base
+    def _pread(self, offset: int, n: int) -> bytes:
+        """``n`` bytes of the file from ``offset`` (fewer where it ends). A short read
+        means the file shrank: its end is then where the read stopped."""
+        f = self._file
+        assert f is not None
+        data = os.pread(f.fileno(), n, offset) if n > 0 else b""
+        if len(data) < n:
+            self._size = min(self._size, offset + len(data))
+        return data
+
+    def _bytes_at(self, data: bytes, base: int, offset: int, n: int) -> bytes:
+        """``n`` bytes from ``offset``: from ``data`` (which starts at ``base``) if it
+        holds them, else from the file."""
+        if offset + n <= base + len(data):
+            return data[offset - base:offset - base + n]
+        return self._pread(offset, n)
+
+    def _next_intact(self, data: bytes, base: int, pos: int) -> int | None:
+        """The offset of the first record at or after ``pos`` whose length CRC and
+        payload CRC both verify and which ends within the file, or None: what
+        ``next_intact_record`` gives on the whole rest of the file, found without
+        holding it. Offsets are searched in the bytes in hand (``data``, from
+        ``base``), then in windows read from the file; a candidate whose record runs
+        past the bytes in hand has its payload checked as it is streamed from the file.
+        Memory: a window or two, whatever the file's size."""
+        while True:
+            size = self._size
+            last = size - _HEADER - _FOOTER
+            if pos > last:
+                return None
+            # Offsets up to ``stop`` have their 12 header bytes in ``data``.
+            stop = min(last, base + len(data) - _HEADER)
+            if pos < base or stop < pos:
+                data = self._pread(pos, min(size - pos, _WINDOW))
+                base = pos
+                if len(data) < _HEADER + _FOOTER:
+                    return None
+                continue
+            while pos <= stop:
+                block_stop = min(stop, pos + _SCAN_BLOCK - 1)
+                for p in _candidates(data, size - base, pos - base, block_stop - base):
+                    if self._intact_in_file(data, base, p + base):
+                        return p + base
+                pos = block_stop + 1
+
+    def _intact_in_file(self, data: bytes, base: int, pos: int) -> bool:
+        """Whether a record starting at ``pos`` (its header in ``data``) verifies."""
+        rel = pos - base
+        header = data[rel:rel + 8]
+        if masked_crc32c(header) != _U32.unpack_from(data, rel + 8)[0]:
+            return False
+        (length,) = _U64.unpack(header)
+        end = pos + _HEADER + length + _FOOTER
+        if end > self._size:
+            return False
+        if end <= base + len(data):
+            return masked_crc32c(data[rel + _HEADER:end - base - _FOOTER]) == \
+                _U32.unpack_from(data, end - base - _FOOTER)[0]
+        # Runs past the bytes in hand: stream its payload's CRC from the file.
+        crc, at = 0, pos + _HEADER
+        while at < end - _FOOTER:
+            chunk = self._pread(at, min(_WINDOW, end - _FOOTER - at))
+            if not chunk:
+                return False  # the file shrank under us
+            crc = google_crc32c.extend(crc, chunk)
+            at += len(chunk)
+        stored = self._pread(end - _FOOTER, _FOOTER)
+        if len(stored) < _FOOTER:
+            return False
+        masked = (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+        return masked == _U32.unpack(stored)[0]
 
 
 def next_intact_record(buf: Any, size: int, pos: int, limit: int | None = None) -> int | None:
