@@ -810,6 +810,44 @@ def read_file_states(files: dict[str, str],
             gc.enable()
 
 
+def _changed_since(state: FileState) -> str:
+    """How ``state``'s file changed since it was sized for reading, in a way that makes
+    what was read inconsistent ("" if it did not, or only grew: the readers then all
+    read the same prefix). A file that could not be sized was reported by its reader."""
+    before = state.identity
+    if before is None:
+        return ""
+    now = file_identity(state.path)
+    if now is None:
+        return "removed"
+    size, _mtime, ino, dev = now
+    if (ino, dev) != (before[2], before[3]):
+        return "replaced by another file"
+    if size < before[0]:
+        return f"cut from {before[0]} to {size} bytes"
+    return ""
+
+
+def _run_jobs(jobs: list[tuple[FileState, int]]) -> None:
+    """Read each (state, offset to start at) into its state."""
+    # The traces file first: its workers run while this process reads the rest.
+    trace_job = None
+    for state, start in jobs:
+        if state.kind == _TRACES:
+            trace_job = _TraceJob(state, start)
+    read = False
+    try:
+        for state, start in jobs:
+            if state.kind != _TRACES:
+                _FOLDS[state.kind](state.part, _events(state, start))
+        read = True
+    finally:
+        if trace_job is not None and not read:
+            trace_job.abandon()
+    if trace_job is not None:
+        trace_job.finish()
+
+
 def _read_file_states(files: dict[str, str],
                       previous: dict[str, FileState]) -> dict[str, FileState]:
     states: dict[str, FileState] = {}
@@ -832,22 +870,22 @@ def _read_file_states(files: dict[str, str],
                 jobs.append((old, old.end_offset))
                 continue
         jobs.append((FileState(kind, path, identity), 0))
-    # The traces file first: its workers run while this process reads the rest.
-    trace_job = None
-    for state, start in jobs:
-        if state.kind == _TRACES:
-            trace_job = _TraceJob(state, start)
-    read = False
-    try:
-        for state, start in jobs:
-            if state.kind != _TRACES:
-                _FOLDS[state.kind](state.part, _events(state, start))
-        read = True
-    finally:
-        if trace_job is not None and not read:
-            trace_job.abandon()
-    if trace_job is not None:
-        trace_job.finish()
+    _run_jobs(jobs)
+    # A file cut short, or replaced, while it was read gives counts of neither its old
+    # nor its new self (the readers of its parts saw different files): read it again,
+    # once, and if it changed again, say that its counts may be mixed.
+    again = [i for i, (state, _start) in enumerate(jobs) if _changed_since(state)]
+    if again:
+        redo = [(FileState(jobs[i][0].kind, jobs[i][0].path, file_identity(jobs[i][0].path)), 0)
+                for i in again]
+        _run_jobs(redo)
+        for i, (state, start) in zip(again, redo):
+            why = _changed_since(state)
+            if why:
+                state.read_problems.append(Problem(state.path, 0, (
+                    f"changed while being read ({why}; read again, it changed again): "
+                    "counts may be mixed")))
+            jobs[i] = (state, start)
     for state, _start in jobs:
         state.tail_bytes = _tail_bytes(state.path, state.end_offset)
         states[state.kind] = state

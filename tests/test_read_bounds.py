@@ -11,6 +11,7 @@ again, or named in a warning, rather than counted half old, half new.
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,92 @@ def test_windowed_resync_finds_what_the_whole_file_search_found(
         assert read(window) == whole, window
     size = path.stat().st_size
     assert read(333, size // 3, 2 * size // 3) == read(1 << 30, size // 3, 2 * size // 3)
+
+
+# ---------------------------------------------------------------- 3. cut short while read
+
+# Runs ``tb_opmode`` in a child whose os.pread (the fast trace reader's) changes the
+# traces file at the second read of every process (the forked workers too), from
+# another thread: a file cut short, or replaced, in the middle of being read.
+CHANGE_SCRIPT = r"""
+import io, os, shutil, sys, threading
+from tb_opmode import tfdbg
+from tb_opmode.cli import main
+path, how, keep, spare, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+real_pread = os.pread
+calls = [0]
+
+def change():
+    if how == "cut":
+        os.truncate(path, keep)
+    else:  # replaced, each time, by a fresh copy of the same bytes: a new inode
+        tmp = f"{path}.{os.getpid()}.{calls[0]}"
+        shutil.copyfile(spare, tmp)
+        os.replace(tmp, path)
+
+def pread(fd, n, offset):
+    calls[0] += 1
+    if calls[0] % 2 == 0 and (how != "cut" or os.path.getsize(path) > keep):
+        t = threading.Thread(target=change)
+        t.start()
+        t.join()
+    return real_pread(fd, n, offset)
+
+os.pread = pread
+if mode == "states":
+    state = tfdbg.read_file_states({"graph_execution_traces": path})["graph_execution_traces"]
+    print(state.records, sum(state.part.traces.values()))
+    for p in state.read_problems + state.frame_problems:
+        print(p.offset, p.message)
+else:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["summary", os.path.dirname(path), "--format", "json"], stdout=out, stderr=err)
+    print(code)
+    sys.stdout.write(err.getvalue())
+"""
+
+
+def _change_in_child(path: Path, how: str, keep: int, spare: Path, mode: str) -> list[str]:
+    proc = subprocess.run([sys.executable, "-c", CHANGE_SCRIPT, str(path), how, str(keep),
+                           str(spare), mode], capture_output=True, text=True, timeout=300,
+                          cwd=str(ROOT))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.splitlines()
+
+
+def test_traces_file_cut_short_while_read_is_read_again(cnn_logdir: Path, tmp_path: Path) -> None:
+    """Cut to its first 16 records in the middle of the fast read. Before, the counts
+    were those of the windows read before the cut (tens of thousands of records, of a
+    file then holding 16), with no warning; now the file is read again and counted as
+    it is."""
+    src = dump_files(cnn_logdir)[TRACES]
+    path = tmp_path / src.name
+    _repeated(src, path, 40 << 20)
+    spare = tmp_path / "spare"
+    first = _records(src)
+    keep = first[16][0]
+    lines = _change_in_child(path, "cut", keep, spare, "states")
+    assert path.stat().st_size == keep, "the file was cut while being read"
+    records, traced = map(int, lines[0].split())
+    assert (records, traced) == (16, 16)
+    assert lines[1:] == []
+
+
+def test_traces_file_changing_on_every_read_is_warned_about(cnn_logdir: Path,
+                                                            tmp_path: Path) -> None:
+    """Replaced by another file in the middle of the read, and again in the middle of
+    reading it again: the warning names the file; the exit status stays 0."""
+    for kind, src in dump_files(cnn_logdir).items():
+        if kind != TRACES:
+            shutil.copyfile(src, tmp_path / src.name)
+    src = dump_files(cnn_logdir)[TRACES]
+    path = tmp_path / src.name
+    spare = tmp_path.parent / f"{tmp_path.name}.spare"
+    _repeated(src, spare, 40 << 20)
+    shutil.copyfile(spare, path)
+    lines = _change_in_child(path, "replace", 0, spare, "cli")
+    assert lines[0] == "0"
+    warned = [line for line in lines[1:] if "changed while being read" in line]
+    assert warned == [f"tb-opmode: warning: .: {path.name}: byte 0: changed while being read "
+                      "(replaced by another file; read again, it changed again): counts may "
+                      "be mixed"], lines
