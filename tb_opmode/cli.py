@@ -48,6 +48,9 @@ def render_table(doc: dict[str, Any]) -> str:
         if run["functions"]:
             out.write("  tf.function calls: " + ", ".join(
                 f"{display(f['name'])} x{f['calls']}" for f in run["functions"]) + "\n")
+        for f in run.get("xla_functions", []):
+            out.write(f"  XLA: {display(f['name'])} ({f['launches']} launches in the log): "
+                      f"{display(f['note'])}\n")
         header = ["op type", "eager", "eager kernels", "graph", "graph kernels"]
         rows = [[display(r["op_type"]), str(r["eager"]["executions"]),
                  _kernel_text(r["eager"]["kernels"]),

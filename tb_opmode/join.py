@@ -27,11 +27,11 @@ from .runs import RunSources, discover, display, relpath
 from .textlog import LogFacts
 from .tfdbg import DumpSet
 from .tfrecord import Problem
-from .why import explain, op_times, time_share
+from .why import explain, is_debug_kernel, op_times, time_share
 from .xplane import Profile
 
 __all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "LogdirError", "build_run",
-           "load", "summary", "run_json", "onednn_primitives", "is_function", "MODES"]
+           "load", "summary", "run_json", "row_op", "onednn_primitives", "xla_functions", "is_function", "MODES"]
 
 MODES = ("eager", "graph")
 
@@ -154,17 +154,47 @@ def _buffer_checks(model: RunModel) -> list[Problem]:
     return out
 
 
+# Fused kernels stand for the op their pattern starts with (the fused node keeps the
+# name of the pattern's last op): a run without a dump names its rows after them.
+_FUSED_HEADS = (("FusedConv2D", "Conv2D"), ("FusedMatMul", "MatMul"),
+                ("FusedBatchMatMul", "BatchMatMulV2"), ("FusedDepthwiseConv2dNative",
+                                                        "DepthwiseConv2dNative"),
+                ("PadWithConv2D", "Conv2D"), ("PadWithFusedConv2D", "Conv2D"),
+                ("FusedConv3D", "Conv3D"), ("FusedBatchNormEx", "FusedBatchNormV3"))
+
+
+def row_op(kernel: str) -> str:
+    """The op type a kernel ran for: ``_MklNativeConv2D`` -> Conv2D, and a fused kernel
+    -> its pattern's first op (``_MklNativeFusedConv2D``, ``_FusedConv2D`` -> Conv2D)."""
+    base = canonical_op(kernel).lstrip("_")
+    for fused, head in _FUSED_HEADS:
+        if base.startswith(fused):
+            return head
+    if base.endswith("WithBias"):  # _MklNativeConv2DBackpropFilterWithBias
+        return base[:-len("WithBias")]
+    return canonical_op(kernel)
+
+
+# What a log or profile shows that is no op of the user's program: tfdbg's debug ops
+# and the executor's own nodes.
+_NOT_USER_OPS = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
+
+
+def _user_op(kernel: str) -> bool:
+    return bool(kernel) and kernel not in _NOT_USER_OPS and not is_debug_kernel(kernel)
+
+
 def _log_counts(model: RunModel) -> None:
     for log in model.logs:
         for dispatch, n in log.eager_dispatch.items():
             if is_function(dispatch):
                 model.functions[dispatch] += n
-            else:
-                model.row(canonical_op(dispatch)).eager.executions += n
+            elif _user_op(dispatch):
+                model.row(row_op(dispatch)).eager.executions += n
         for node, n in log.graph_executions.items():
             kernel = log.graph_kernels.get(node, ("", ""))[0]
-            if kernel and kernel not in ("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"):
-                model.row(canonical_op(kernel)).graph.executions += n
+            if _user_op(kernel):
+                model.row(row_op(kernel)).graph.executions += n
 
 
 def _profile_counts(model: RunModel) -> None:
@@ -172,10 +202,16 @@ def _profile_counts(model: RunModel) -> None:
         for op_type, is_func, _start, _dur in prof.eager_ops:
             if is_func or is_function(op_type):
                 model.functions[op_type] += 1
-            else:
+            elif _user_op(op_type):
                 model.row(op_type).eager.executions += 1
         for _node, kernel, _start, _dur in prof.graph_ops:
-            model.row(canonical_op(kernel)).graph.executions += 1
+            if _user_op(kernel):
+                model.row(row_op(kernel)).graph.executions += 1
+        if prof.eager_ops or prof.graph_ops:
+            model.problems.append(Problem(prof.path, 0, (
+                "counts from this profile cover only the steps it profiled (the profiler's "
+                "window), not the whole run; a tfdbg dump (enable_dump_debug_info) counts "
+                "every execution")))
 
 
 def _add_kernel(stats: ModeStats, name: str, executions: int, evidence: str, note: str = "",
@@ -214,7 +250,7 @@ def _graph_kernels_without_dump(model: RunModel) -> None:
         for kernel, _dtype in log.graph_kernels.values():
             seen[kernel] = (kernel, "log")
     for kernel, evidence in seen.values():
-        row = model.op_types.get(canonical_op(kernel))
+        row = model.op_types.get(row_op(kernel))
         if row is not None and row.graph.executions:
             _add_kernel(row.graph, kernel, 0, evidence)
     for row in model.op_types.values():
@@ -408,6 +444,29 @@ def onednn_primitives(m: RunModel) -> dict[str, Any]:
     return {"primitives": rows, "note": note}
 
 
+def xla_functions(m: RunModel) -> list[dict[str, Any]]:
+    """tf.functions XLA compiled (jit_compile=True), from the log's XLA launches: a mode
+    of their own. Their ops run inside one XLA cluster, not as TF kernels, and tfdbg
+    cannot instrument a cluster (its debug ops have no XLA kernel): with the dump on, TF
+    refuses to compile such a function, so a dump holds none of its ops."""
+    launches: Counter = Counter()
+    for log in m.logs:
+        launches.update(log.xla_launches)
+    out = []
+    for name, n in sorted(launches.items()):
+        calls = m.functions.get(name, 0)
+        if m.dumps:
+            note = (f"compiled by XLA: its ops ran inside an XLA cluster, not as TF kernels; "
+                    f"tfdbg cannot instrument XLA clusters, so the dump holds none of its ops "
+                    f"({calls} of its calls are in the dump; with the dump on, TF fails to "
+                    f"compile it: no XLA kernel for tfdbg's debug ops). Run without the dump "
+                    f"and with the log (TF_CPP_MAX_VLOG_LEVEL=2) to see its kernels")
+        else:
+            note = "compiled by XLA: its ops ran inside an XLA cluster, not as TF kernels"
+        out.append({"name": name, "launches": n, "calls_in_dump": calls, "note": note})
+    return out
+
+
 def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, Any]:
     """One run of the summary contract."""
     warnings = [_problem_text(p, logdir) for p in m.problems]
@@ -436,6 +495,7 @@ def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, A
         "functions": [{"name": n, "calls": c} for n, c in sorted(
             m.functions.items(), key=lambda kv: (-kv[1], kv[0]))],
         "onednn_verbose": onednn_primitives(m),
+        "xla_functions": xla_functions(m),
         "time_share": time_share(m.times),
         "op_types": op_types,
     }

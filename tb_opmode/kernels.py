@@ -281,6 +281,43 @@ def _derived(node: str, op_name: str) -> bool:
 # Remapper patterns that fuse an op with a sibling reading the same input:
 # Conv2DBackpropFilter + BiasAddGrad -> _MklNativeConv2DBackpropFilterWithBias.
 _SIBLING_FUSIONS = {"BiasAddGrad": ("Conv2DBackpropFilter", "MatMul")}
+# Dtypes the oneDNN fusions take ("" / unknown markers: not recorded, float assumed).
+_FUSION_DTYPES = frozenset(("DT_FLOAT", "DT_BFLOAT16", DTYPE_SOME_FLOAT, DTYPE_UNKNOWN))
+
+
+_FILTER_WITH_BIAS = "_MklNativeConv2DBackpropFilterWithBias"
+
+
+def _infer_filter_bias_fusions(model: RunModel, unresolved: list[tuple[int, OpKernel]],
+                               consumers_cache: dict[tuple[int, str], dict[str, list[str]]]) -> None:
+    """With oneDNN on, grappler's remapper fuses a Conv2DBackpropFilter with the
+    BiasAddGrad that reads the same gradient (remapper.cc, FuseConv2DBackpropFilterWithBias)
+    even in a dumped graph: tfdbg's debug ops read outputs, which the fusion keeps. No
+    observation needed: the pattern is in the dump's own graph."""
+    by_name = {(op.graph_id, op.op_name): op for _i, op in unresolved}
+    for i, op in unresolved:
+        if op.op_type != "Conv2DBackpropFilter" or op.kernel or op.dtype not in _FUSION_DTYPES:
+            continue
+        graph_ops = model.dumps[i].graphs[op.graph_id].ops
+        created = graph_ops[op.op_name]
+        if len(created.inputs) < 3:
+            continue
+        key = (i, op.graph_id)
+        if key not in consumers_cache:
+            consumers_cache[key] = _consumers(model, i, op.graph_id)
+        gradient = _strip_slot(created.inputs[2])
+        for sibling in consumers_cache[key].get(gradient, []):
+            other = by_name.get((op.graph_id, sibling))
+            if (other is None or other.kernel or other.op_type != "BiasAddGrad"
+                    or _strip_slot(graph_ops[sibling].inputs[0]) != gradient):
+                continue
+            op.kernel, op.evidence = _FILTER_WITH_BIAS, "inferred"
+            op.note = (f"fused with its sibling {sibling} (BiasAddGrad of the same gradient) "
+                       f"into {_FILTER_WITH_BIAS} by grappler's remapper, as it does whenever "
+                       f"oneDNN is on")
+            other.kernel, other.evidence, other.fused_into = _FILTER_WITH_BIAS, "inferred", op.op_name
+            other.note = f"fused by grappler's remapper into {_FILTER_WITH_BIAS} with {op.op_name}"
+            break
 
 
 def _consumers(model: RunModel, dump_index: int, graph_id: str) -> dict[str, list[str]]:
@@ -351,7 +388,11 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             seen[(op.op_type, op.dtype)][op.kernel] += 1
     consumers_cache: dict[tuple[int, str], dict[str, list[str]]] = {}
     resolved_by_name = {(op.graph_id, op.op_name): op for op in resolved}
+    if model.onednn_enabled is not False:
+        _infer_filter_bias_fusions(model, unresolved, consumers_cache)
     for i, op in unresolved:
+        if op.kernel:
+            continue
         # Fused into a consumer's node? (MatMul -> BiasAdd -> Relu = _MklNativeFusedMatMul)
         key = (i, op.graph_id)
         graph_ops = model.dumps[i].graphs[op.graph_id].ops
@@ -411,7 +452,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             op.note = ("no profiler event for it although its debug summary ran in the same "
                        "step: grappler most likely removed it")
             continue
-        if (op.op_type in _FORWARDERS and op.op_type in _NO_EVENT_OPS | {"Sum", "Mean", "Transpose"}
+        if (op.op_type in _FORWARDERS and op.op_type in _NO_EVENT_OPS | {"Sum", "Mean"}
                 and _same_tensor_as_input(model.dumps[i], op, graph_ops)):
             op.kernel, op.evidence = UNKNOWN, "inferred"
             op.note = (f"unknown whether it ran: at its first run its debug summary equals its "
@@ -422,7 +463,13 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        f"(TF_CPP_MAX_VLOG_LEVEL=2), or profile with host_tracer_level=3")
             continue
         if op.op_type == "Placeholder":
-            _placeholder(op, model.dumps[i].graphs[op.graph_id].outer_id)
+            graphs = model.dumps[i].graphs
+            graph = graphs[op.graph_id]
+            # tf.data runs its functions (graphs "Dataset_map_...", "reduce_..._body") with
+            # their own executors even when they are traced inside a tf.function.
+            inlined = (graph.outer_id in graphs
+                       and not graph.name.startswith(("Dataset_", "reduce_")))
+            _placeholder(op, inlined)
             continue
         observed = seen.get((op.op_type, op.dtype))
         if observed:
@@ -468,13 +515,13 @@ def _lowest_digest(digests: dict[tuple[str, str, int], int], graph_id: str, op_n
     return 0
 
 
-def _placeholder(op: OpKernel, outer_graph: str) -> None:
+def _placeholder(op: OpKernel, inlined: bool) -> None:
     """A function's argument. A function run by its own executor (a tf.function called
     eagerly, a tf.data function) feeds it through an ``_Arg`` node; in a function
     traced inside another (inlined into its caller, or a cond/while branch lowered
     into it) it becomes an edge, and no node runs for it."""
     op.evidence = "inferred"
-    if outer_graph:
+    if inlined:
         op.kernel = REMOVED
         op.note = ("an argument of a function traced inside another: TF inlines the function "
                    "(or lowers the cond/while branch) into its caller, so the argument is an "

@@ -127,6 +127,8 @@ _DEAD = b" is dead device: "
 _CPU_FEATURES = b"To enable the following instructions: "
 _FOLDED = b"Folded node: "
 _BANNER = b"oneDNN custom operations are "
+# xla_ops.cc: one launch of a function XLA compiles (jit_compile=True).
+_XLA_LAUNCH = b"XlaLocalLaunchOpBase::Compute "
 _WRAPPED = b"__wrapped__"
 _DEBUG_OP_NAME = re.compile(rb'[ \[]op_name="([^"]*)"')
 _DEBUG_CONTEXT = re.compile(rb'[ \[]tfdbg_context_id="([^"]*)"')
@@ -189,6 +191,8 @@ class LogFacts:
     # The tfdbg_run_id of every dump whose debug nodes this log shows ran: it is the
     # dump's own run id (its metadata), so it ties a log to its dump exactly.
     tfdbg_run_ids: frozenset[str] = frozenset()
+    # Functions XLA compiled (jit_compile=True) -> launches the log shows (xla_ops.cc).
+    xla_launches: Counter[str] = field(default_factory=Counter)
     graph_executions: Counter[str] = field(default_factory=Counter)
     onednn_primitives: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     onednn_time_ms: Counter[tuple[str, str, str]] = field(default_factory=Counter)
@@ -257,6 +261,7 @@ class _Parser:
         self.debug_modes: dict[bytes, int] = {}
         self.circular_buffer_size: Optional[int] = None
         self.run_ids: set[bytes] = set()
+        self.xla_launches: Counter[bytes] = Counter()
         self.steps: dict[bytes, _Step] = {}
         self.scoped: dict[bytes, dict[bytes, tuple[bytes, bytes]]] = {}
         self.graph_exec: Counter[bytes] = Counter()
@@ -279,6 +284,7 @@ class _Parser:
             b"op_kernel.cc": ((_INSTANTIATING,), self._op_kernel),
             b"executor.cc": ((_PROCESS,), self._executor),
             b"port.cc": ((_BANNER,), self._port),
+            b"xla_ops.cc": ((_XLA_LAUNCH,), self._xla),
             b"constant_folding.cc": ((_FOLDED,), self._folded),
         }
 
@@ -636,6 +642,14 @@ class _Parser:
             if parsed is not None:
                 self.folded.add(parsed[0])
 
+    def _xla(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
+        """``XlaLocalLaunchOpBase::Compute __inference_f_93[_XlaMustCompile=true,...]``."""
+        start = at + len(_XLA_LAUNCH)
+        end = line.find(b"[", start)
+        name = line[start:end if end > 0 else len(line)].strip()
+        if name and b" " not in name:
+            self.xla_launches[name] += 1
+
     def _port(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if line.startswith(_BANNER, at):
             word = line[at + len(_BANNER):at + len(_BANNER) + 3]
@@ -677,6 +691,7 @@ class _Parser:
         facts.debug_modes = {_s(n): m for n, m in self.debug_modes.items()}
         facts.circular_buffer_size = self.circular_buffer_size
         facts.tfdbg_run_ids = frozenset(_s(r) for r in self.run_ids)
+        facts.xla_launches = Counter({_s(k): v for k, v in self.xla_launches.items()})
         facts.context_kernels = {_s(c): {_s(n): (_s(k), _s(t)) for n, (k, t) in nodes.items()}
                                  for c, nodes in self.scoped.items()}
         for n, v in self.graph_exec.items():

@@ -74,7 +74,7 @@ _DTYPE_INDEX = {4: 2, 5: 1}
 # modes (and in FULL_HEALTH) says "not a float type".
 DTYPE_UNKNOWN = "?"
 DTYPE_SOME_FLOAT = "float"
-_NO_TENSOR, _CURT, _CONCISE, _FULL_TENSOR = 1, 2, 3, 6
+_NO_TENSOR, _CURT, _CONCISE, _FULL_TENSOR = 1, 2, 3, 7  # TensorDebugMode enum values
 
 
 def health_dtype(tensor_proto: bytes, mode: int) -> str:
@@ -433,6 +433,7 @@ class _Part:
     first_wall: float = 0.0
     last_wall: float = 0.0
     decoded: bool = False     # exact: any DebugEvent decoded (last_wall is meaningful)
+    framed: int = 0           # fast: bytes framed in the window that did not verify
     records: int = 0
     read_problems: list[Problem] = field(default_factory=list)
     frame_problems: list[Problem] = field(default_factory=list)
@@ -519,18 +520,23 @@ def _trace_tail(payload: bytes) -> int | None:
 
 
 def _first_payload(path: str, start: int) -> bytes | None:
-    reader = RecordReader(path, start=start, stop=start + 1)
+    """The payload of the first intact record from ``start`` on. Not only the record at
+    ``start``: when that one is damaged, the fast reader must still learn the layout
+    from the next, or one flipped byte at the start reads a big file record by record."""
+    records = iter(RecordReader(path, start=start))
     try:
-        for _offset, payload in reader:
+        for _offset, payload in records:
             return payload
     except OSError:
         return None
+    finally:
+        records.close()  # type: ignore[attr-defined]  (a generator: closes the file)
     return None
 
 
 def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -> list[_Part]:
-    """Read the records that start in [lo, hi) of a traces file: fast parts, then an exact
-    part from wherever the fast reading had to stop. With ``sync``, ``lo`` is any byte
+    """Read the records that start in [lo, hi) of a traces file: fast parts, and exact
+    parts where a window does not verify (damage). With ``sync``, ``lo`` is any byte
     offset and reading starts at the first intact record after it.
 
     The file is read in windows of ``_CHUNK`` bytes with ``pread``, not mapped: a mapped
@@ -538,7 +544,6 @@ def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -
     and inside TensorBoard this runs in the server's own process. A short read ends the
     fast reading; the exact reader then takes over and reports what it finds."""
     verifier = ChunkVerifier()
-    unpack = struct.Struct("<Q").unpack_from
     with open(path, "rb") as f:
         fd = f.fileno()
         if sync:
@@ -550,51 +555,86 @@ def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -
             if found is None:
                 return []
             lo += found
-        part = _Part(start=lo, fast=True)
-        counts = part.counts
-        samples = part.samples
-        cut = tail + 4
+        parts: list[_Part] = []
         pos = lo
         while pos < hi:
-            data = os.pread(fd, min(size, pos + _CHUNK) - pos, pos)
-            window = len(data)
-            limit = min(hi - 1 - pos, window - 16)
-            keys: list[bytes] = []
-            offsets = array("q")  # within data
-            add_key, add_offset = keys.append, offsets.append
-            p = 0
-            while p <= limit:
-                add_offset(p)
-                e = p + unpack(data, p)[0] + 16
-                add_key(data[p + 21:e - cut])
-                p = e
-            if p > window:  # the last record runs past the window: leave it to the next one
-                p = offsets.pop()
-                keys.pop()
-            if not offsets or not verifier.verify(data, offsets, p):
+            part, pos, short = _fast_part(fd, pos, hi, size, tail, verifier)
+            if part.records:
+                parts.append(part)
+            if pos >= hi:
                 break
-            chunk = Counter(keys)
-            new = [k for k in chunk if k not in counts]
-            if new:
-                firsts = dict(zip(reversed(keys), reversed(offsets)))
-                for k in new:
-                    o = firsts[k]
-                    samples[k] = data[o + 12:o + 12 + unpack(data, o)[0]]
-            for k, n in chunk.items():
-                counts[k] = counts.get(k, 0) + n
-            if not part.records:
-                part.first_payload = data[12:12 + unpack(data, 0)[0]]
-            part.records += len(offsets)
-            last = offsets[-1]
-            part.last_payload = data[last + 12:last + 12 + unpack(data, last)[0]]
-            pos += p
-    part.stop = part.end_offset = pos
-    parts = [part] if part.records else []
-    if pos < hi or (pos >= size and not parts):
-        parts.append(_exact_part(path, pos, hi if hi < size else None))
-    elif pos >= size:
-        part.stop = size
+            if short:  # the file was cut short: the exact reader reports what is left
+                parts.append(_exact_part(path, pos, hi if hi < size else None))
+                return parts
+            # Damage (or a record too big for a window) in the window from ``pos``: read
+            # that window record by record, then go on fast where the exact reader
+            # stopped (a record boundary it verified, or found by its resync). Before,
+            # the exact reader took the rest of the range: one flipped byte near the
+            # start of a big file cost several times the intact read.
+            stop = min(hi, pos + max(part.framed, 1))
+            fill = _exact_part(path, pos, stop if stop < size else None)
+            parts.append(fill)
+            if fill.stop <= pos:  # the file shrank under the exact reader, which said so
+                return parts
+            pos = fill.stop
+    if pos >= size:
+        if parts and parts[-1].fast:
+            parts[-1].stop = size
+        elif not parts:
+            parts.append(_exact_part(path, pos, None))
     return parts
+
+
+def _fast_part(fd: int, pos: int, hi: int, size: int, tail: int, verifier: ChunkVerifier
+               ) -> tuple[_Part, int, bool]:
+    """Records from ``pos`` read fast, window by window, until ``hi`` or a window that
+    does not verify: (the part, where it stopped, whether a read came up short).
+    ``part.framed`` is then how many bytes the failing window's framing covered."""
+    unpack = struct.Struct("<Q").unpack_from
+    part = _Part(start=pos, fast=True)
+    counts = part.counts
+    samples = part.samples
+    cut = tail + 4
+    short = False
+    while pos < hi:
+        want = min(size, pos + _CHUNK) - pos
+        data = os.pread(fd, want, pos)
+        window = len(data)
+        short = window < want
+        limit = min(hi - 1 - pos, window - 16)
+        keys: list[bytes] = []
+        offsets = array("q")  # within data
+        add_key, add_offset = keys.append, offsets.append
+        p = 0
+        while p <= limit:
+            add_offset(p)
+            e = p + unpack(data, p)[0] + 16
+            add_key(data[p + 21:e - cut])
+            p = e
+        if p > window:  # the last record runs past the window: leave it to the next one
+            p = offsets.pop()
+            keys.pop()
+        if not offsets or not verifier.verify(data, offsets, p):
+            part.framed = min(p, window)
+            break
+        short = False  # what was read verified; a short read shows again next window
+        chunk = Counter(keys)
+        new = [k for k in chunk if k not in counts]
+        if new:
+            firsts = dict(zip(reversed(keys), reversed(offsets)))
+            for k in new:
+                o = firsts[k]
+                samples[k] = data[o + 12:o + 12 + unpack(data, o)[0]]
+        for k, n in chunk.items():
+            counts[k] = counts.get(k, 0) + n
+        if not part.records:
+            part.first_payload = data[12:12 + unpack(data, 0)[0]]
+        part.records += len(offsets)
+        last = offsets[-1]
+        part.last_payload = data[last + 12:last + 12 + unpack(data, last)[0]]
+        pos += p
+    part.stop = part.end_offset = pos
+    return part, pos, short
 
 
 def _can_fork() -> bool:

@@ -177,7 +177,8 @@ def function_graphs(model: RunModel, op_type: str) -> list[dict[str, Any]]:
             entry["op_names"].append(op.op_name)
     out = []
     for graph_id, entry in per_graph.items():
-        name, outer_name = "", ""
+        name, outer_name, outer_id = "", "", ""
+        calls = 0
         for dump in model.dumps:
             graph = dump.graphs.get(graph_id)
             if graph is None:
@@ -189,11 +190,13 @@ def function_graphs(model: RunModel, op_type: str) -> list[dict[str, Any]]:
                    and dump.graphs[graph.outer_id].name):
                 seen.add(graph.outer_id)
                 graph = dump.graphs[graph.outer_id]
-            outer_name = graph.name
-        calls = sum(c for f, c in model.functions.items()
-                    if outer_name and f.startswith(f"__inference_{outer_name}_"))
+            outer_name, outer_id = graph.name, graph.graph_id
+            # Calls of that very graph: Keras' train and evaluate functions share a name
+            # (multi_step_on_iterator), so functions are told apart by graph id.
+            calls += sum(n for (_op, called), n in dump.executions.items()
+                         if called == graph.graph_id)
         out.append({"graph_id": graph_id, "graph": name, "function": outer_name,
-                    "function_calls": calls, "executions": entry["executions"],
+                    "function_graph_id": outer_id, "function_calls": calls, "executions": entry["executions"],
                     "ops": len(entry["op_names"]), "op_names": sorted(entry["op_names"])[:5]})
     out.sort(key=lambda g: (-g["executions"], -g["ops"], g["graph"], g["graph_id"]))
     return out

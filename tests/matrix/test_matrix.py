@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tb_opmode.join import load, summary
+from tb_opmode.why import function_graphs
 from tests.conftest import ROOT, ddr_counts, link_tree
 from tests.matrix.truth import score, truth_of
 from tests.matrix.workloads import CELLS, MissingPackages, make_cell
@@ -207,3 +208,38 @@ def test_unknowns_say_why(cell: dict[str, Any]) -> None:
                 for k in row[mode]["kernels"]:
                     if k["name"] == "(unknown)":
                         assert k.get("notes") and "unknown" in k["notes"][0], (row["op_type"], k)
+
+
+def test_counts_from_a_cut_buffer_are_called_a_lower_bound(cell: dict[str, Any]) -> None:
+    cut = cell["meta"]["circular_buffer_size"] is None  # TF's default: 1000 records a kind
+    for key in ("without", "with"):
+        said = [w for w in cell[key]["warnings"] if "lower bound" in w]
+        assert bool(said) == cut, (key, cell[key]["warnings"])
+
+
+def test_xla_functions_are_named_with_what_the_dump_cannot_show(cell: dict[str, Any]) -> None:
+    jit = bool(cell["meta"].get("jit_compile_calls"))
+    xla = cell["with"]["xla_functions"]
+    assert bool(xla) == jit, xla
+    for f in xla:
+        assert f["launches"] >= 1 and "XLA cluster" in f["note"] and "dump" in f["note"], f
+    assert cell["without"]["xla_functions"] == []  # nothing in the dump says XLA
+
+
+def test_function_calls_are_counted_per_graph_not_per_name(cell: dict[str, Any]) -> None:
+    # TensorFlow's reader: calls per called graph id (Keras' train and evaluate
+    # functions share the name multi_step_on_iterator).
+    from tensorflow.python.debug.lib.debug_events_reader import DebugDataReader
+
+    with DebugDataReader(str(cell["logdir"])) as reader:
+        reader.update()
+        calls = Counter(e.graph_id for e in reader.executions() if e.graph_id)
+    (model,) = load(str(cell["logdir"]))
+    checked = 0
+    for row in cell["without"]["op_types"]:
+        if not row["graph"]["executions"]:
+            continue
+        for g in function_graphs(model, row["op_type"]):
+            assert g["function_calls"] == calls[g["function_graph_id"]], (row["op_type"], g)
+            checked += g["function_calls"] > 0
+    assert checked or not calls
