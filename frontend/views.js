@@ -153,6 +153,7 @@ export class App {
     this.stopTheme = watchTheme(this.root, () => this.timeline && this.timeline.draw());
     this.buildLayout();
     this.setState('loading');
+    this.status.replaceChildren(message('Scanning the logdir…', 'loading'));
     await this.refreshRuns();
   }
 
@@ -1012,7 +1013,9 @@ export class App {
             const cls = (s.classes || [])[i] || 'unknown';
             const key = classKey(mode, {name: k, class: cls, onednn: k.startsWith('_Mkl')});
             return el('span', {class: 'opm-chip'}, swatch(key),
-                el('span', {class: 'opm-kernel-name', text: k}));
+                key === 'removed' ? el('span', {class: 'opm-kind opm-kind-removed',
+                  text: 'no kernel (removed by grappler)'})
+                  : el('span', {class: 'opm-kernel-name', text: k}));
           }) : el('span', {class: 'opm-muted', text: ' kernel ?'}));
     };
     const modeCell = (mode, m) => el('td', {class: 'opm-cmp-cell'},
