@@ -116,18 +116,19 @@ def test_clicked_op_detail_is_in_view(browser: Any, tensorboard: str, width: int
         op = row.get_attribute("data-op")
         row.locator("td.opm-op").click()
         p.frame.wait_for_function(
-            "(op) => { const t = document.querySelector('#opm-detail .opm-detail-title');"
-            " return t && t.innerText.startsWith(op) && document.querySelector('#opm-answer'); }",
-            arg=op, timeout=20000)
+            "(op) => { const t = document.querySelector('.opm-detail .opm-detail-title');"
+            " return t && t.innerText.startsWith(op); }", arg=op, timeout=20000)
         p.frame.wait_for_timeout(400)   # the drawer slides in
-        box = p.frame.locator("#opm-answer").bounding_box()   # page coordinates
+        box = p.frame.locator(".opm-detail .opm-detail-title").bounding_box()   # page coordinates
         assert box and in_viewport(box, width, height), (op, box)
-        # What is at the detail's answer is the detail, not something over it.
-        centre = p.frame.evaluate("""() => { const b = document.querySelector('#opm-answer')
-            .getBoundingClientRect(); const e = document.elementFromPoint(
-            Math.min(b.left + 20, innerWidth - 1), Math.min(b.top + 10, innerHeight - 1));
-            return !!(e && e.closest('#opm-detail')); }""")
+        # What is at the detail's title is the detail, not something over it.
+        centre = p.frame.evaluate("""() => { const b = document.querySelector(
+            '.opm-detail .opm-detail-title').getBoundingClientRect(); const e =
+            document.elementFromPoint(Math.max(0, Math.min(b.left + 20, innerWidth - 1)),
+            Math.max(0, Math.min(b.top + 5, innerHeight - 1)));
+            return !!(e && e.closest('.opm-detail')); }""")
         assert centre
+        assert p.frame.locator("#opm-answer").count() == 1
         p.shot("detail_after_click")
         # Escape closes a drawer; another row then opens it again.
         if width < 1600:
@@ -149,13 +150,15 @@ def test_op_table_fits_its_box(browser: Any, tensorboard: str, width: int, heigh
         p = Page(browser, tensorboard, width, height, run=run)
         try:
             over = p.frame.evaluate("""() => {
-                const box = document.querySelector('.opm-table-scroll').getBoundingClientRect();
+                const box = (document.querySelector('.opm-table-scroll') ||
+                             document.querySelector('.opm-table-wrap')).getBoundingClientRect();
                 const cells = [...document.querySelectorAll('#opm-table th, #opm-table td')];
                 return cells.filter(c => c.getBoundingClientRect().right > box.right + 0.5)
                     .map(c => c.innerText.slice(0, 40));
             }""")
             assert over == [], over
-            scroll = p.frame.evaluate("""() => { const s = document.querySelector('.opm-table-scroll');
+            scroll = p.frame.evaluate("""() => { const s = document.querySelector('.opm-table-scroll') ||
+                document.querySelector('.opm-table-wrap');
                 return [s.scrollWidth, s.clientWidth]; }""")
             assert scroll[0] <= scroll[1] + 1, scroll
             times = p.frame.locator("#opm-table tbody tr[data-op] td.opm-time").first.inner_text()
