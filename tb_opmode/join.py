@@ -410,12 +410,22 @@ def _mode_json(m: RunModel, row: OpTypeRow, mode: str, explanation: str) -> dict
     stats = row.mode(mode)
     kernels = _kernels_json(stats)
     total_events = total_ns = 0
+    timed: set[str] = set()
     for k in kernels:
+        # Profiled time is per kernel name; a kernel listed twice (seen in the log for
+        # some executions, inferred for others) carries it once.
+        if k["name"] in timed:
+            continue
+        timed.add(k["name"])
         events, ns = m.times.get((row.op_type, mode, k["name"]), (0, 0))
         if events:
             k["time"] = {"events": events, "total_ms": ns / 1e6, "mean_us": ns / events / 1e3}
-        total_events += events
-        total_ns += ns
+    # The mode's total holds every profiled event of the op type, also those of a kernel
+    # no execution was labelled with, so that it adds up to the overview's.
+    for (op_type, in_mode, _kernel), (events, ns) in m.times.items():
+        if op_type == row.op_type and in_mode == mode:
+            total_events += events
+            total_ns += ns
     out: dict[str, Any] = {"executions": stats.executions, "kernels": kernels}
     if total_events:
         out["time"] = {"events": total_events, "total_ms": total_ns / 1e6,

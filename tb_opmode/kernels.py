@@ -703,11 +703,14 @@ def detect_onednn(model: RunModel) -> tuple[bool | None, str]:
     for log in model.logs:
         if log.onednn_opts is not None:
             return log.onednn_opts, "start-up banner in the log"
-    kernels: list[tuple[str, str]] = []
+    # Distinct (kernel, dtype) pairs: a profile has millions of events but few kernels,
+    # and the rule table is asked once per pair.
+    kernels: set[tuple[str, str]] = set()
     for log in model.logs:
-        kernels += [(k, t) for k, t in log.graph_kernels.values()]
-        kernels += [(ek.kernel, ek.dtype) for ek in log.eager_kernels if ek.kernel]
-    kernels += [(k, "") for prof in model.profiles for _n, k, _s, _d in prof.graph_ops]
+        kernels.update(log.graph_kernels.values())
+        kernels.update((ek.kernel, ek.dtype) for ek in log.eager_kernels if ek.kernel)
+    for prof in model.profiles:
+        kernels.update((k, "") for k in {k for _n, k, _s, _d in prof.graph_ops})
     if any(is_onednn(k) for k, _t in kernels):
         return True, "oneDNN kernels (_Mkl*) ran"
     stock = sorted({k for k, t in kernels if t in ("DT_FLOAT", "")

@@ -160,3 +160,14 @@ def ddr_counts(logdir: Path) -> tuple[Counter, Counter, Counter]:
     counts them: the reference of bench/ddr_counts.py, the one the benchmark checks too."""
     got = reference_counts(str(logdir))
     return Counter(got["eager"]), Counter(got["graph"]), Counter(got["functions"])
+
+
+def machine_cpu() -> frozenset[str]:
+    """This machine's instruction sets, named as TF's start-up line names them
+    (AVX512_FP16): the real TF of the tests runs here, so their expectations are asked for here."""
+    flags: set[str] = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags.update(line.split(":", 1)[1].split())
+    return frozenset(f.upper() for f in flags)

@@ -26,6 +26,7 @@ from tb_opmode.rules import (
     FIRST_VERSION, LAST_VERSION, MECHANISMS, MODES, RULES, Rule, covers, eager_dispatch_name,
     expected_kernel, matching_rules, normalize_dtype, parse_version, stock_reason,
 )
+from tests.conftest import machine_cpu
 
 EAGER_MECHANISMS = {"eager-rename", "eager-wrapper-graph-pass"}
 GRAPH_MECHANISMS = {"graph-pass", "remapper-fusion"}
@@ -271,17 +272,6 @@ def tf_kernels(request: pytest.FixtureRequest,
     assert proc.returncode == 0, log[-3000:]
     version = json.loads(proc.stdout.decode().strip().splitlines()[-1])["version"]
     return version, onednn, _parse(log)
-
-
-def machine_cpu() -> frozenset[str]:
-    """This machine's instruction sets, named as TF's start-up line names them
-    (AVX512_FP16): the real TF below runs here, so the table is asked for here."""
-    flags: set[str] = set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                flags.update(line.split(":", 1)[1].split())
-    return frozenset(f.upper() for f in flags)
 
 
 @pytest.mark.parametrize("mode", MODES)
