@@ -1,14 +1,16 @@
 # Two entry points, both work on a fresh machine:
 #   make demo   build a real logdir with TensorFlow and open TensorBoard with the Op Mode tab
-#   make test   install everything and run every test, on TF 2.21 and on TF 2.13
+#   make test   install everything and run every test, on TF 2.21 and on TF 2.13, and the
+#               truth matrix on TF 2.17 too
 PYTHON ?= python3
 VENV ?= .venv
 VENV213 ?= .venv-tf213
+VENV217 ?= .venv-tf217
 DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-213 matrix venv venv213 browser bench clean
+.PHONY: demo test test-213 matrix venv venv213 venv217 browser bench clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -26,8 +28,15 @@ $(VENV213)/.installed: setup.py Makefile
 	$(VENV213)/bin/pip install $(PIP_FLAGS) -e . 'tensorflow-cpu==2.13.*' pytest hypothesis $(MATRIX_PKGS)
 	touch $@
 
+$(VENV217)/.installed: setup.py Makefile
+	$(PYTHON) -m venv $(VENV217)
+	$(VENV217)/bin/pip install $(PIP_FLAGS) -e . 'tensorflow-cpu==2.17.*' pytest hypothesis $(MATRIX_PKGS)
+	$(VENV217)/bin/pip install $(PIP_FLAGS) --no-deps 'tf-keras==2.17.*'
+	touch $@
+
 venv: $(VENV)/.installed
 venv213: $(VENV213)/.installed
+venv217: $(VENV217)/.installed
 
 # Debian's chromium for the browser tests (Playwright drives it; no browser download).
 browser:
@@ -38,18 +47,20 @@ demo: venv
 	$(VENV)/bin/tb-opmode summary $(DEMO_DIR)
 	$(VENV)/bin/tensorboard --logdir $(DEMO_DIR) --port $(PORT)
 
-test: venv venv213 browser
+test: venv venv213 venv217 browser
 	$(VENV)/bin/python -m pytest -q tests
 	$(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
+	$(VENV217)/bin/python -m pytest -q tests/matrix
 
-# Only the truth matrix, on both TF versions (part of `make test` too); its tables land
-# in tests/artifacts/matrix-<TF version>.md.
-matrix: venv venv213
+# Only the truth matrix, on TF 2.21, 2.17 and 2.13 (part of `make test` too); its tables
+# land in tests/artifacts/matrix-<TF version>.md.
+matrix: venv venv213 venv217
 	$(VENV)/bin/python -m pytest -q tests/matrix
+	$(VENV217)/bin/python -m pytest -q tests/matrix
 	$(VENV213)/bin/python -m pytest -q tests/matrix
 
 bench: venv
 	$(VENV)/bin/python bench/bench.py
 
 clean:
-	rm -rf $(VENV) $(VENV213) demo/logs
+	rm -rf $(VENV) $(VENV213) $(VENV217) demo/logs

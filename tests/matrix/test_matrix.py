@@ -42,22 +42,22 @@ _UNDECIDED = ("forwarding ops (Reshape, Sum) whose first trace equals their inpu
               "grappler could remove them depends on static shapes the dump does not record, "
               "so they are (unknown) with how to find out")
 FLOORS: dict[str, tuple[dict[str, float], str]] = {
-    "fit_CONCISE_HEALTH": ({'2.21': 0.974, '2.13': 0.943}, _CHEAP),
-    "fit_CURT_HEALTH": ({'2.21': 0.974, '2.13': 0.943}, _CHEAP),
+    "fit_CONCISE_HEALTH": ({'2.21': 0.974, '2.17': 0.974, '2.13': 0.943}, _CHEAP),
+    "fit_CURT_HEALTH": ({'2.21': 0.974, '2.17': 0.974, '2.13': 0.943}, _CHEAP),
     "fit_FULL_HEALTH": ({'2.13': 0.977}, _CHEAP),
-    "fit_FULL_TENSOR": ({'2.21': 0.949, '2.13': 0.93}, _CHEAP),
-    "fit_NO_TENSOR": ({'2.21': 0.958, '2.13': 0.946}, _CHEAP + '; no dtype recorded'),
-    "fit_SHAPE": ({'2.21': 0.949, '2.13': 0.93}, _CHEAP),
+    "fit_FULL_TENSOR": ({'2.21': 0.949, '2.17': 0.949, '2.13': 0.93}, _CHEAP),
+    "fit_NO_TENSOR": ({'2.21': 0.958, '2.17': 0.958, '2.13': 0.946}, _CHEAP + '; no dtype recorded'),
+    "fit_SHAPE": ({'2.21': 0.949, '2.17': 0.949, '2.13': 0.93}, _CHEAP),
     "fit_default_buffer": ({'2.13': 0.969}, _CHEAP),
-    "fit_onednn_off": ({'2.21': 0.922, '2.13': 0.888}, _OFF),
-    "fit_spe": ({'2.21': 0.97, '2.13': 0.939}, _CHEAP),
-    "fit_vmodule": ({'2.21': 0.974, '2.13': 0.94}, _CHEAP),
-    "hf_bert": ({'2.21': 0.955, '2.13': 0.945}, _CHEAP),
-    "mirrored": ({'2.21': 0.902, '2.13': 0.837}, _CHEAP + '; one replica\'s constants and IdentityN folded or removed'),
-    "mixed_bf16": ({'2.21': 0.976, '2.13': 0.942}, _CHEAP),
-    "mixed_f16": ({'2.21': 0.955, '2.13': 0.942}, _CHEAP),
-    "tf_keras": ({'2.21': 0.978, '2.13': 0.971}, _CHEAP),
-    "tfdata_map": ({'2.21': 0.95, '2.13': 0.95}, 'constants grappler deduplicated (the dump cannot tell which copy ran)'),
+    "fit_onednn_off": ({'2.21': 0.922, '2.17': 0.922, '2.13': 0.888}, _OFF),
+    "fit_spe": ({'2.21': 0.97, '2.17': 0.97, '2.13': 0.939}, _CHEAP),
+    "fit_vmodule": ({'2.21': 0.974, '2.17': 0.974, '2.13': 0.94}, _CHEAP),
+    "hf_bert": ({'2.21': 0.955, '2.17': 0.956, '2.13': 0.945}, _CHEAP),
+    "mirrored": ({'2.21': 0.902, '2.17': 0.902, '2.13': 0.837}, _CHEAP + '; one replica\'s constants and IdentityN folded or removed'),
+    "mixed_bf16": ({'2.21': 0.976, '2.17': 0.976, '2.13': 0.942}, _CHEAP),
+    "mixed_f16": ({'2.21': 0.955, '2.17': 0.955, '2.13': 0.942}, _CHEAP),
+    "tf_keras": ({'2.21': 0.978, '2.17': 0.977, '2.13': 0.971}, _CHEAP),
+    "tfdata_map": ({'2.21': 0.95, '2.17': 0.95, '2.13': 0.95}, 'constants grappler deduplicated (the dump cannot tell which copy ran)'),
 }
 # With the log, every execution is right but for these (the floor, why).
 WITH_LOG_GAPS: dict[str, tuple[dict[str, float], str]] = {
@@ -79,11 +79,11 @@ UNKNOWN_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
     "fit_onednn_off": ({'2.13': 0.04}, _UNDECIDED),
     "fit_spe": ({'2.13': 0.041}, _UNDECIDED),
     "fit_vmodule": ({'2.13': 0.04}, _UNDECIDED),
-    "hf_bert": ({'2.21': 0.04, '2.13': 0.048}, _UNDECIDED),
-    "mirrored": ({'2.21': 0.06, '2.13': 0.07}, _UNDECIDED),
+    "hf_bert": ({'2.21': 0.04, '2.17': 0.04, '2.13': 0.048}, _UNDECIDED),
+    "mirrored": ({'2.21': 0.06, '2.17': 0.06, '2.13': 0.07}, _UNDECIDED),
     "mixed_bf16": ({'2.13': 0.037}, _UNDECIDED),
-    "mixed_f16": ({'2.21': 0.034, '2.13': 0.035}, _UNDECIDED),
-    "tf_keras": ({'2.21': 0.016, '2.13': 0.022}, _UNDECIDED),
+    "mixed_f16": ({'2.21': 0.034, '2.17': 0.034, '2.13': 0.035}, _UNDECIDED),
+    "tf_keras": ({'2.21': 0.016, '2.17': 0.016, '2.13': 0.022}, _UNDECIDED),
 }
 # Cells whose dump-only answer rests on a CPU feature of the machine that ran them: the
 # bf16 rules hold where the CPU has AVX512_BF16 (or AMX), so the floor is only asked there.
