@@ -1,0 +1,525 @@
+"""A report to paste into an issue: one run's facts, kernel table and explanations.
+
+In: one run of the summary contract (``join.run_json``, with explanations), the
+call sites of the op types it explains (``why.call_sites``, per op type and mode),
+the instruction sets the run's logs name, and a ``Redaction``. Out: Markdown
+(``render_markdown``) or one self-contained HTML page (``render_html``: inline
+CSS, no script, no external resource).
+
+This is a present stage: it reads only that JSON-ready data, never the
+readers' internals, so what it says is what ``tb-opmode summary --format json``
+says. ``build`` turns it into a small document (headings, paragraphs, lists,
+one table) whose text is already redacted but not yet escaped; each renderer
+escapes every string taken from the files for its own format (a run directory
+named ``<script>...`` stays text in both).
+
+Redaction (on unless asked off) keeps an issue from leaking the reporter's
+machine: the logdir becomes ``LOGDIR``, a path in the current project is shown
+relative to it, any other path as ``<path>/file.py`` (base name and line kept:
+they say which code, the directories only whose machine), host names as
+``host1``, ``host2``... (also inside file names: tfdbg and the profiler name
+their files after the host), so no home directory's user name is left either.
+"""
+from __future__ import annotations
+
+import difflib
+import html
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from . import __version__
+from .runs import display
+
+__all__ = ["UnknownOpType", "Redaction", "Code", "Strong", "Inline", "Heading", "Para", "Bullets", "Table", "Block",
+           "DEFAULT_FOCUS", "TOP_OP_TYPES", "MAX_ROWS", "focus_ops", "select_op_types",
+           "kernels_differ", "build", "render_markdown", "render_html", "render", "FORMATS"]
+
+MODES = ("eager", "graph")
+FORMATS = ("md", "html")
+# The seed question: is eager Transpose stock while graphs run _MklTranspose, and MatMul?
+DEFAULT_FOCUS = ("Transpose", "MatMul")
+TOP_OP_TYPES = 15       # busiest op types always in the table
+MAX_ROWS = 30           # table rows at most: an issue is read, not scrolled
+MAX_LIST = 10           # warnings, unknown kernels, XLA functions shown at most
+MAX_SITES = 3           # call sites per op type and mode
+MAX_FUNCTIONS = 5       # tf.functions named in the facts
+UNKNOWN = "(unknown)"   # kernels.UNKNOWN, as the contract spells it
+REMOVED = "(optimized away)"
+
+
+class UnknownOpType(LookupError):
+    """``--op`` names an op type the run does not have."""
+
+
+# ---------------------------------------------------------------- redaction
+
+# A host name that identifies nobody: left as it is.
+_PUBLIC_HOSTS = frozenset(("", "localhost", "localhost.localdomain"))
+# An absolute POSIX path (not a TF device name such as /job:localhost/...), or a Windows
+# one, inside free text; ':' ends it so that ``file.py:12`` keeps its line.
+_ABS_PATH = re.compile(r"(?<![\w.~/-])(?:/(?!job:)|[A-Za-z]:\\)[^\s'\"`<>|,;:()\[\]{}]+")
+# A path relative to the logdir that leaves it (a --log elsewhere): shown like any outside path.
+_UP_PATH = re.compile(r"(?<![\w./-])\.\.[/\\][^\s'\"`<>|,;:()\[\]{}]+")
+# Installed libraries are nobody's project, even inside a project's own venv.
+_INSTALLED = re.compile(r"[/\\](site-packages|dist-packages)[/\\]")
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """How paths and host names are shown. ``logdir`` and ``project`` are absolute
+    directories (``project`` "" for none); ``hosts`` the names to hide, in the order
+    they are numbered (names sharing a first label, ``vm`` and ``vm.corp``, are one
+    host). With ``enabled`` false everything is shown as it is."""
+
+    logdir: str
+    project: str = ""
+    hosts: tuple[str, ...] = ()
+    enabled: bool = True
+    _numbers: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in self.hosts:
+            label = name.split(".", 1)[0].lower()
+            if name.lower() not in _PUBLIC_HOSTS and label not in self._numbers:
+                self._numbers[label] = len(self._numbers) + 1
+
+    def host(self, name: str) -> str:
+        if not self.enabled or name.lower() in _PUBLIC_HOSTS:
+            return name
+        number = self._numbers.get(name.split(".", 1)[0].lower())
+        return f"host{number}" if number else name
+
+    def _hosts_in(self, text: str) -> str:
+        # Longest first, so that vm.corp.example is replaced whole before vm.
+        for name in sorted({h for h in self.hosts if h.lower() not in _PUBLIC_HOSTS},
+                           key=len, reverse=True):
+            text = re.sub(rf"(?<![A-Za-z0-9_-]){re.escape(name)}(?![A-Za-z0-9_-])",
+                          self.host(name), text, flags=re.IGNORECASE)
+        return text
+
+    def _project(self) -> str:
+        # A project at the root or at (or above) the home directory would show a home
+        # path as a relative one that still names the user: no project then.
+        project = self.project.rstrip("/\\")
+        home = os.path.expanduser("~").rstrip("/\\")
+        if not project or os.path.dirname(project) == project or _inside(home, project) \
+                or project in ("/home", "/Users", "/root"):
+            return ""
+        return project
+
+    def path(self, path: str, base: str = "") -> str:
+        """A file path as the report shows it; a relative ``path`` is taken relative to
+        ``base`` (the logdir, for the contract's source lists)."""
+        if not self.enabled:
+            return path
+        if not os.path.isabs(path) and not _WINDOWS.match(path):
+            if not base:
+                return self._hosts_in(path)
+            path = os.path.normpath(os.path.join(base, path))
+        logdir = self.logdir.rstrip("/\\")
+        if path == logdir:
+            return "LOGDIR"
+        if logdir and _inside(path, logdir):
+            return self._hosts_in("LOGDIR/" + path[len(logdir) + 1:].replace("\\", "/"))
+        project = self._project()
+        if project and _inside(path, project) and not _INSTALLED.search(path):
+            return self._hosts_in(path[len(project) + 1:].replace("\\", "/"))
+        return "<path>/" + self._hosts_in(re.split(r"[/\\]", path.rstrip("/\\"))[-1])
+
+    def text(self, text: str) -> str:
+        """Free text (a warning, a note, a name) with every path and host in it redacted."""
+        text = display(text)
+        if not self.enabled:
+            return text
+        text = _ABS_PATH.sub(lambda m: self.path(m.group()), text)
+        text = _UP_PATH.sub(lambda m: self.path(m.group(), self.logdir), text)
+        return self._hosts_in(text)
+
+
+_WINDOWS = re.compile(r"[A-Za-z]:\\")
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path.startswith(directory.rstrip("/\\") + "/") or \
+        path.startswith(directory.rstrip("/\\") + "\\")
+
+
+# ---------------------------------------------------------------- the document
+
+@dataclass(frozen=True)
+class Code:
+    """A name taken from the files (op, kernel, file, function): shown as code."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Strong:
+    """A word of our own to stand out (the mode leading its paragraph)."""
+    text: str
+
+
+# Text (str), names (Code) and our own emphasis (Strong), in order. Markup is never
+# written into a str: renderers escape every str whole, whatever it holds.
+Inline = list[Union[str, Code, Strong]]
+
+
+@dataclass
+class Heading:
+    level: int
+    content: Inline
+
+
+@dataclass
+class Para:
+    content: Inline
+
+
+@dataclass
+class Bullets:
+    items: list[Inline]
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[Inline]]
+    right: frozenset[int] = frozenset()   # columns of numbers
+
+
+Block = Union[Heading, Para, Bullets, Table]
+
+
+def kernels_differ(row: dict[str, Any]) -> bool:
+    """Whether the kernels that ran differ between the modes, as the tab's "kernel
+    differs" filter has it: both modes ran, and the kernels that ran (not removed,
+    constant-folded or unknown) differ, or only one mode ran a oneDNN kernel."""
+    if not row["eager"]["executions"] or not row["graph"]["executions"]:
+        return False
+
+    def ran(mode: str) -> set[str]:
+        return {k["name"] for k in row[mode]["kernels"] if k["name"] not in (UNKNOWN, REMOVED, "")
+                and not (k["name"] == "Const" and row["op_type"] != "Const")}
+    eager, graph = ran("eager"), ran("graph")
+    if eager and graph and eager != graph:
+        return True
+    return any(k["onednn"] for k in row["eager"]["kernels"] if k["name"] in eager) != \
+        any(k["onednn"] for k in row["graph"]["kernels"] if k["name"] in graph)
+
+
+def _onednn(row: dict[str, Any]) -> bool:
+    return any(k["onednn"] for mode in MODES for k in row[mode]["kernels"])
+
+
+def _total(row: dict[str, Any]) -> int:
+    return int(row["eager"]["executions"]) + int(row["graph"]["executions"])
+
+
+def focus_ops(run: dict[str, Any], asked: list[str]) -> list[str]:
+    """The op types to explain: those asked for (each must be in the run, else
+    ``UnknownOpType`` naming it and the near names), or by default those of
+    ``DEFAULT_FOCUS`` the run has."""
+    names = [r["op_type"] for r in run["op_types"]]
+    for op in asked:
+        if op not in names:
+            # Case and substring matches (matmul, Transpose for Conj), then typos (Transposee).
+            near = sorted(t for t in names if t.lower() == op.lower() or op.lower() in t.lower())
+            near += [t for t in difflib.get_close_matches(op, names, n=3) if t not in near]
+            hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
+            raise UnknownOpType(f"run {run['run']!r} has no op type {op!r}{hint}")
+    if asked:
+        return list(dict.fromkeys(asked))
+    return [op for op in DEFAULT_FOCUS if op in names]
+
+
+def select_op_types(run: dict[str, Any], asked: list[str], top: int = TOP_OP_TYPES,
+                    max_rows: int = MAX_ROWS) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(rows shown, rows left out). Shown: the asked op types, then the ``top`` busiest,
+    then every one whose kernel differs between modes or is oneDNN in a mode, busiest
+    first, at most ``max_rows`` (asked ones always); in the contract's order."""
+    rows = run["op_types"]   # busiest first (join.run_json)
+    wanted: list[str] = list(dict.fromkeys(asked))
+    for i, row in enumerate(rows):
+        if i < top or kernels_differ(row) or _onednn(row):
+            if row["op_type"] not in wanted:
+                wanted.append(row["op_type"])
+    keep = set(wanted[:max(max_rows, len(set(asked)))])
+    return ([r for r in rows if r["op_type"] in keep], [r for r in rows if r["op_type"] not in keep])
+
+
+def _kernels_cell(mode: dict[str, Any], red: Redaction) -> Inline:
+    out: Inline = []
+    several = len(mode["kernels"]) > 1
+    for i, k in enumerate(mode["kernels"]):
+        if i:
+            out.append(", ")
+        out.append(Code(red.text(k["name"])) if k["name"] else "(none)")
+        out.append((f" x{k['executions']}" if several else "") + f" ({k['evidence']})")
+    return out or ["-"]
+
+
+def _facts(run: dict[str, Any], cpu_features: Optional[list[str]], red: Redaction,
+           other_runs: list[str]) -> list[Inline]:
+    onednn = {True: "on", False: "off", None: "unknown"}[run["onednn_enabled"]]
+    how = f" ({red.text(run['onednn_source'])})" if run["onednn_source"] else \
+        " (nothing in this run says)"
+    facts: list[Inline] = [
+        ["Run: ", Code(red.text(run["run"])), " in ", Code(red.path(red.logdir))],
+        ["TensorFlow: ", Code(red.text(run["tensorflow_version"]) or "?")
+         if run["tensorflow_version"] else "unknown (no tfdbg dump)"],
+        [f"oneDNN: {onednn}{how}"],
+        # Which oneDNN kernels a CPU gets (AVX512_FP16 for f16, AMX, BF16) follows its ISA.
+        ["CPU features (TF's start-up line): " + ", ".join(red.text(f) for f in cpu_features)]
+        if cpu_features else ["CPU features: unknown (no TF start-up line in a log)"],
+    ]
+    if run["hosts"]:
+        facts.append(["Hosts: " + ", ".join(red.text(h) for h in run["hosts"])])
+    kinds = (("debugger", "tfdbg dump"), ("profile", "profile"), ("logs", "TF log"))
+    evidence: Inline = ["Evidence: "]
+    for i, (key, label) in enumerate(kinds):
+        names = run["sources"].get(key, [])
+        evidence.append(("; " if i else "") + f"{label} {len(names)}")
+        for j, name in enumerate(names[:3]):
+            # Source names are relative to the logdir; one that leaves it (a --log kept
+            # elsewhere) is an outside path.
+            evidence += [" (" if j == 0 else ", ", Code(red.path(name, red.logdir)
+                                                       if name.startswith("..") else red.text(name))]
+        if names:
+            evidence.append(f", +{len(names) - 3} more)" if len(names) > 3 else ")")
+    evidence.append(f"; counts from: {run['counts_from'] or 'nothing'}")
+    facts.append(evidence)
+    if run["functions"]:
+        funcs: Inline = ["tf.function calls: "]
+        for i, f in enumerate(run["functions"][:MAX_FUNCTIONS]):
+            funcs += [", " if i else "", Code(red.text(f["name"])), f" x{f['calls']}"]
+        if len(run["functions"]) > MAX_FUNCTIONS:
+            funcs.append(f", {len(run['functions']) - MAX_FUNCTIONS} more")
+        facts.append(funcs)
+    prims = run.get("onednn_verbose", {}).get("primitives", [])
+    if prims:
+        kinds_n: dict[str, int] = {}
+        for p in prims:
+            kinds_n[p["kind"]] = kinds_n.get(p["kind"], 0) + int(p["count"])
+        facts.append(["ONEDNN_VERBOSE primitives: " + ", ".join(
+            f"{red.text(k)} x{n}" for k, n in sorted(kinds_n.items(), key=lambda kv: -kv[1]))])
+    if other_runs:
+        facts.append([f"{len(other_runs)} other run(s) in the logdir, not in this report: "
+                      + ", ".join(red.text(r) for r in other_runs[:5])
+                      + (" ..." if len(other_runs) > 5 else "") + " (choose one with --run)"])
+    facts.append([f"Warnings: {len(run['warnings'])}"])
+    return facts
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _capped(items: list[Inline], total: int, what: str) -> list[Inline]:
+    if total > len(items):
+        items.append([f"... and {total - len(items)} more {what} (not shown)"])
+    return items
+
+
+def _site(site: dict[str, Any], red: Redaction) -> Inline:
+    out: Inline = [f"x{site['count']} ", Code(f"{red.path(site['file'])}:{site['line']}"),
+                   " in ", Code(red.text(site["function"]))]
+    if site.get("ops"):
+        out.append(f" ({_n(site['ops'], 'graph op')})")
+    user = site.get("user_code")
+    if user:
+        out += [", from ", Code(f"{red.path(user['file'])}:{user['line']}"), " in ",
+                Code(red.text(user["function"]))]
+    return out
+
+
+def _explanations(run: dict[str, Any], focus: list[str],
+                  sites: dict[str, dict[str, list[dict[str, Any]]]],
+                  red: Redaction) -> list[Block]:
+    rows = {r["op_type"]: r for r in run["op_types"]}
+    out: list[Block] = []
+    for op in focus:
+        row = rows[op]
+        out.append(Heading(3, ["Why ", Code(red.text(op)), " ran as it did"]))
+        for mode in MODES:
+            stats = row[mode]
+            if not stats["executions"]:
+                out.append(Para([Strong(mode), f": did not run in {mode} mode."]))
+                continue
+            out.append(Para([Strong(mode), f" ({_n(stats['executions'], 'execution')}; kernel ",
+                             *_kernels_cell(stats, red), "): ",
+                             red.text(stats.get("explanation", "")) or "no explanation"]))
+            mode_sites = sites.get(op, {}).get(mode, [])[:MAX_SITES]
+            if mode_sites:
+                out.append(Para(["Call sites" + (" (where the graph ops were traced)"
+                                                 if mode == "graph" else "") + ":"]))
+                out.append(Bullets([_site(s, red) for s in mode_sites]))
+    return out
+
+
+def build(run: dict[str, Any], *, asked: list[str], call_sites: dict[str, dict[str, list[dict[str, Any]]]],
+          cpu_features: Optional[list[str]], redaction: Redaction,
+          other_runs: Optional[list[str]] = None) -> list[Block]:
+    """The report of one run (``join.run_json`` with explanations) as blocks.
+    ``asked``: the ``--op`` op types (checked with ``focus_ops``); ``call_sites``: op
+    type -> mode -> ``why.call_sites`` of the op types explained; ``cpu_features``: the
+    logs' instruction sets (None: no start-up line)."""
+    red = redaction
+    focus = focus_ops(run, asked)
+    blocks: list[Block] = [
+        Heading(2, ["tb-opmode report"]),
+        Para([f"Made by tb-opmode {__version__} (", Code("tb-opmode report"), ")"
+              + (", paths and host names redacted." if red.enabled else ", not redacted.")]),
+        Bullets(_facts(run, cpu_features, red, other_runs or [])),
+    ]
+    shown, left = select_op_types(run, asked)
+    blocks.append(Heading(3, ["Kernels per mode"]))
+    table_rows: list[list[Inline]] = []
+    for row in shown:
+        name: Inline = [Code(red.text(row["op_type"]))]
+        if kernels_differ(row):
+            name.append(" (differs)")
+        table_rows.append([name, [str(row["eager"]["executions"])],
+                           _kernels_cell(row["eager"], red),
+                           [str(row["graph"]["executions"])], _kernels_cell(row["graph"], red)])
+    blocks.append(Table(["op type", "eager", "eager kernels (evidence)", "graph",
+                         "graph kernels (evidence)"], table_rows, frozenset((1, 3))))
+    note = ("Shown: the asked op types, the busiest, and every one with a oneDNN kernel or "
+            "whose kernels differ between the modes (marked \"differs\"). Evidence: log = seen "
+            "in the TF log, profile = in the profiler's events, inferred = not observed.")
+    if left:
+        note += (f" {len(left)} more op type(s) with {sum(_total(r) for r in left)} executions "
+                 f"are left out; tb-opmode summary LOGDIR lists them all.")
+    blocks.append(Para([note]))
+    blocks += _explanations(run, focus, call_sites, red)
+    xla = run.get("xla_functions", [])
+    if xla:
+        blocks.append(Heading(3, ["XLA functions"]))
+        blocks.append(Bullets(_capped(
+            [[Code(red.text(f["name"])), f": {f['launches']} launches in the log; ",
+              red.text(f["note"])] for f in xla[:MAX_LIST]], len(xla), "XLA functions")))
+    unknown = [(row, mode, k) for row in run["op_types"] for mode in MODES
+               for k in row[mode]["kernels"] if k["name"] == UNKNOWN]
+    if unknown:
+        blocks.append(Heading(3, ["Unknown kernels"]))
+        blocks.append(Bullets(_capped(
+            [[Code(red.text(row["op_type"])), f" ({mode}, {_n(k['executions'], 'execution')}): ",
+              red.text("; ".join(k.get("notes", [])) or "no note")]
+             for row, mode, k in unknown[:MAX_LIST]], len(unknown), "op types with unknown kernels")))
+    if run["warnings"]:
+        blocks.append(Heading(3, ["Warnings"]))
+        blocks.append(Bullets(_capped([[red.text(w)] for w in run["warnings"][:MAX_LIST]],
+                                      len(run["warnings"]), "warnings")))
+    return blocks
+
+
+# ---------------------------------------------------------------- Markdown
+
+# Backslash-escaped in prose: CommonMark's emphasis, code, link, HTML and table
+# characters, GitHub's ~strike~, @mention and #issue references, and '&' (an entity).
+# An underscore inside a word (when_multiple_values) emphasises nothing in GFM: left
+# alone, so that the pasted source stays readable.
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<>|&~@#!]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def _md_code(text: str) -> str:
+    # A code span needs a fence longer than any run of backticks inside; a '|' ends a
+    # table cell even inside code, so it is escaped (GFM removes the backslash).
+    text = text.replace("|", "\\|")
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) or not text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _md_text(text: str) -> str:
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(), display(text))
+
+
+def render_markdown(blocks: list[Block]) -> str:
+    """Markdown (CommonMark + GitHub tables) of the report."""
+    lines: list[str] = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            lines += ["#" * block.level + " " + _md_line(block.content), ""]
+        elif isinstance(block, Para):
+            lines += [_md_line(block.content), ""]
+        elif isinstance(block, Bullets):
+            lines += ["- " + _md_line(item) for item in block.items] + [""]
+        else:
+            lines.append("| " + " | ".join(block.header) + " |")
+            lines.append("|" + "|".join("---:" if i in block.right else "---"
+                                        for i in range(len(block.header))) + "|")
+            lines += ["| " + " | ".join(_md_line(cell) for cell in row) + " |" for row in block.rows]
+            lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _md_line(content: Inline) -> str:
+    """One line of Markdown: every string escaped, names as code spans."""
+    out = []
+    for part in content:
+        if isinstance(part, Code):
+            out.append(_md_code(display(part.text)))
+        elif isinstance(part, Strong):
+            out.append(f"**{_md_text(part.text)}**")
+        else:
+            out.append(_md_text(part))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- HTML
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em auto;max-width:72em;
+color:#1b1b1b;background:#fff;padding:0 1em}
+h2{font-size:1.4em;margin:0 0 .4em}h3{font-size:1.1em;margin:1.4em 0 .4em}
+code{font:12.5px/1.3 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f2f2f2;
+padding:0 .25em;border-radius:3px;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:.25em .5em;
+text-align:left;vertical-align:top}th{background:#f6f6f6}td.n{text-align:right}
+ul{padding-left:1.4em}li{margin:.15em 0}
+@media (prefers-color-scheme:dark){body{color:#e6e6e6;background:#1e1e1e}
+code{background:#333}th{background:#2a2a2a}th,td{border-color:#555}}
+"""
+
+
+def _html_inline(content: Inline) -> str:
+    out = []
+    for part in content:
+        text = html.escape(display(part if isinstance(part, str) else part.text))
+        if isinstance(part, Code):
+            out.append(f"<code>{text}</code>")
+        elif isinstance(part, Strong):
+            out.append(f"<strong>{text}</strong>")
+        else:
+            out.append(text)
+    return "".join(out)
+
+
+def render_html(blocks: list[Block]) -> str:
+    """One self-contained HTML page of the report: inline CSS, no script, nothing fetched."""
+    body: list[str] = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            body.append(f"<h{block.level}>{_html_inline(block.content)}</h{block.level}>")
+        elif isinstance(block, Para):
+            body.append(f"<p>{_html_inline(block.content)}</p>")
+        elif isinstance(block, Bullets):
+            body.append("<ul>" + "".join(f"<li>{_html_inline(i)}</li>" for i in block.items)
+                        + "</ul>")
+        else:
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
+            rows = "".join("<tr>" + "".join(
+                ("<td class=\"n\">" if i in block.right else "<td>") + _html_inline(c) + "</td>"
+                for i, c in enumerate(row)) + "</tr>" for row in block.rows)
+            body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>tb-opmode report</title><style>{_CSS}</style></head>\n<body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def render(blocks: list[Block], fmt: str) -> str:
+    """``fmt`` is one of ``FORMATS``."""
+    return render_html(blocks) if fmt == "html" else render_markdown(blocks)
