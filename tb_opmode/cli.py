@@ -12,13 +12,15 @@ import argparse
 import io
 import json
 import os
+import socket
 import sys
 import textwrap
 from typing import Any, TextIO
 
 from . import __version__
 from .export import render_csv
-from .join import MODES, LogdirError, RunModel, load, summary
+from .join import MODES, LogdirError, RunModel, load, run_json, summary
+from .report import FORMATS, Redaction, UnknownOpType, build, focus_ops, render
 from .runs import UnreadableLogdir, display
 from .why import call_sites, explain
 
@@ -155,6 +157,52 @@ def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) 
                                  f"{display(user['function'])}\n")
 
 
+class ReportOutputError(OSError):
+    """``--output FILE`` cannot be written."""
+
+
+def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """``report``: one run as Markdown or HTML to paste into an issue (``report.py`` writes
+    it from the run's summary JSON; here only what that JSON lacks is gathered: call
+    sites, the logs' CPU features, this machine's host name to hide)."""
+    loaded = load(args.logdir, _run_name(args.run), tuple(args.log))
+    models = [m for m in loaded if m.counts_from]
+    if not models:
+        raise _nothing_readable(args.logdir, loaded)
+    model = models[0]
+    if args.run is None and len(models) > 1:
+        # The run that has every op asked for, as `explain` picks the one with its op.
+        model = next((m for m in models if all(op in m.op_types for op in args.op)), model)
+        stderr.write(f"tb-opmode: several runs; reporting run {model.run!r} "
+                     f"(choose one with --run)\n")
+    logdir = os.path.abspath(args.logdir)
+    doc = run_json(model, logdir)
+    focus = focus_ops(doc, args.op)
+    sites = {op: {mode: call_sites(model, op, mode, limit=3, snippets=False) for mode in MODES}
+             for op in focus}
+    features = sorted(set().union(*(log.cpu_features for log in model.logs
+                                    if log.cpu_features is not None)))
+    for warning in doc["warnings"]:
+        stderr.write(f"tb-opmode: warning: {display(model.run)}: {warning}\n")
+    # This machine's name too: a profile or log may name it where the dump does not.
+    redaction = Redaction(logdir=logdir, project=os.getcwd(),
+                          hosts=(*doc["hosts"], socket.gethostname()), enabled=not args.no_redact)
+    blocks = build(doc, asked=args.op, call_sites=sites, cpu_features=features or None,
+                   redaction=redaction, other_runs=[m.run for m in models if m is not model])
+    text = render(blocks, args.format)
+    if args.output is None:
+        stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as err:
+        raise ReportOutputError(f"{args.output}: cannot write the report: "
+                                f"{err.strerror or err}") from None
+    stderr.write(f"tb-opmode: report written to {display(args.output)}\n")
+    return 0
+
+
 def _positive_int(text: str) -> int:
     """``--top N``: a slice bound of -1 would silently drop the last call site."""
     try:
@@ -187,6 +235,18 @@ def _parser() -> argparse.ArgumentParser:
                    help="call sites to show per mode (at least 1)")
     e.add_argument("--log", action="append", default=[], metavar="FILE")
     e.set_defaults(func=_explain)
+    r = sub.add_parser("report", help="one run as Markdown or HTML to paste into an issue")
+    r.add_argument("logdir")
+    r.add_argument("--run", help="the run (default: the first, or the first with every --op)")
+    r.add_argument("--op", action="append", default=[], metavar="OP",
+                   help="op type to explain, always in the table (repeatable; "
+                        f"default: {', '.join(('Transpose', 'MatMul'))} when present)")
+    r.add_argument("--format", choices=FORMATS, default="md")
+    r.add_argument("--output", metavar="FILE", help="write the report to FILE, not stdout")
+    r.add_argument("--no-redact", action="store_true",
+                   help="keep paths and host names (by default: LOGDIR, <path>/file.py, host1)")
+    r.add_argument("--log", action="append", default=[], metavar="FILE")
+    r.set_defaults(func=_report)
     return parser
 
 
@@ -197,7 +257,7 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     args = _parser().parse_args(argv)
     try:
         return args.func(args, stdout, stderr)
-    except (LogdirError, UnreadableLogdir) as err:
+    except (LogdirError, UnreadableLogdir, UnknownOpType, ReportOutputError) as err:
         stderr.write(f"tb-opmode: error: {display(str(err))}\n")
         return 2
     except BrokenPipeError:  # `tb-opmode summary ... | head`
