@@ -390,6 +390,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     resolved_by_name = {(op.graph_id, op.op_name): op for op in resolved}
     if model.onednn_enabled is not False:
         _infer_filter_bias_fusions(model, unresolved, consumers_cache)
+    folding_memo: dict[str, bool] = {}
     for i, op in unresolved:
         if op.kernel:
             continue
@@ -452,8 +453,26 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             op.note = ("no profiler event for it although its debug summary ran in the same "
                        "step: grappler most likely removed it")
             continue
-        if (op.op_type in _FORWARDERS and op.op_type in _NO_EVENT_OPS | {"Sum", "Mean"}
-                and _same_tensor_as_input(model.dumps[i], op, graph_ops)):
+        same = op.op_type in _FORWARDERS and _same_tensor_as_input(model.dumps[i], op, graph_ops)
+        if same and op.op_type == "Cast":
+            op.kernel, op.evidence = REMOVED, "inferred"
+            op.note = ("removed by grappler: its debug summary equals its input's, dtype "
+                       "included, so it casts to the type it has, and grappler removes such "
+                       "casts (inferred; no log or profile shows it)")
+            continue
+        if op.op_type == "IdentityN":
+            op.kernel, op.evidence = REMOVED, "inferred"
+            op.note = ("removed by grappler, which forwards an IdentityN's inputs to its "
+                       "consumers (inferred; no log or profile shows it)")
+            continue
+        if (op.op_type == "RealDiv" and len(graph_ops[op.op_name].inputs) > 1
+                and _constant_input(graph_ops, graph_ops[op.op_name].inputs[1], folding_memo)):
+            op.kernel, op.evidence = "Mul", "inferred"
+            op.note = ("rewritten by grappler from RealDiv into Mul: it divides by a constant, "
+                       "which grappler's constant folding turns into a multiplication by its "
+                       "reciprocal (inferred; no log or profile shows it)")
+            continue
+        if same and op.op_type in _NO_EVENT_OPS | {"Sum", "Mean", "BroadcastTo"}:
             op.kernel, op.evidence = UNKNOWN, "inferred"
             op.note = (f"unknown whether it ran: at its first run its debug summary equals its "
                        f"input's, so it forwarded its input unchanged; grappler removes such a "
@@ -461,6 +480,12 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        f"dump does not record, and the profiler records no event for it at the "
                        f"default host tracer level. To know, keep TF's log "
                        f"(TF_CPP_MAX_VLOG_LEVEL=2), or profile with host_tracer_level=3")
+            continue
+        if op.op_type != "Const" and _all_inputs_constant(graph_ops, op.op_name, folding_memo):
+            op.kernel, op.evidence = "Const", "inferred"
+            op.note = ("constant-folded by grappler: every input is a constant, so grappler "
+                       "computed it once when it optimised the graph and feeds the result as a "
+                       "constant (inferred from the dump's graph; no log or profile shows it)")
             continue
         if op.op_type == "Placeholder":
             graphs = model.dumps[i].graphs
@@ -513,6 +538,45 @@ def _lowest_digest(digests: dict[tuple[str, str, int], int], graph_id: str, op_n
         if found is not None:
             return found
     return 0
+
+
+# Ops grappler's constant folding never folds although their inputs may be constants:
+# stateful ones, and those whose value is not a function of their inputs' values.
+_NOT_FOLDED = frozenset((
+    "Placeholder", "PlaceholderWithDefault", "VarHandleOp", "ReadVariableOp", "VariableV2",
+    "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "RandomUniform",
+    "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "StatelessRandomUniformV2",
+    "StatelessRandomNormalV2", "StatelessRandomGetKeyCounter", "Identity", "IdentityN",
+    "NoOp", "StopGradient", "PreventGradient", "Snapshot", "Enter", "Exit", "Merge", "Switch",
+    "NextIteration", "LoopCond", "While", "StatelessWhile", "If", "StatelessIf",
+    "PartitionedCall", "StatefulPartitionedCall", "Print", "PrintV2", "Assert"))
+
+
+def _all_inputs_constant(graph_ops: dict[str, OpCreation], name: str,
+                         memo: dict[str, bool], depth: int = 0) -> bool:
+    """Whether every data input of op ``name`` is a constant or computed from constants
+    only: grappler's constant folding then replaces the op by a Const."""
+    key = f"{id(graph_ops)}:{name}"
+    found = memo.get(key)
+    if found is not None:
+        return found
+    memo[key] = False  # a cycle (a while loop's back edge) is no constant
+    created = graph_ops.get(name)
+    inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+    result = bool(inputs) and depth < 32 and created is not None \
+        and created.op_type not in _NOT_FOLDED and all(
+            graph_ops.get(_strip_slot(t)) is not None and (
+                graph_ops[_strip_slot(t)].op_type == "Const"
+                or _all_inputs_constant(graph_ops, _strip_slot(t), memo, depth + 1))
+            for t in inputs)
+    memo[key] = result
+    return result
+
+
+def _constant_input(graph_ops: dict[str, OpCreation], tensor: str, memo: dict[str, bool]) -> bool:
+    source = graph_ops.get(_strip_slot(tensor))
+    return source is not None and (source.op_type == "Const" or _all_inputs_constant(
+        graph_ops, source.op_name, memo))
 
 
 def _placeholder(op: OpKernel, inlined: bool) -> None:
