@@ -57,9 +57,12 @@ class UnknownOpType(LookupError):
 
 # A host name that identifies nobody: left as it is.
 _PUBLIC_HOSTS = frozenset(("", "localhost", "localhost.localdomain"))
-# An absolute POSIX path (not a TF device name such as /job:localhost/...), or a Windows
-# one, inside free text; ':' ends it so that ``file.py:12`` keeps its line.
-_ABS_PATH = re.compile(r"(?<![\w.~/-])(?:/(?!job:)|[A-Za-z]:\\)[^\s'\"`<>|,;:()\[\]{}]+")
+# An absolute POSIX path (not a TF device name such as /job:localhost/..., nor the end of
+# an HTML-like "</b>"), or a Windows one, inside free text; ':' ends it so that
+# ``file.py:12`` keeps its line.
+_ABS_PATH = re.compile(r"(?<![\w.~/<-])(?:/(?!job:)|[A-Za-z]:\\)[^\s'\"`<>|,;:()\[\]{}]+")
+# A URL is no local path (its host part still goes through the host names).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
 # A path relative to the logdir that leaves it (a --log elsewhere): shown like any outside path.
 _UP_PATH = re.compile(r"(?<![\w./-])\.\.[/\\][^\s'\"`<>|,;:()\[\]{}]+")
 # Installed libraries are nobody's project, even inside a project's own venv.
@@ -128,14 +131,27 @@ class Redaction:
             return self._hosts_in(path[len(project) + 1:].replace("\\", "/"))
         return "<path>/" + self._hosts_in(re.split(r"[/\\]", path.rstrip("/\\"))[-1])
 
+    def name(self, name: str) -> str:
+        """A name (run, op, kernel, function, a source relative to the logdir): only its
+        host names are redacted. A name is no path: a run named ``x<script>a</script>``
+        must not have its ``/script>`` taken for one."""
+        name = display(name)
+        return self._hosts_in(name) if self.enabled else name
+
     def text(self, text: str) -> str:
         """Free text (a warning, a note, a name) with every path and host in it redacted."""
         text = display(text)
         if not self.enabled:
             return text
-        text = _ABS_PATH.sub(lambda m: self.path(m.group()), text)
-        text = _UP_PATH.sub(lambda m: self.path(m.group(), self.logdir), text)
-        return self._hosts_in(text)
+        pieces = _URL.split(text)
+        urls = _URL.findall(text)
+        out = []
+        for i, piece in enumerate(pieces):
+            piece = _ABS_PATH.sub(lambda m: self.path(m.group()), piece)
+            out.append(_UP_PATH.sub(lambda m: self.path(m.group(), self.logdir), piece))
+            if i < len(urls):
+                out.append(urls[i])
+        return self._hosts_in("".join(out))
 
 
 _WINDOWS = re.compile(r"[A-Za-z]:\\")
@@ -254,7 +270,7 @@ def _kernels_cell(mode: dict[str, Any], red: Redaction) -> Inline:
     for i, k in enumerate(mode["kernels"]):
         if i:
             out.append(", ")
-        out.append(Code(red.text(k["name"])) if k["name"] else "(none)")
+        out.append(Code(red.name(k["name"])) if k["name"] else "(none)")
         out.append((f" x{k['executions']}" if several else "") + f" ({k['evidence']})")
     return out or ["-"]
 
@@ -265,16 +281,16 @@ def _facts(run: dict[str, Any], cpu_features: Optional[list[str]], red: Redactio
     how = f" ({red.text(run['onednn_source'])})" if run["onednn_source"] else \
         " (nothing in this run says)"
     facts: list[Inline] = [
-        ["Run: ", Code(red.text(run["run"])), " in ", Code(red.path(red.logdir))],
-        ["TensorFlow: ", Code(red.text(run["tensorflow_version"]) or "?")
+        ["Run: ", Code(red.name(run["run"])), " in ", Code(red.path(red.logdir))],
+        ["TensorFlow: ", Code(red.name(run["tensorflow_version"]) or "?")
          if run["tensorflow_version"] else "unknown (no tfdbg dump)"],
         [f"oneDNN: {onednn}{how}"],
         # Which oneDNN kernels a CPU gets (AVX512_FP16 for f16, AMX, BF16) follows its ISA.
-        ["CPU features (TF's start-up line): " + ", ".join(red.text(f) for f in cpu_features)]
+        ["CPU features (TF's start-up line): " + ", ".join(red.name(f) for f in cpu_features)]
         if cpu_features else ["CPU features: unknown (no TF start-up line in a log)"],
     ]
     if run["hosts"]:
-        facts.append(["Hosts: " + ", ".join(red.text(h) for h in run["hosts"])])
+        facts.append(["Hosts: " + ", ".join(red.name(h) for h in run["hosts"])])
     kinds = (("debugger", "tfdbg dump"), ("profile", "profile"), ("logs", "TF log"))
     evidence: Inline = ["Evidence: "]
     for i, (key, label) in enumerate(kinds):
@@ -284,7 +300,7 @@ def _facts(run: dict[str, Any], cpu_features: Optional[list[str]], red: Redactio
             # Source names are relative to the logdir; one that leaves it (a --log kept
             # elsewhere) is an outside path.
             evidence += [" (" if j == 0 else ", ", Code(red.path(name, red.logdir)
-                                                       if name.startswith("..") else red.text(name))]
+                                                       if name.startswith("..") else red.name(name))]
         if names:
             evidence.append(f", +{len(names) - 3} more)" if len(names) > 3 else ")")
     evidence.append(f"; counts from: {run['counts_from'] or 'nothing'}")
@@ -292,7 +308,7 @@ def _facts(run: dict[str, Any], cpu_features: Optional[list[str]], red: Redactio
     if run["functions"]:
         funcs: Inline = ["tf.function calls: "]
         for i, f in enumerate(run["functions"][:MAX_FUNCTIONS]):
-            funcs += [", " if i else "", Code(red.text(f["name"])), f" x{f['calls']}"]
+            funcs += [", " if i else "", Code(red.name(f["name"])), f" x{f['calls']}"]
         if len(run["functions"]) > MAX_FUNCTIONS:
             funcs.append(f", {len(run['functions']) - MAX_FUNCTIONS} more")
         facts.append(funcs)
@@ -302,10 +318,10 @@ def _facts(run: dict[str, Any], cpu_features: Optional[list[str]], red: Redactio
         for p in prims:
             kinds_n[p["kind"]] = kinds_n.get(p["kind"], 0) + int(p["count"])
         facts.append(["ONEDNN_VERBOSE primitives: " + ", ".join(
-            f"{red.text(k)} x{n}" for k, n in sorted(kinds_n.items(), key=lambda kv: -kv[1]))])
+            f"{red.name(k)} x{n}" for k, n in sorted(kinds_n.items(), key=lambda kv: -kv[1]))])
     if other_runs:
         facts.append([f"{len(other_runs)} other run(s) in the logdir, not in this report: "
-                      + ", ".join(red.text(r) for r in other_runs[:5])
+                      + ", ".join(red.name(r) for r in other_runs[:5])
                       + (" ..." if len(other_runs) > 5 else "") + " (choose one with --run)"])
     facts.append([f"Warnings: {len(run['warnings'])}"])
     return facts
@@ -323,13 +339,13 @@ def _capped(items: list[Inline], total: int, what: str) -> list[Inline]:
 
 def _site(site: dict[str, Any], red: Redaction) -> Inline:
     out: Inline = [f"x{site['count']} ", Code(f"{red.path(site['file'])}:{site['line']}"),
-                   " in ", Code(red.text(site["function"]))]
+                   " in ", Code(red.name(site["function"]))]
     if site.get("ops"):
         out.append(f" ({_n(site['ops'], 'graph op')})")
     user = site.get("user_code")
     if user:
         out += [", from ", Code(f"{red.path(user['file'])}:{user['line']}"), " in ",
-                Code(red.text(user["function"]))]
+                Code(red.name(user["function"]))]
     return out
 
 
@@ -340,7 +356,7 @@ def _explanations(run: dict[str, Any], focus: list[str],
     out: list[Block] = []
     for op in focus:
         row = rows[op]
-        out.append(Heading(3, ["Why ", Code(red.text(op)), " ran as it did"]))
+        out.append(Heading(3, ["Why ", Code(red.name(op)), " ran as it did"]))
         for mode in MODES:
             stats = row[mode]
             if not stats["executions"]:
@@ -376,7 +392,7 @@ def build(run: dict[str, Any], *, asked: list[str], call_sites: dict[str, dict[s
     blocks.append(Heading(3, ["Kernels per mode"]))
     table_rows: list[list[Inline]] = []
     for row in shown:
-        name: Inline = [Code(red.text(row["op_type"]))]
+        name: Inline = [Code(red.name(row["op_type"]))]
         if kernels_differ(row):
             name.append(" (differs)")
         table_rows.append([name, [str(row["eager"]["executions"])],
@@ -396,14 +412,14 @@ def build(run: dict[str, Any], *, asked: list[str], call_sites: dict[str, dict[s
     if xla:
         blocks.append(Heading(3, ["XLA functions"]))
         blocks.append(Bullets(_capped(
-            [[Code(red.text(f["name"])), f": {f['launches']} launches in the log; ",
+            [[Code(red.name(f["name"])), f": {f['launches']} launches in the log; ",
               red.text(f["note"])] for f in xla[:MAX_LIST]], len(xla), "XLA functions")))
     unknown = [(row, mode, k) for row in run["op_types"] for mode in MODES
                for k in row[mode]["kernels"] if k["name"] == UNKNOWN]
     if unknown:
         blocks.append(Heading(3, ["Unknown kernels"]))
         blocks.append(Bullets(_capped(
-            [[Code(red.text(row["op_type"])), f" ({mode}, {_n(k['executions'], 'execution')}): ",
+            [[Code(red.name(row["op_type"])), f" ({mode}, {_n(k['executions'], 'execution')}): ",
               red.text("; ".join(k.get("notes", [])) or "no note")]
              for row, mode, k in unknown[:MAX_LIST]], len(unknown), "op types with unknown kernels")))
     if run["warnings"]:
