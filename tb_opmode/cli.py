@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from . import __version__
 from .export import render_csv
 from .join import MODES, LogdirError, RunModel, load, run_json, summary
-from .report import FORMATS, Redaction, UnknownOpType, build, focus_ops, render
+from .report import DEFAULT_FOCUS, FORMATS, Redaction, UnknownOpType, build, focus_ops, render
 from .runs import UnreadableLogdir, display
 from .why import call_sites, explain
 
@@ -240,7 +240,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--run", help="the run (default: the first, or the first with every --op)")
     r.add_argument("--op", action="append", default=[], metavar="OP",
                    help="op type to explain, always in the table (repeatable; "
-                        f"default: {', '.join(('Transpose', 'MatMul'))} when present)")
+                        f"default: {', '.join(DEFAULT_FOCUS)} when present)")
     r.add_argument("--format", choices=FORMATS, default="md")
     r.add_argument("--output", metavar="FILE", help="write the report to FILE, not stdout")
     r.add_argument("--no-redact", action="store_true",
