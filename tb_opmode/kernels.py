@@ -45,6 +45,8 @@ UNKNOWN = "(unknown)"
 FLOAT_DTYPES = frozenset(("DT_FLOAT", "DT_DOUBLE", "DT_BFLOAT16", "DT_HALF"))
 _DEBUG_PREFIX = "Debug"  # DebugIdentityV2 / DebugNumericSummaryV2: tfdbg's own nodes
 _NO_TENSOR = 1  # tensor_debug_mode of a dump that records no tensor values
+# Ops that pass their input on unchanged; reading a fused node's output they were removed.
+_IDENTITY_OPS = frozenset(("Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"))
 # Kernels the executor runs inline without a profiler event (measured on TF 2.21:
 # Reshape, ExpandDims, Const; the others alias their input the same way).
 _NO_EVENT_OPS = frozenset(("Reshape", "ExpandDims", "Squeeze", "Const", "Identity", "Snapshot",
@@ -249,6 +251,12 @@ def _classify_link(op: OpKernel, link: LogLink) -> None:
         op.kernel, dtype = link.ran
         op.dtype = op.dtype or dtype
         op.evidence, op.node = "log", link.expected
+    elif kernel and is_fused(kernel) and op.op_type in _IDENTITY_OPS:
+        # An identity op does none of the fused node's work: grappler removed it and its
+        # consumers read the fused node's output directly.
+        op.kernel, op.evidence, op.node = REMOVED, "log", producer
+        op.note = (f"removed by grappler: its consumers read the output of {producer} "
+                   f"({kernel}) directly")
     elif kernel and is_fused(kernel):
         op.kernel, op.evidence, op.node, op.fused_into = kernel, "log", producer, producer
         op.note = f"fused by grappler's remapper into {kernel}"
