@@ -107,8 +107,8 @@ class Redaction:
         # path as a relative one that still names the user: no project then.
         project = self.project.rstrip("/\\")
         home = os.path.expanduser("~").rstrip("/\\")
-        if not project or os.path.dirname(project) == project or _inside(home, project) \
-                or project in ("/home", "/Users", "/root"):
+        if not project or os.path.dirname(project) == project or project == home \
+                or _inside(home, project) or project in ("/home", "/Users", "/root"):
             return ""
         return project
 

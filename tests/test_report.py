@@ -397,8 +397,9 @@ def test_redaction_rules(tmp_path: Path) -> None:
         "link to <path>/secret.log: not followed"
     # A project at or above the home directory would keep the user's name in a relative path.
     home = os.path.expanduser("~")
-    wide = Redaction(logdir=logdir, project=os.path.dirname(home))
-    assert wide.path(os.path.join(home, "a.py")) == "<path>/a.py"
+    for wide in (Redaction(logdir=logdir, project=os.path.dirname(home)),
+                 Redaction(logdir=logdir, project=home), Redaction(logdir=logdir, project="/")):
+        assert wide.path(os.path.join(home, "a.py")) == "<path>/a.py"
     off = Redaction(logdir=logdir, project=project, hosts=("gpu-box",), enabled=False)
     assert off.text("/home/alice/x.py on gpu-box") == "/home/alice/x.py on gpu-box"
 
