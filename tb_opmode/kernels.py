@@ -316,8 +316,9 @@ def _infer_filter_bias_fusions(model: RunModel, unresolved: list[tuple[int, OpKe
         gradient = _strip_slot(created.inputs[2])
         for sibling in consumers_cache[key].get(gradient, []):
             other = by_name.get((op.graph_id, sibling))
+            sibling_inputs = graph_ops[sibling].inputs if sibling in graph_ops else ()
             if (other is None or other.kernel or other.op_type != "BiasAddGrad"
-                    or _strip_slot(graph_ops[sibling].inputs[0]) != gradient):
+                    or not sibling_inputs or _strip_slot(sibling_inputs[0]) != gradient):
                 continue
             op.kernel, op.evidence = _FILTER_WITH_BIAS, "inferred"
             op.note = (f"fused with its sibling {sibling} (BiasAddGrad of the same gradient) "
@@ -398,7 +399,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     resolved_by_name = {(op.graph_id, op.op_name): op for op in resolved}
     if model.onednn_enabled is not False:
         _infer_filter_bias_fusions(model, unresolved, consumers_cache)
-    folding_memo: dict[str, bool] = {}
+    folding_memo: dict[tuple[int, str], bool] = {}
     for i, op in unresolved:
         if op.kernel:
             continue
@@ -561,10 +562,10 @@ _NOT_FOLDED = frozenset((
 
 
 def _all_inputs_constant(graph_ops: dict[str, OpCreation], name: str,
-                         memo: dict[str, bool], depth: int = 0) -> bool:
+                         memo: dict[tuple[int, str], bool], depth: int = 0) -> bool:
     """Whether every data input of op ``name`` is a constant or computed from constants
     only: grappler's constant folding then replaces the op by a Const."""
-    key = f"{id(graph_ops)}:{name}"
+    key = (id(graph_ops), name)  # one graph's ops dict lives as long as the memo
     found = memo.get(key)
     if found is not None:
         return found
@@ -581,7 +582,8 @@ def _all_inputs_constant(graph_ops: dict[str, OpCreation], name: str,
     return result
 
 
-def _constant_input(graph_ops: dict[str, OpCreation], tensor: str, memo: dict[str, bool]) -> bool:
+def _constant_input(graph_ops: dict[str, OpCreation], tensor: str,
+                    memo: dict[tuple[int, str], bool]) -> bool:
     source = graph_ops.get(_strip_slot(tensor))
     return source is not None and (source.op_type == "Const" or _all_inputs_constant(
         graph_ops, source.op_name, memo))
