@@ -451,16 +451,20 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "not record which")
             continue
         summaries, identities = profiled_debug
-        if (op.op_name in identities and op.op_name not in summaries
+        # A NO_TENSOR dump has no summary nodes at all: a missing summary says nothing.
+        if (summaries and op.op_name in identities and op.op_name not in summaries
                 and op.op_type != "Const"):
             op.kernel, op.evidence = "Const", "inferred"
             op.note = ("constant-folded by grappler: its debug summary was folded into a "
                        "constant too (the profile shows tfdbg's identity node but no summary)")
             continue
-        if op.op_name in summaries and op.op_type not in _NO_EVENT_OPS:
+        # Its debug node ran in a profiled step (the summary; in a NO_TENSOR dump, which
+        # has none, the identity), so its graph ran there: no event of its own means no
+        # node of its own, unless it is an op the profiler does not record.
+        if op.op_name in (summaries or identities) and op.op_type not in _NO_EVENT_OPS:
             op.kernel, op.evidence = REMOVED, "inferred"
-            op.note = ("no profiler event for it although its debug summary ran in the same "
-                       "step: grappler most likely removed it")
+            op.note = ("no profiler event for it although its debug node ran in the same "
+                       "step: grappler most likely removed or folded it")
             continue
         same = op.op_type in _FORWARDERS and _same_tensor_as_input(model.dumps[i], op, graph_ops)
         if same and op.op_type == "Cast":
@@ -709,7 +713,10 @@ def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssign
             out.extend(_eager_from_log(op_type, dtype, n, candidates))
             continue
         entry = EagerAssignment(op_type, dtype, n, "", "inferred")
-        observed = seen.get((op_type, dtype))
+        # The graphs' kernels stand for this dtype only where one is recorded: with none
+        # (NO_TENSOR), an op whose kernel depends on the dtype stays for the rules to call.
+        observed = seen.get((op_type, dtype)) if (
+            dtype != DTYPE_UNKNOWN or op_type in _FLOAT_MATH) else None
         # A graph rewrite that needs context (MaxPoolGrad needs its MaxPool)
         # does not carry over to a one-node function.
         contextual = any(r.condition for r in matching_rules(
