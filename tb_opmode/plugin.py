@@ -11,7 +11,17 @@ each run (``join.build_run`` then ``views.prepare``) and publishes it under a
 lock as one finished, never-changed object, so a request sees either the old
 model or the new one, never half of one. Every ``RESCAN_SECONDS`` it scans
 again and rebuilds a run whose files changed (size or mtime) or appeared,
-keeping the old model served until the new one is ready. Routes turn bad
+keeping the old model served until the new one is ready.
+
+Many runs: when a scan has more than one run to load, they are built in
+worker processes (``loadworker``, one per core: the reading is CPU-bound
+Python), smallest first, each published as soon as it is ready, so a huge or
+slow run holds up only its own worker. A lone run is built in the loader
+thread (no process to start). Memory: at most ``RESIDENT_VIEWS`` runs' full
+views are held (a small dump's view is ~27 MB; 200 would be 5 GB); the
+others keep only what the run list shows, and a route asking for one rebuilds
+its view from the on-disk cache (tens of milliseconds), evicting the least
+recently used. Without the cache every view is held. Routes turn bad
 parameters into 400 (``InvalidArgumentError``) and unknown runs or ops into
 404 (``NotFoundError``).
 """
@@ -21,10 +31,14 @@ import json
 import logging
 import os
 import re
+import selectors
+import subprocess
+import sys
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import IO, Any, Callable, Optional
 
 from google.protobuf.message import DecodeError
 from tensorboard import errors
@@ -32,7 +46,8 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from . import timeline, views
+from . import loadworker, timeline, views
+from .cache import cache_dir
 from .join import build_run
 from .runs import RunSources, discover
 
@@ -76,14 +91,66 @@ def file_signature(sources: RunSources) -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
+Signature = tuple[tuple[str, int, int], ...]
+
+
 @dataclass(frozen=True)
 class _Loaded:
-    """A published run: built once, then only read."""
+    """A published run: built once, then only read. ``view`` is the full view when
+    ``full``, else its light form (``loadworker.light_view``), which only the run
+    list reads; ``_view`` gives routes the full one."""
 
     view: views.RunView
-    signature: tuple[tuple[str, int, int], ...]
+    signature: Signature
     loaded_at: float
     seconds: float
+    sources: Optional[RunSources] = None
+    full: bool = True
+
+
+def _signature_bytes(signature: Signature) -> int:
+    return sum(max(0, size) for _p, size, _m in signature)
+
+
+class _Worker:
+    """One ``loadworker`` process, fed one job at a time over its pipes."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tb_opmode.loadworker"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=None, close_fds=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+                + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])})
+        self.job: Optional[tuple[RunSources, Signature]] = None
+        self.began = 0.0
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+    def send(self, sources: RunSources, signature: Signature, logdir: str, full: bool) -> None:
+        assert self.proc.stdin is not None
+        loadworker.send(self.proc.stdin, (sources, logdir, full))
+        self.job = (sources, signature)
+        self.began = time.monotonic()
+
+    def stop(self) -> None:
+        """Close its stdin (it exits at EOF); kill it if it does not go."""
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError as err:
+            logger.warning("opmode: closing a load worker's pipe: %s", err)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            logger.warning("opmode: load worker %d did not exit; killing it", self.proc.pid)
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 @dataclass
@@ -106,6 +173,10 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     plugin_name = PLUGIN_NAME
     RESCAN_SECONDS = 30.0
+    # Full views held at once when others can be rebuilt from the cache.
+    RESIDENT_VIEWS = 8
+    # Worker processes for a scan with several runs to load: one per core.
+    WORKERS: Optional[int] = None
 
     def __init__(self, context: base_plugin.TBContext, rescan_seconds: Optional[float] = None,
                  start: bool = True) -> None:
@@ -113,6 +184,10 @@ class OpModePlugin(base_plugin.TBPlugin):
         self._rescan = self.RESCAN_SECONDS if rescan_seconds is None else rescan_seconds
         self._lock = threading.Lock()
         self._runs: dict[str, _Loaded] = {}
+        # Names of the runs whose full view is held, least recently used first.
+        self._resident: OrderedDict[str, None] = OrderedDict()
+        self._rebuild_locks: dict[str, threading.Lock] = {}
+        self._workers: list[_Worker] = []
         self._discovered: dict[str, RunSources] = {}
         self._errors: dict[str, str] = {}
         self._failed: dict[str, tuple[tuple[str, int, int], ...]] = {}
@@ -134,11 +209,13 @@ class OpModePlugin(base_plugin.TBPlugin):
             self._thread.start()
 
     def close(self) -> None:
-        """Stop the background loader and wait for it."""
+        """Stop the background loader (and its worker processes) and wait for it."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=60)
+        for worker in list(self._workers):
+            self._retire(worker)
 
     def rescan(self) -> None:
         """Ask the loader to scan now instead of at the next interval."""
@@ -179,6 +256,7 @@ class OpModePlugin(base_plugin.TBPlugin):
             for name in list(self._runs):
                 if name not in self._discovered:
                     del self._runs[name]
+                    self._resident.pop(name, None)
             for name in list(self._errors):
                 if name not in self._discovered:
                     del self._errors[name]
@@ -187,25 +265,201 @@ class OpModePlugin(base_plugin.TBPlugin):
             self._progress.error = scan_error
             self._progress.scans += 1
             self._update_progress(signatures)
-        for sources in found:
-            if self._stop.is_set():
-                return
-            signature = signatures[sources.name]
-            with self._lock:
+            todo = []
+            for sources in found:
+                signature = signatures[sources.name]
                 current = self._runs.get(sources.name)
                 if current is not None and current.signature == signature:
                     continue
                 if self._failed.get(sources.name) == signature:
                     continue  # failed before on exactly these files
-                self._progress.loading = sources.name
+                todo.append((sources, signature))
+        # Smallest first: a huge run must not keep the small ones from the tab.
+        todo.sort(key=lambda job: (_signature_bytes(job[1]), job[0].name))
+        try:
+            if len(todo) > 1 and self._worker_count() > 1:
+                self._load_in_workers(todo, signatures)
+            else:
+                for sources, signature in todo:
+                    if self._stop.is_set():
+                        return
+                    with self._lock:
+                        self._progress.loading = sources.name
+                    self._load(sources, signature)
+                    with self._lock:
+                        self._update_progress(signatures)
+        finally:
+            with self._lock:
+                self._progress.loading = ""
+                self._progress.scanning = False
+
+    def _worker_count(self) -> int:
+        if self.WORKERS is not None:
+            return self.WORKERS
+        try:
+            return len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            return os.cpu_count() or 1
+
+    def _keep_full(self, jobs: int) -> bool:
+        """Whether a loaded run's full view is held: always without the cache (nothing
+        could rebuild it cheaply), else when the scan's runs all fit."""
+        return cache_dir() is None or jobs <= self.RESIDENT_VIEWS
+
+    def _load_in_workers(self, todo: list[tuple[RunSources, Signature]],
+                         signatures: dict[str, Signature]) -> None:
+        """Build ``todo`` (smallest first) in worker processes, publishing each as it
+        is done. A worker that dies fails its run (it may be what killed it) and is
+        replaced; if none can be started the rest load in this thread."""
+        full = self._keep_full(len(todo))
+        queue = list(reversed(todo))
+        selector = selectors.DefaultSelector()
+        idle: list[_Worker] = []
+        try:
+            while (queue or selector.get_map()) and not self._stop.is_set():
+                while queue and len(selector.get_map()) < self._worker_count():
+                    worker = idle.pop() if idle else self._start_worker()
+                    if worker is None:
+                        break
+                    sources, signature = queue.pop()
+                    try:
+                        worker.send(sources, signature, self._logdir, full)
+                    except OSError as err:
+                        logger.warning("opmode: load worker %d is gone (%s); starting another",
+                                       worker.proc.pid, err)
+                        self._retire(worker)
+                        queue.append((sources, signature))
+                        continue
+                    selector.register(worker.stdout, selectors.EVENT_READ, worker)
+                    self._show_loading(selector)
+                if not selector.get_map():
+                    break  # no worker could start: the rest load below, in this thread
+                for key, _events in selector.select(timeout=0.5):
+                    worker = key.data
+                    selector.unregister(worker.stdout)
+                    if self._finish(worker, full):
+                        idle.append(worker)
+                    else:
+                        self._retire(worker)
+                    with self._lock:
+                        self._update_progress(signatures)
+                    self._show_loading(selector)
+        finally:
+            for key in list(selector.get_map().values()):
+                self._retire(key.data)  # stopping: the busy ones are not waited for
+            selector.close()
+            for worker in idle:
+                self._retire(worker)
+        for sources, signature in reversed(queue):
+            if self._stop.is_set():
+                return
             self._load(sources, signature)
             with self._lock:
                 self._update_progress(signatures)
-        with self._lock:
-            self._progress.loading = ""
-            self._progress.scanning = False
 
-    def _load(self, sources: RunSources, signature: tuple[tuple[str, int, int], ...]) -> None:
+    def _show_loading(self, selector: selectors.BaseSelector) -> None:
+        names = [key.data.job[0].name for key in selector.get_map().values() if key.data.job]
+        with self._lock:
+            self._progress.loading = ", ".join(sorted(names))
+
+    def _start_worker(self) -> Optional[_Worker]:
+        try:
+            worker = _Worker()
+        except (OSError, ValueError) as err:
+            logger.warning("opmode: cannot start a load worker (%s); loading in this thread", err)
+            return None
+        self._workers.append(worker)
+        return worker
+
+    def _retire(self, worker: _Worker) -> None:
+        worker.stop()
+        if worker in self._workers:
+            self._workers.remove(worker)
+
+    def _finish(self, worker: _Worker, full: bool) -> bool:
+        """Take a worker's answer and publish it; False if the worker died."""
+        assert worker.job is not None
+        sources, signature = worker.job
+        worker.job = None
+        try:
+            reply = loadworker.receive(worker.stdout)
+        except (EOFError, OSError, ValueError, TypeError, AttributeError, ImportError) as err:
+            code = worker.proc.poll()
+            logger.error("opmode: the load worker for run %s died (exit %s, %s: %s); "
+                         "the run is not loaded", sources.name, code, type(err).__name__, err)
+            self._failed_run(sources.name, signature, RuntimeError(
+                f"the process loading it died (exit status {code}; out of memory?)"))
+            return False
+        if reply[0] == "ok":
+            _kind, view, seconds = reply
+            self._publish(sources, signature, view, seconds, full)
+        else:
+            _kind, type_name, message, trace, expected = reply
+            if expected:
+                logger.warning("opmode: cannot load run %s: %s", sources.name, message)
+            else:
+                logger.error("opmode: bug while loading run %s:\n%s", sources.name, trace)
+            with self._lock:
+                self._errors[sources.name] = f"{type_name}: {message}"
+                self._failed[sources.name] = signature
+        return True
+
+    def _publish(self, sources: RunSources, signature: Signature, view: views.RunView,
+                 seconds: float, full: bool) -> None:
+        loaded = _Loaded(view, signature, time.time(), seconds, sources, full)
+        with self._lock:
+            self._runs[sources.name] = loaded
+            self._errors.pop(sources.name, None)
+            self._failed.pop(sources.name, None)
+            self._resident.pop(sources.name, None)
+            if full:
+                self._hold(sources.name)
+
+    def _hold(self, name: str) -> None:
+        """Mark ``name``'s full view used; drop the least recently used beyond
+        ``RESIDENT_VIEWS`` to their light form (lock held)."""
+        self._resident[name] = None
+        self._resident.move_to_end(name)
+        if cache_dir() is None:
+            return  # nothing could rebuild a dropped view cheaply: keep them all
+        while len(self._resident) > self.RESIDENT_VIEWS:
+            old, _ = self._resident.popitem(last=False)
+            loaded = self._runs.get(old)
+            if loaded is not None and loaded.full and loaded.sources is not None:
+                self._runs[old] = _Loaded(loadworker.light_view(loaded.view), loaded.signature,
+                                          loaded.loaded_at, loaded.seconds, loaded.sources, False)
+
+    def _full_view(self, name: str, loaded: _Loaded) -> views.RunView:
+        """The full view of a published run, rebuilt from the cache if only its light
+        form is held (a route asked for a run beyond the resident ones)."""
+        if loaded.full:
+            with self._lock:
+                if name in self._resident:
+                    self._resident.move_to_end(name)
+            return loaded.view
+        with self._lock:
+            lock = self._rebuild_locks.setdefault(name, threading.Lock())
+        with lock:  # two requests for the same run build it once
+            with self._lock:
+                current = self._runs.get(name)
+            if current is not None and current.full:
+                return self._full_view(name, current)
+            assert loaded.sources is not None
+            began = time.monotonic()
+            try:
+                view = views.prepare(build_run(loaded.sources, self._logdir), self._logdir)
+            except Exception as err:  # noqa: BLE001 - answered as 404 and logged
+                logger.exception("opmode: cannot rebuild run %s from the cache", name)
+                raise errors.NotFoundError(f"run {name!r} could not be reloaded: {err}") from err
+            logger.info("opmode: rebuilt run %s in %.2f s", name, time.monotonic() - began)
+            with self._lock:
+                if self._runs.get(name) is loaded:
+                    self._runs[name] = _Loaded(view, loaded.signature, loaded.loaded_at,
+                                               loaded.seconds, loaded.sources, True)
+                    self._hold(name)
+            return view
+
+    def _load(self, sources: RunSources, signature: Signature) -> None:
         began = time.monotonic()
         try:
             model = build_run(sources, self._logdir)
@@ -219,19 +473,14 @@ class OpModePlugin(base_plugin.TBPlugin):
             logger.exception("opmode: bug while loading run %s", sources.name)
             self._failed_run(sources.name, signature, err)
             return
-        loaded = _Loaded(view, signature, time.time(), time.monotonic() - began)
-        with self._lock:
-            self._runs[sources.name] = loaded
-            self._errors.pop(sources.name, None)
-            self._failed.pop(sources.name, None)
+        self._publish(sources, signature, view, time.monotonic() - began, True)
 
-    def _failed_run(self, name: str, signature: tuple[tuple[str, int, int], ...],
-                    err: BaseException) -> None:
+    def _failed_run(self, name: str, signature: Signature, err: BaseException) -> None:
         with self._lock:
             self._errors[name] = f"{type(err).__name__}: {err}"
             self._failed[name] = signature
 
-    def _update_progress(self, signatures: dict[str, tuple[tuple[str, int, int], ...]]) -> None:
+    def _update_progress(self, signatures: dict[str, Signature]) -> None:
         """Recount progress (lock held)."""
         p = self._progress
         p.runs_total = len(signatures)
@@ -291,7 +540,7 @@ class OpModePlugin(base_plugin.TBPlugin):
             known = name in self._discovered
             error = self._errors.get(name)
         if loaded is not None:
-            return loaded.view
+            return self._full_view(name, loaded)
         if error:
             raise errors.NotFoundError(f"run {name!r} could not be loaded: {error}")
         if known:
@@ -365,6 +614,7 @@ class OpModePlugin(base_plugin.TBPlugin):
                                  onednn_state=views.onednn_state(loaded.view)[0],
                                  counts_from=doc["counts_from"],
                                  op_types=len(loaded.view.rows),
+                                 executions=sum(r["total"] for r in loaded.view.rows.values()),
                                  has_profile=bool(loaded.view.model.profiles),
                                  warnings=len(doc["warnings"]),
                                  loaded_at=loaded.loaded_at)

@@ -150,7 +150,8 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
     Times are nanoseconds from the run's first profiled event. Each event is
     ``[lane, start, dur, name, kernel, class]`` with lane/name/kernel indexes
     into ``lanes``/``names`` and class an index into ``classes``; each bin is
-    ``[lane, start, end, count, busy_ns, class, name, onednn_count]``. ``fused`` lists the
+    ``[lane, start, end, count, busy_ns, class, name, onednn_count]``, where an event counts
+    in every bin it overlaps (with the part of its time in the bin). ``fused`` lists the
     indexes in ``names`` of kernels grappler's remapper fused from several ops (the tab
     marks their boxes; their colour stays mode x oneDNN).
     """
@@ -188,15 +189,22 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
         for li, i in picked:
             lane = tl.lanes[LANES[li]]
             s, d = lane.starts[i], lane.durs[i]
-            b = max(0, min(nbins - 1, (max(s, lo) - lo) // width))
-            entry = acc.get((li, b))
-            if entry is None:
-                entry = acc[(li, b)] = [0, 0, Counter(), Counter(), 0]
-            entry[0] += 1
-            entry[1] += min(s + d, hi) - max(s, lo)
-            entry[2][lane.classes[i]] += max(1, d)
-            entry[3][lane.names[i]] += max(1, d)
-            entry[4] += 1 if lane.classes[i] in _ONEDNN else 0
+            a, z = max(s, lo), min(s + d, hi)
+            # Every bin the event spans counts it, with the part of it that falls there:
+            # an event longer than a bin is drawn over all its bins, not as a 1-px tick.
+            first = max(0, min(nbins - 1, (a - lo) // width))
+            last = max(first, min(nbins - 1, (max(a, z - 1) - lo) // width))
+            for b in range(first, last + 1):
+                b_lo, b_hi = lo + b * width, lo + (b + 1) * width
+                part = max(0, min(z, b_hi) - max(a, b_lo))
+                entry = acc.get((li, b))
+                if entry is None:
+                    entry = acc[(li, b)] = [0, 0, Counter(), Counter(), 0]
+                entry[0] += 1
+                entry[1] += part
+                entry[2][lane.classes[i]] += max(1, part)
+                entry[3][lane.names[i]] += max(1, part)
+                entry[4] += 1 if lane.classes[i] in _ONEDNN else 0
         bins = []
         for (li, b), (count, busy, classes, labels, onednn) in sorted(acc.items()):
             bstart = lo + b * width
@@ -206,9 +214,35 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
         out["level"] = "bins"
         out["bin_ns"] = width
         out["bins"] = bins
+    if not picked:
+        out["nearest"] = _nearest(tl, lo, hi, debug)
     out["names"] = list(names)
     out["fused"] = sorted(fused)
     return out
+
+
+def _nearest(tl: Timeline, lo: int, hi: int, debug: bool) -> dict[str, Optional[int]]:
+    """Where the closest events are when [lo, hi) holds none: the latest end before ``lo``
+    and the earliest start at or after ``hi`` (ns from the run's first event, or None)."""
+    before: Optional[int] = None
+    after: Optional[int] = None
+    for lane_name in LANES:
+        lane = tl.lanes.get(lane_name)
+        if lane is None or not lane.starts:
+            continue
+        i = bisect.bisect_left(lane.starts, hi)
+        while i < len(lane.starts) and not debug and lane.classes[i] == _CLS["debug"]:
+            i += 1
+        if i < len(lane.starts) and (after is None or lane.starts[i] < after):
+            after = lane.starts[i]
+        j = bisect.bisect_left(lane.starts, lo) - 1
+        while j >= 0 and not debug and lane.classes[j] == _CLS["debug"]:
+            j -= 1
+        if j >= 0:
+            end = lane.starts[j] + lane.durs[j]
+            if before is None or end > before:
+                before = end
+    return {"before": before, "after": after}
 
 
 def export_trace(tl: Timeline, run: str, tensorflow_version: str, start: Optional[int] = None,

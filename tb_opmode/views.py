@@ -28,15 +28,16 @@ from typing import Any, Callable, Optional
 
 from . import timeline as _timeline
 from .export import render_csv
-from .join import MODES, ModeStats, OpTypeRow, RunModel, run_json
+from .join import MODES, ModeStats, OpTypeRow, RunModel, row_op, run_json, summary
 from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from .nodes import canonical_op
-from .why import call_sites, class_times, explain, function_graphs, kernel_class
+from .why import (call_sites, class_times, explain, function_graphs, is_debug_kernel,
+                  kernel_class)
 
 __all__ = [
     "RunView", "prepare", "onednn_state", "overview", "op_rows", "op_page", "op_detail",
     "compare", "export_csv", "export_json", "dumps_json", "kernel_kind", "short_why",
-    "SORT_KEYS", "FILTERS", "KINDS", "MAX_PAGE_SIZE",
+    "SORT_KEYS", "FILTERS", "KINDS", "MAX_PAGE_SIZE", "dump_modes", "dump_gap",
 ]
 
 SORT_KEYS = ("total", "eager", "graph", "op_type", "time", "eager_time", "graph_time")
@@ -68,6 +69,95 @@ class RunView:
     outside_time: dict[tuple[str, str], int] = field(default_factory=dict)
     # (mode, kind) -> profiled op time of the table's rows (kernel "" counts as unknown).
     kind_time: dict[tuple[str, str], int] = field(default_factory=dict)
+    # The dump's tensor_debug_mode names (most used first) and what they cannot count.
+    dump_modes: list[str] = field(default_factory=list)
+
+
+# tfdbg's TensorDebugMode (debug_event.proto), by number.
+_DEBUG_MODE_NAMES = {0: "UNSPECIFIED", 1: "NO_TENSOR", 2: "CURT_HEALTH", 3: "CONCISE_HEALTH",
+                     4: "FULL_HEALTH", 5: "SHAPE", 6: "FULL_NUMERICS", 7: "FULL_TENSOR",
+                     8: "REDUCE_INF_NAN_THREE_SLOTS"}
+# What a mode leaves out when it instruments a graph: tfdbg's dumping callback inserts a
+# debug op only for the output tensors these modes can summarise (and none for an op
+# without outputs), so such a graph op has no execution trace and counts 0 executions.
+_MODE_RECORDS = {"CURT_HEALTH": "float tensors only", "CONCISE_HEALTH": "float tensors only",
+                 "FULL_HEALTH": "float tensors only",
+                 "SHAPE": "float, integer and bool tensors only"}
+
+
+def dump_modes(model: RunModel) -> list[str]:
+    """The tensor_debug_mode of the run's dumps (tfdbg ``DumpSet.tensor_debug_modes``),
+    by name, most used first."""
+    counts: Counter = Counter()
+    for dump in model.dumps:
+        counts.update(dump.tensor_debug_modes)
+    return [_DEBUG_MODE_NAMES.get(n, str(n)) for n, _c in counts.most_common()]
+
+
+def dump_gap(modes: list[str]) -> str:
+    """Why a graph op the profile or log saw can have no trace in a dump of these modes."""
+    limited = [m for m in modes if m in _MODE_RECORDS]
+    if limited:
+        return (f"the dump's {limited[0]} mode records {_MODE_RECORDS[limited[0]]}, so a graph "
+                f"op without such an output (or without any output) is never traced")
+    return ("the dump counts a graph op by the traces of its outputs, and it holds none of "
+            "this op's (an op without outputs is never traced)")
+
+
+# Executor plumbing the log names among graph nodes: no op of the user's program.
+_PLUMBING = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
+
+
+def _log_graph_counts(model: RunModel) -> Counter:
+    """Graph executions per op type as the TensorFlow log counted them (its window)."""
+    out: Counter = Counter()
+    for log in model.logs:
+        for node, n in log.graph_executions.items():
+            kernel = log.graph_kernels.get(node, ("", ""))[0]
+            if kernel and kernel not in _PLUMBING and not is_debug_kernel(kernel):
+                out[row_op(kernel)] += n
+    return out
+
+
+def _uncounted(model: RunModel, rows: dict[str, dict[str, Any]], modes: list[str]) -> None:
+    """Mark the rows the dump counts 0 graph executions for while the profile or the log saw
+    the op run in a graph: ``row["graph"]["uncounted"]`` says what each saw and why."""
+    if not model.dumps:
+        return
+    profile: dict[str, dict[str, Any]] = {}
+    for (op_type, mode, kernel), (events, ns) in model.times.items():
+        if mode != "graph" or op_type not in rows:
+            continue
+        entry = profile.setdefault(op_type, {"events": 0, "time_ns": 0, "kernels": Counter()})
+        entry["events"] += events
+        entry["time_ns"] += ns
+        if kernel:
+            entry["kernels"][kernel] += events
+    logged = _log_graph_counts(model)
+    why = dump_gap(modes)
+    for op_type, row in rows.items():
+        if row["graph"]["executions"]:
+            continue
+        seen = profile.get(op_type)
+        log_n = logged.get(op_type, 0)
+        if not seen and not log_n:
+            continue
+        saw = []
+        if seen:
+            saw.append(f"the profile saw {seen['events']:,} graph event"
+                       f"{'' if seen['events'] == 1 else 's'}")
+        if log_n:
+            saw.append(f"the log saw {log_n:,} graph execution{'' if log_n == 1 else 's'}")
+        kernels = seen["kernels"] if seen else Counter()
+        row["graph"] = dict(row["graph"], uncounted={
+            "profile_events": seen["events"] if seen else 0,
+            "profile_time_ns": seen["time_ns"] if seen else 0,
+            "log_executions": log_n,
+            "kernels": [{"name": k, "events": n, "onednn": is_onednn(k), "kind": kernel_kind(k)}
+                        for k, n in kernels.most_common()],
+            "note": f"not counted: {why}; {' and '.join(saw)}",
+        })
+        row["uncounted"] = True
 
 
 def kernel_kind(name: str) -> str:
@@ -143,6 +233,8 @@ def prepare(model: RunModel, logdir: str) -> RunView:
     for (op_type, mode, _kernel), (_events, ns) in model.times.items():
         time_ns[(op_type, mode)] += ns
     rows = {r["op_type"]: _row_json(r, time_ns) for r in doc["op_types"]}
+    modes = dump_modes(model)
+    _uncounted(model, rows, modes)
     outside: Counter = Counter()
     kind_time: Counter = Counter()
     for (op_type, mode, kernel), (_events, ns) in model.times.items():
@@ -152,7 +244,7 @@ def prepare(model: RunModel, logdir: str) -> RunView:
             outside[(mode, op_type)] += ns
     return RunView(model=model, logdir=logdir, doc=doc, rows=rows,
                    class_time=class_times(model.times), timeline=_timeline.build(model),
-                   outside_time=dict(outside), kind_time=dict(kind_time))
+                   outside_time=dict(outside), kind_time=dict(kind_time), dump_modes=modes)
 
 
 # ---------------------------------------------------------------- overview
@@ -284,12 +376,39 @@ def overview(view: RunView) -> dict[str, Any]:
         "matrix": matrix,
         "kinds": kinds,
         "glance": _glance(view),
+        "dump": _dump_coverage(view),
         "profile": {
             "events": view.timeline.events,
             "span_ns": view.timeline.span_ns,
             "debug_instrumentation_time_ns": view.timeline.debug_time_ns,
             "time_source": sorted({p.time_source for p in model.profiles if p.time_source}),
         },
+    }
+
+
+def _dump_coverage(view: RunView) -> Optional[dict[str, Any]]:
+    """What the dump's tensor_debug_mode counts, and the graph op types it did not count
+    though the profile or log saw them run (rows with 0 graph executions, and op types the
+    table has no row for): the execution shares cover what the dump counts only."""
+    if not view.model.dumps:
+        return None
+    modes = view.dump_modes
+    limited = next((m for m in modes if m in _MODE_RECORDS), "")
+    uncounted = sorted((r for r in view.rows.values() if r["graph"].get("uncounted")),
+                       key=lambda r: (-r["graph"]["uncounted"]["profile_events"], r["op_type"]))
+    outside = {op: ns for (m, op), ns in view.outside_time.items() if m == "graph"}
+    return {
+        "modes": modes,
+        "records": _MODE_RECORDS.get(limited, "every traced output tensor"),
+        "gap": dump_gap(modes),
+        "uncounted_op_types": [r["op_type"] for r in uncounted][:30],
+        "uncounted_total": len(uncounted),
+        "uncounted_profile_events": sum(r["graph"]["uncounted"]["profile_events"]
+                                        for r in uncounted),
+        "uncounted_log_executions": sum(r["graph"]["uncounted"]["log_executions"]
+                                        for r in uncounted),
+        "uncounted_time_ns": sum(r["graph"]["uncounted"]["profile_time_ns"] for r in uncounted),
+        "outside_table": sorted(outside, key=lambda op: (-outside[op], op))[:30],
     }
 
 
@@ -529,10 +648,12 @@ def export_csv(view: RunView) -> str:
 
 
 def export_json(view: RunView) -> dict[str, Any]:
-    """The run's summary (the CLI's JSON contract for this run, explanations included) with
-    the table's fields: kernel classes, per-mode time in ns, totals and flags."""
-    doc = run_json(view.model, view.logdir)
-    explained = {r["op_type"]: r for r in doc["op_types"]}
+    """The CLI's JSON contract (``tb-opmode summary --format json``: ``{"version",
+    "warnings", "runs": [...]}``) for this run, explanations included, its rows with the
+    table's fields: kernel classes, per-mode time in ns, totals and flags."""
+    doc = summary([view.model], view.logdir)
+    run = doc["runs"][0]
+    explained = {r["op_type"]: r for r in run["op_types"]}
     rows = []
     for row in op_rows(view):
         row = dict(row)
@@ -541,7 +662,8 @@ def export_json(view: RunView) -> dict[str, Any]:
             if text:
                 row[mode] = dict(row[mode], explanation=text)
         rows.append(row)
-    doc["op_types"] = rows
+    run["op_types"] = rows
+    run["tensor_debug_modes"] = view.dump_modes
     return doc
 
 

@@ -297,7 +297,8 @@ def test_timeline_bins_when_zoomed_out(bert: Api) -> None:
     full = bert.json("/timeline", run=".")
     binned = bert.json("/timeline", run=".", max_events=30)
     assert binned["level"] == "bins" and binned["total"] == full["total"]
-    assert sum(b[3] for b in binned["bins"]) == full["total"]
+    # An event counts in every bin it spans (a long op is not a 1-px tick): at least once.
+    assert sum(b[3] for b in binned["bins"]) >= full["total"]
     for lane, start, end, count, busy, cls, name, onednn in binned["bins"]:
         assert start < end and count >= 1 and 0 <= onednn <= count and busy >= 0
         assert binned["names"][name]
@@ -335,8 +336,11 @@ def test_exports_parse(bert: Api) -> None:
     assert [r["kernel"] for r in transpose] == ["_MklTranspose"]
     assert transpose[0]["onednn"] == "true" and transpose[0]["evidence"] == "log"
 
+    # The CLI's contract (tb-opmode summary --format json), as the export's tooltip says.
     doc = bert.json("/export", run=".", format="json")
-    assert doc["run"] == "." and any(r["op_type"] == "Transpose" for r in doc["op_types"])
+    assert set(doc) == {"version", "warnings", "runs"} and len(doc["runs"]) == 1
+    run = doc["runs"][0]
+    assert run["run"] == "." and any(r["op_type"] == "Transpose" for r in run["op_types"])
 
     trace = bert.json("/export", run=".", format="trace")
     events = trace["traceEvents"]
