@@ -189,7 +189,7 @@ def _log_counts(model: RunModel) -> None:
         for dispatch, n in log.eager_dispatch.items():
             if is_function(dispatch):
                 model.functions[dispatch] += n
-            elif _user_op(dispatch):
+            elif not is_debug_kernel(dispatch):  # an eager NoOp is the user's, as in a dump
                 model.row(row_op(dispatch)).eager.executions += n
         for node, n in log.graph_executions.items():
             kernel = log.graph_kernels.get(node, ("", ""))[0]
@@ -202,7 +202,7 @@ def _profile_counts(model: RunModel) -> None:
         for op_type, is_func, _start, _dur in prof.eager_ops:
             if is_func or is_function(op_type):
                 model.functions[op_type] += 1
-            elif _user_op(op_type):
+            elif not is_debug_kernel(op_type):
                 model.row(op_type).eager.executions += 1
         for _node, kernel, _start, _dur in prof.graph_ops:
             if _user_op(kernel):

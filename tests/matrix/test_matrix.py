@@ -25,7 +25,7 @@ import pytest
 from tb_opmode.join import load, summary
 from tb_opmode.why import function_graphs
 from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu
-from tests.matrix.truth import score, truth_of
+from tests.matrix.truth import parse_log, score, truth_of
 from tests.matrix.workloads import CELLS, MissingPackages, make_cell
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -148,7 +148,8 @@ def cell(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         shutil.copy2(p, with_log_dir / p.name)
     with_log = _our_run(with_log_dir)
     result = {
-        "cell": name, "meta": meta, "logdir": logdir, "without": without, "with": with_log,
+        "cell": name, "meta": meta, "logdir": logdir, "out": out, "without": without,
+        "with": with_log,
         "score_without": score(without, truth), "score_with": score(with_log, truth),
     }
     _record(result)
@@ -254,3 +255,58 @@ def test_function_calls_are_counted_per_graph_not_per_name(cell: dict[str, Any])
             assert g["function_calls"] == calls[g["function_graph_id"]], (row["op_type"], g)
             checked += g["function_calls"] > 0
     assert checked or not calls
+
+
+def test_a_log_split_over_stdout_and_stderr_is_read_whole(cell: dict[str, Any]) -> None:
+    """oneDNN writes ONEDNN_VERBOSE to stdout and TF its log to stderr: the run's two files
+    together are its log (the kernels come from stderr, the primitives from stdout)."""
+    stdout = (cell["out"] / "stdout.log").read_bytes()
+    executed = stdout.count(b",exec,")
+    logs = cell["with"]["sources"]["logs"]
+    assert sorted(Path(p).name for p in logs) == ["stderr.log", "stdout.log"], logs
+    primitives = sum(p["count"] for p in cell["with"]["onednn_verbose"]["primitives"])
+    assert primitives == executed, (primitives, executed)
+    assert cell["without"]["onednn_verbose"]["primitives"] == []
+
+
+_NOT_OPS = {"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp", "_SOURCE", "_SINK"}
+
+
+def test_a_run_of_only_its_log(cell: dict[str, Any], tmp_path: Path) -> None:
+    """No dump, no profile: counts are the log's own, rows are op types (not kernels, not
+    tfdbg's debug ops), and every execution keeps the kernel its Process node line names."""
+    logs = [cell["out"] / "stderr.log", cell["out"] / "stdout.log"]
+    for p in logs:
+        shutil.copy2(p, tmp_path / p.name)
+    run = _our_run(tmp_path)
+    runs = parse_log([tmp_path / "stderr.log"])
+    kept = Counter({k: n for k, n in runs.graph_kernels.items()
+                    if k not in _NOT_OPS and not k.startswith("Debug")})
+    ours_graph = sum(r["graph"]["executions"] for r in run["op_types"])
+    assert ours_graph == sum(kept.values())
+    eager = Counter(d for d, _k in runs.eager if not d.startswith(("__", "Debug")))
+    assert sum(r["eager"]["executions"] for r in run["op_types"]) == sum(eager.values())
+    names = {r["op_type"] for r in run["op_types"]}
+    assert not any(n.startswith(("Debug", "_Mkl", "_Fused")) or "Fused" in n and "BatchNorm" not in n
+                   for n in names), sorted(names)
+    # Every kernel TF's log names for graph nodes is one of ours, with its count.
+    ours_kernels: Counter = Counter()
+    for row in run["op_types"]:
+        for k in row["graph"]["kernels"]:
+            ours_kernels[k["name"]] += k["executions"]
+    assert ours_kernels == kept
+
+
+def test_a_run_of_only_its_profile(cell: dict[str, Any], tmp_path: Path) -> None:
+    if not cell["meta"].get("profiled"):
+        pytest.skip("this cell has no profile")
+    for profile in cell["logdir"].rglob("*.xplane.pb"):
+        target = tmp_path / profile.relative_to(cell["logdir"])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(profile, target)
+    runs = summary(load(str(tmp_path)), str(tmp_path), explanations=False)["runs"]
+    assert runs and all(r["counts_from"] == "profile" for r in runs)
+    for run in runs:
+        names = {r["op_type"] for r in run["op_types"]}
+        assert not any(n.startswith("Debug") for n in names), sorted(names)
+        assert any("cover only the steps it profiled" in w for w in run["warnings"]), run["warnings"]

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["Truth", "truth_of", "score", "REMOVED", "CONST", "UNKNOWN", "NOT_RUN"]
+__all__ = ["Truth", "truth_of", "score", "parse_log", "REMOVED", "CONST", "UNKNOWN", "NOT_RUN"]
 
 REMOVED = "(optimized away)"
 CONST = "Const"
@@ -123,6 +123,8 @@ class LogRuns:
     steps: dict[str, dict[str, _Node]] = field(default_factory=lambda: defaultdict(dict))
     idents: list[_Ident] = field(default_factory=list)
     eager: list[tuple[str, str]] = field(default_factory=list)  # (dispatch, kernel)
+    # kernel -> Process node lines at real steps (a while loop runs a node many times a step)
+    graph_kernels: Counter = field(default_factory=Counter)
 
 
 def parse_log(paths: Iterable[Path]) -> LogRuns:
@@ -174,6 +176,7 @@ def parse_log(paths: Iterable[Path]) -> LogRuns:
                     if step == "-1" or " is dead device: " in msg:
                         continue
                     out.steps[step][node] = _Node(kernel, _first_input(msg))
+                    out.graph_kernels[kernel] += 1
                     if kernel == "DebugIdentityV2":
                         op = _ATTR_OP.search(msg)
                         ctx = _ATTR_CTX.search(msg)
