@@ -13,17 +13,27 @@ read again; a dump file that only grew (a run still writing) is read on from
 the offset where the last read stopped (``tfdbg.read_file_states``). A cache
 file that cannot be read (corrupt, foreign, from another version) is ignored
 and rewritten; a cache directory that cannot be written is not used. Cache
-files are only loaded when owned by the current user (they are pickles). The
-oldest entries go when there are more than ``MAX_ENTRIES`` or ``MAX_BYTES``.
+files are only loaded when owned by the current user (they are pickles).
+
+Size: the cache holds an entry for every file of every logdir read (a logdir of
+200 runs needs 400: a dump set and a profile each), bounded by the disk rather
+than by a count: entries go, least recently used first, only when the disk's
+free space would fall under ``MIN_FREE_FRACTION`` of it (at least
+``MIN_FREE_BYTES``), or past ``MAX_BYTES``/``MAX_ENTRIES`` when those are set.
+Entries for files that no longer exist go first: each entry begins with a small
+header naming its source files, so a sweep (at most every ``SWEEP_SECONDS``, and
+before any live entry is evicted) can tell them without unpickling the values.
 """
 from __future__ import annotations
 
 import gc
 import hashlib
+import logging
 import os
 import pickle
 import tempfile
-from typing import Any, Callable, TypeVar
+import time
+from typing import Any, Callable, Optional, TypeVar
 
 from . import __version__
 from .textlog import LogFacts, read_log
@@ -31,16 +41,27 @@ from .tfdbg import DumpSet, FileState, assemble_dump_set, file_identity, read_fi
 from .xplane import Profile, read_profile
 
 __all__ = ["CACHE_ENV", "cache_dir", "cached_dump_set", "cached_profile", "cached_log",
-           "MAX_ENTRIES", "MAX_BYTES"]
+           "MAX_ENTRIES", "MAX_BYTES", "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "SWEEP_SECONDS",
+           "prune"]
 
 CACHE_ENV = "TB_OPMODE_CACHE"
 _OFF = ("", "0", "off", "none", "false", "no")
-_FORMAT = 1
+# 2: a header pickle (format, code, key, source files) before the value's pickle.
+_FORMAT = 2
 _SUFFIX = ".pickle"
-# When a new entry is written, the oldest go until at most this many entries, of at
-# most this many bytes in all, remain.
-MAX_ENTRIES = 256
-MAX_BYTES = 1 << 30
+_SWEPT = ".swept"
+# No bound by count or total size unless set (tests set them): a count of 256 made a
+# logdir of 200 runs (400 entries) evict, in order, the very entries the next read of
+# the logdir needed, so nothing was ever a hit.
+MAX_ENTRIES: Optional[int] = None
+MAX_BYTES: Optional[int] = None
+# The bound that holds: leave the disk this much free (the larger of the two).
+MIN_FREE_BYTES = 1 << 30
+MIN_FREE_FRACTION = 0.05
+# How often the entries of deleted files are looked for (opening every header).
+SWEEP_SECONDS = 3600.0
+
+logger = logging.getLogger(__name__)
 _LOAD_ERRORS = (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
                 IndexError, KeyError, TypeError, ValueError)
 
@@ -97,21 +118,38 @@ def _load(path: str, key: tuple[str, ...]) -> Any:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
             if hasattr(os, "getuid") and st.st_uid != os.getuid():
+                logger.warning("opmode cache: %s is not owned by this user: not loaded", path)
                 return None
+            header = pickle.load(f)
+            if (not isinstance(header, dict) or header.get("format") != _FORMAT
+                    or header.get("code") != _code_fingerprint(key[0]) or header.get("key") != key):
+                return None  # another version's, or another key's (a hash clash): rewritten
             # Many small objects: the cyclic GC would run over and over while they load.
             enabled = gc.isenabled()
             gc.disable()
             try:
-                entry = pickle.load(f)
+                value = pickle.load(f)
             finally:
                 if enabled:
                     gc.enable()
-    except _LOAD_ERRORS:
+    except FileNotFoundError:
         return None
-    if (not isinstance(entry, dict) or entry.get("format") != _FORMAT
-            or entry.get("code") != _code_fingerprint(key[0]) or entry.get("key") != key):
+    except _LOAD_ERRORS as err:
+        logger.warning("opmode cache: cannot load %s (%s: %s); reading the files instead",
+                       path, type(err).__name__, err)
         return None
-    return entry.get("value")
+    _touch(path)
+    return value
+
+
+def _touch(path: str) -> None:
+    """Mark an entry used: eviction goes by mtime, least recently used first."""
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        pass  # evicted meanwhile by another process
+    except OSError as err:
+        logger.warning("opmode cache: cannot mark %s used: %s", path, err)
 
 
 def _usable_dir(directory: str) -> bool:
@@ -123,51 +161,144 @@ def _usable_dir(directory: str) -> bool:
     return not hasattr(os, "getuid") or st.st_uid == os.getuid()
 
 
-def _store(directory: str, path: str, key: tuple[str, ...], value: Any) -> None:
+def _store(directory: str, path: str, key: tuple[str, ...], value: Any,
+           sources: list[str]) -> None:
     """Write atomically (temp file, then rename); a failure only means no cache."""
     if not _usable_dir(directory):
+        logger.warning("opmode cache: %s is not a usable directory: nothing cached", directory)
         return
-    entry = {"format": _FORMAT, "code": _code_fingerprint(key[0]), "key": key, "value": value}
+    header = {"format": _FORMAT, "code": _code_fingerprint(key[0]), "key": key,
+              "sources": sources}
     tmp = ""
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=_SUFFIX)
         with os.fdopen(fd, "wb") as f:
-            pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(header, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
         tmp = ""
-    except (OSError, pickle.PicklingError, RecursionError):
-        pass
+    except (OSError, pickle.PicklingError, RecursionError) as err:
+        logger.warning("opmode cache: cannot write %s: %s", path, err)
     finally:
         if tmp:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-    _prune(directory, os.path.basename(path))
+            _unlink(tmp)
+    prune(directory, os.path.basename(path))
 
 
-def _prune(directory: str, keep: str) -> None:
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass  # another process (a worker of the same TensorBoard) took it first
+    except OSError as err:
+        logger.warning("opmode cache: cannot remove %s: %s", path, err)
+
+
+def _sources(path: str) -> Optional[list[str]]:
+    """The source files named in an entry's header; None if it has none readable."""
+    try:
+        with open(path, "rb") as f:
+            header = pickle.load(f)
+    except FileNotFoundError:
+        return None
+    except _LOAD_ERRORS as err:
+        logger.info("opmode cache: unreadable entry %s (%s): removed", path, err)
+        return []
+    if not isinstance(header, dict) or not isinstance(header.get("sources"), list):
+        return []  # an entry of an older format: nothing can use it
+    return [p for p in header["sources"] if isinstance(p, str)]
+
+
+def _sweep(directory: str, names: list[str], keep: str) -> set[str]:
+    """Remove the entries whose source files are all gone (or which cannot be read);
+    return the names removed."""
+    gone = set()
+    for name in names:
+        if name == keep:
+            continue
+        path = os.path.join(directory, name)
+        found = _sources(path)
+        if found is None:
+            gone.add(name)  # already removed by someone else
+        elif not any(os.path.exists(p) for p in found):
+            _unlink(path)
+            gone.add(name)
+    try:
+        with open(os.path.join(directory, _SWEPT), "w", encoding="ascii") as f:
+            f.write(f"{time.time():.0f}\n")
+    except OSError as err:
+        logger.warning("opmode cache: cannot write %s: %s", os.path.join(directory, _SWEPT), err)
+    return gone
+
+
+def _sweep_due(directory: str) -> bool:
+    try:
+        return time.time() - os.stat(os.path.join(directory, _SWEPT)).st_mtime > SWEEP_SECONDS
+    except FileNotFoundError:
+        return True
+    except OSError as err:
+        logger.warning("opmode cache: cannot stat the sweep mark in %s: %s", directory, err)
+        return False
+
+
+def _free_bytes(directory: str) -> tuple[int, int]:
+    """(free bytes for us, bytes to keep free) on the cache's file system."""
+    try:
+        st = os.statvfs(directory)
+    except (OSError, AttributeError) as err:
+        logger.warning("opmode cache: cannot tell the free space of %s: %s", directory, err)
+        return 1 << 62, 0
+    size = st.f_blocks * st.f_frsize
+    return st.f_bavail * st.f_frsize, max(MIN_FREE_BYTES, int(size * MIN_FREE_FRACTION))
+
+
+def prune(directory: str, keep: str = "") -> None:
+    """Remove entries of deleted files (when a sweep is due), then, least recently
+    used first, entries until the disk has its reserve free and the optional
+    bounds hold; the entry ``keep`` (just written) stays."""
     try:
         names = [n for n in os.listdir(directory) if n.endswith(_SUFFIX) and not n.startswith(".")]
-    except OSError:
+    except OSError as err:
+        logger.warning("opmode cache: cannot list %s: %s", directory, err)
         return
+    swept = _sweep_due(directory)
+    if swept:
+        gone = _sweep(directory, names, keep)
+        names = [n for n in names if n not in gone]
     aged = []
     for name in names:
         try:
             st = os.stat(os.path.join(directory, name))
-        except OSError:
+        except FileNotFoundError:
             continue
-        # The entry just written first, then the newest: those stay.
+        except OSError as err:
+            logger.warning("opmode cache: cannot stat %s: %s", name, err)
+            continue
+        # The entry just written first, then the most recently used: those stay.
         aged.append((name == keep, st.st_mtime, st.st_size, name))
     aged.sort(reverse=True)
-    total = 0
-    for i, (_kept, _mtime, size, name) in enumerate(aged):
-        total += size
-        if i >= MAX_ENTRIES or (total > MAX_BYTES and i > 0):
-            try:
-                os.unlink(os.path.join(directory, name))
-            except OSError:
-                pass
+    free, reserve = _free_bytes(directory)
+    total = sum(size for _k, _m, size, _n in aged)
+    excess = max(0, reserve - free)
+    if MAX_BYTES is not None:
+        excess = max(excess, total - MAX_BYTES)
+    count = len(aged) - MAX_ENTRIES if MAX_ENTRIES is not None else 0
+    if excess <= 0 and count <= 0:
+        return
+    if not swept:
+        # Before a live entry goes, the dead ones do, whenever they were last looked for.
+        gone = _sweep(directory, [n for *_r, n in aged], keep)
+        if gone:
+            freed = sum(size for _k, _m, size, n in aged if n in gone)
+            aged = [a for a in aged if a[3] not in gone]
+            excess -= freed
+            count -= len(gone)
+    for _kept, _mtime, size, name in reversed(aged[1:]):
+        if excess <= 0 and count <= 0:
+            break
+        _unlink(os.path.join(directory, name))
+        excess -= size
+        count -= 1
 
 
 def cached_dump_set(directory: str, prefix: str, files: dict[str, str]) -> DumpSet:
@@ -186,7 +317,7 @@ def cached_dump_set(directory: str, prefix: str, files: dict[str, str]) -> DumpS
     states = read_file_states(files, previous)
     if set(states) != set(kept) or any(
             states[k] is not kept[k][0] or states[k].identity != kept[k][1] for k in states):
-        _store(where, path, key, states)
+        _store(where, path, key, states, sorted(files.values()))
     return assemble_dump_set(directory, prefix, files, states)
 
 
@@ -204,7 +335,7 @@ def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type)
     value = read(path)
     # Only what was read from a file that did not change meanwhile is worth keeping.
     if file_identity(path) == identity:
-        _store(where, entry_path, key, (identity, value))
+        _store(where, entry_path, key, (identity, value), [path])
     return value
 
 
