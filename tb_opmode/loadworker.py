@@ -1,0 +1,117 @@
+"""A process that builds runs for the plugin's loader, so runs load on every core.
+
+In (stdin): length-prefixed pickles ``(RunSources, logdir, full)``, one per run.
+Out (stdout): one length-prefixed pickle per job, in order: ``("ok", view,
+seconds)`` where ``view`` is the ``views.RunView`` (``full``) or its light form
+(``light_view``: what the run list shows, without the dump, profile and
+timeline data), or ``("error", type name, message, traceback text, expected)``.
+EOF on stdin ends the process, so a worker never outlives its TensorBoard.
+
+Why a process of its own, started with ``python -m`` rather than by
+``multiprocessing``: reading a run is CPU-bound Python (threads would share one
+core through the GIL), TensorBoard's process has threads (forking it could copy
+a held lock), and ``multiprocessing``'s spawn would import TensorBoard's main
+module, and with it TensorFlow, in every worker (two seconds each).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import pickle
+import struct
+import sys
+import time
+import traceback
+from typing import Any, BinaryIO, Optional
+
+__all__ = ["main", "send", "receive", "light_view", "expected_errors"]
+
+_HEADER = struct.Struct("<Q")
+
+
+def send(stream: BinaryIO, value: Any) -> None:
+    """Write one message (a pickle with its length in front) and flush it."""
+    body = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(body)) + body)
+    stream.flush()
+
+
+def _exactly(stream: BinaryIO, n: int) -> Optional[bytes]:
+    chunks, got = [], 0
+    while got < n:
+        chunk = stream.read(n - got)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def receive(stream: BinaryIO) -> Any:
+    """Read one message; raises EOFError when the other side has gone."""
+    head = _exactly(stream, _HEADER.size)
+    if head is None:
+        raise EOFError("the other end closed the pipe")
+    body = _exactly(stream, _HEADER.unpack(head)[0])
+    if body is None:
+        raise EOFError("the pipe closed in the middle of a message")
+    return pickle.loads(body)
+
+
+def light_view(view: Any) -> Any:
+    """The part of a ``RunView`` that the run list reads (its JSON document, row
+    names, oneDNN facts, whether it has a profile), for a run whose full view is
+    not held in memory: a 23 MB dump's view takes 27 MB, 200 of them 5 GB.
+    Profiles keep their path, host and time source but no events; the timeline
+    is left out. Only the run list may be given one (the plugin's ``_view``
+    gives routes the full view)."""
+    from .xplane import Profile
+
+    model = view.model
+    profiles = [Profile(path=p.path, host=p.host, start_ns=p.start_ns, end_ns=p.end_ns,
+                        time_source=p.time_source) for p in model.profiles]
+    light = dataclasses.replace(model, dumps=[], profiles=profiles, logs=[], graph_ops=[],
+                                eager_ops=[])
+    return dataclasses.replace(view, model=light, timeline=None)
+
+
+def _build(sources: Any, logdir: str) -> Any:
+    from . import views
+    from .join import build_run
+
+    return views.prepare(build_run(sources, logdir), logdir)
+
+
+def expected_errors() -> tuple[type[BaseException], ...]:
+    """What a bad run raises (as opposed to a bug): logged without a traceback."""
+    from google.protobuf.message import DecodeError
+
+    return (OSError, ValueError, DecodeError)
+
+
+def main() -> int:
+    # The protocol owns the real stdout; anything printed goes to stderr instead.
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    inp = sys.stdin.buffer
+    logging.basicConfig(level=logging.WARNING, format="tb_opmode worker %(process)d: %(message)s")
+    expected = expected_errors()
+    while True:
+        try:
+            sources, logdir, full = receive(inp)
+        except EOFError:
+            return 0
+        began = time.monotonic()
+        try:
+            view = _build(sources, logdir)
+            reply: tuple[Any, ...] = ("ok", view if full else light_view(view),
+                                      time.monotonic() - began)
+        except Exception as err:  # noqa: BLE001 - reported to the parent, which logs it
+            reply = ("error", type(err).__name__, str(err), traceback.format_exc(),
+                     isinstance(err, expected))
+        send(out, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
