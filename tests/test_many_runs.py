@@ -1,0 +1,158 @@
+"""Logdirs of many runs: all load (in worker processes), small ones before a huge one,
+views beyond the resident ones are rebuilt from the cache, and the cache keeps
+every run's entries while dropping those of deleted files.
+
+In: the session fixtures of conftest.py (the CNN custom loop and the BERT-like
+``fit``, real TensorFlow files), copied into many run directories by hard
+links. Out: assertions on the order and state of what the loader published and
+on the cache directory. Nothing here is timed: the machine is shared.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tensorboard.plugins import base_plugin
+
+from tb_opmode import cache, views
+from tb_opmode.join import build_run
+from tb_opmode.plugin import OpModePlugin, file_signature
+from tb_opmode.runs import discover
+
+from .conftest import link_tree
+
+SMALL_RUNS = 12
+
+
+class Recording(OpModePlugin):
+    """The plugin, noting at each publication which runs were ready then."""
+
+    RESIDENT_VIEWS = 3
+    WORKERS = 2
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.published: list[tuple[str, set[str], bool]] = []
+        super().__init__(*args, **kwargs)
+
+    def _publish(self, sources: Any, signature: Any, view: Any, seconds: float, full: bool) -> None:
+        with self._lock:
+            ready = set(self._runs)
+        self.published.append((sources.name, ready, full))
+        super()._publish(sources, signature, view, seconds, full)
+
+
+@pytest.fixture()
+def cache_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    where = tmp_path / "cache"
+    monkeypatch.setenv("TB_OPMODE_CACHE", str(where))
+    return where
+
+
+@pytest.fixture()
+def many(tmp_path: Path, cnn_logdir: Path, bert_logdir: Path) -> Path:
+    """SMALL_RUNS copies of the CNN run and one bigger run (the BERT-like fit)."""
+    logdir = tmp_path / "many"
+    logdir.mkdir()
+    for i in range(SMALL_RUNS):
+        link_tree(cnn_logdir, logdir / f"small_{i:02d}")
+    link_tree(bert_logdir, logdir / "huge")
+    return logdir
+
+
+def _plugin(logdir: Path) -> Iterator[Recording]:
+    plugin = Recording(base_plugin.TBContext(logdir=str(logdir)))
+    try:
+        assert plugin.wait_idle(600), "background load did not finish"
+        yield plugin
+    finally:
+        plugin.close()
+
+
+def _bytes(logdir: Path, name: str) -> int:
+    (sources,) = [r for r in discover(str(logdir)) if r.name == name]
+    return sum(size for _p, size, _m in file_signature(sources))
+
+
+def test_many_runs_all_ready_and_a_huge_one_last(many: Path, cache_env: Path) -> None:
+    assert _bytes(many, "huge") > _bytes(many, "small_00")  # the premise
+    for plugin in _plugin(many):
+        names = [name for name, _ready, _full in plugin.published]
+        assert sorted(names) == sorted([f"small_{i:02d}" for i in range(SMALL_RUNS)] + ["huge"])
+        # Smallest first: every small run was served before the huge one was published.
+        huge_at = names.index("huge")
+        assert huge_at == len(names) - 1
+        assert plugin.published[huge_at][1] == {f"small_{i:02d}" for i in range(SMALL_RUNS)}
+        assert plugin._errors == {}
+        assert plugin._workers == []  # workers stop once the scan's loads are done
+        # More runs than RESIDENT_VIEWS: they arrived light, to be rebuilt on request.
+        assert not any(full for _n, _r, full in plugin.published)
+        progress = plugin._progress_json()
+        assert progress["runs_done"] == progress["runs_total"] == SMALL_RUNS + 1
+        assert progress["pending"] == [] and progress["loading"] == ""
+
+
+def test_views_beyond_the_resident_ones_are_rebuilt_identically(
+        many: Path, cache_env: Path, cnn_logdir: Path) -> None:
+    for plugin in _plugin(many):
+        # Every run's answers equal those of a view built directly, whichever is held.
+        for name in ["huge", *(f"small_{i:02d}" for i in range(SMALL_RUNS)), "huge"]:
+            view = plugin._view(name)
+            (sources,) = [r for r in discover(str(many)) if r.name == name]
+            direct = views.prepare(build_run(sources, str(many)), str(many))
+            assert json.dumps(views.overview(view), sort_keys=True) == \
+                json.dumps(views.overview(direct), sort_keys=True), name
+            assert views.op_page(view, "total", True, (), "", 0, 50) == \
+                views.op_page(direct, "total", True, (), "", 0, 50)
+            with plugin._lock:
+                held = [n for n, loaded in plugin._runs.items() if loaded.full]
+            assert len(held) <= Recording.RESIDENT_VIEWS and name in held
+        # The run list reads the light ones without rebuilding anything.
+        with plugin._lock:
+            light = [n for n, loaded in plugin._runs.items() if not loaded.full]
+        assert len(light) == SMALL_RUNS + 1 - Recording.RESIDENT_VIEWS
+        for name in light:
+            loaded = plugin._runs[name]
+            assert loaded.view.doc["run"] == name and loaded.view.rows
+            assert views.onednn_state(loaded.view)[0] == "on"
+
+
+def test_the_cache_holds_every_run_and_drops_deleted_files(
+        many: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for _plugin_ in _plugin(many):
+        pass
+    entries = list(cache_env.glob("*.pickle"))
+    runs = discover(str(many))
+    expected = sum(len(r.dump_sets) + len(r.profiles) + len(r.logs) for r in runs)
+    assert len(entries) == expected > 2 * SMALL_RUNS  # far past nothing but a small count
+    # A second load reads nothing: every entry is still there.
+    for plugin in _plugin(many):
+        assert plugin._errors == {}
+    assert sorted(cache_env.glob("*.pickle")) == sorted(entries)
+    # Delete runs: the next sweep removes their entries, and only theirs.
+    for i in range(SMALL_RUNS // 2):
+        shutil.rmtree(many / f"small_{i:02d}")
+    monkeypatch.setattr(cache, "SWEEP_SECONDS", 0.0)
+    cache.prune(str(cache_env))
+    left = discover(str(many))
+    assert len(list(cache_env.glob("*.pickle"))) == sum(
+        len(r.dump_sets) + len(r.profiles) + len(r.logs) for r in left)
+
+
+def test_a_full_disk_evicts_the_least_recently_used(
+        many: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for _plugin_ in _plugin(many):
+        pass
+    entries = sorted(cache_env.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
+    newest = entries[-1]
+    sizes = sum(p.stat().st_size for p in entries)
+    # The disk lacks room for all but the newest entry: the rest go, newest kept.
+    monkeypatch.setattr(cache, "_free_bytes", lambda directory: (0, sizes - newest.stat().st_size))
+    monkeypatch.setattr(cache, "SWEEP_SECONDS", 1e9)
+    cache.prune(str(cache_env), newest.name)
+    assert list(cache_env.glob("*.pickle")) == [newest]
+    assert os.path.exists(newest)
