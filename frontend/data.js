@@ -49,7 +49,7 @@ export const api = {
   timeline: (run, start, end, maxEvents, debug, signal) =>
     getJSON('timeline', {run, start, end, max_events: maxEvents, debug}, signal),
   compare: (a, b, changedOnly) => getJSON('compare', {a, b, changed_only: changedOnly}),
-  exportUrl: (run, format) => routeUrl('export', {run, format}),
+  exportUrl: (run, format, extra = {}) => routeUrl('export', {run, format, ...extra}),
 };
 
 /**
@@ -102,6 +102,20 @@ export function fmtNs(ns) {
   if (abs >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
   if (abs >= 1e3) return `${(ns / 1e3).toFixed(1)} µs`;
   return `${Math.round(ns)} ns`;
+}
+
+/**
+ * A time on an axis whose ticks are ``step`` ns apart, with as many decimals as the step
+ * needs: deep in a 6 s profile, ticks 20 µs apart read "5.80124 s", "5.80126 s", never
+ * all "5.80 s".
+ * @param {number} ns
+ * @param {number} step
+ */
+export function fmtAt(ns, step) {
+  const abs = Math.abs(ns);
+  const [unit, name] = abs >= 1e9 ? [1e9, 's'] : abs >= 1e6 ? [1e6, 'ms'] : abs >= 1e3 ? [1e3, 'µs'] : [1, 'ns'];
+  const decimals = Math.max(0, Math.min(9, Math.ceil(-Math.log10(Math.max(step, 1e-9) / unit) - 1e-9)));
+  return `${(ns / unit).toFixed(decimals)} ${name}`;
 }
 
 /** @param {?number|undefined} x share in [0, 1] */

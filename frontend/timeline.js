@@ -6,10 +6,14 @@
 // out). Out: drawing, zoom (wheel, buttons), pan (drag), hover details in a
 // tooltip (text only). Only the visible window is ever fetched; while a fetch
 // is pending the last data is redrawn at the new scale, so zoom and pan stay
-// smooth.
+// smooth. Above the lanes, a strip shows where in the whole run the ops are and which
+// part the window shows (click or drag it to move there). By keyboard: +/- zoom (on the
+// ops, not an empty centre), arrows pan, Enter inspects the box nearest the centre, then
+// arrows move between boxes (left/right) and lanes (up/down), Escape stops; what is
+// inspected is said in a live region and shown in the tooltip.
 
 import {CLASSES, FUSED, timelineKey} from './colors.js';
-import {fmtInt, fmtNs, fmtPct} from './data.js';
+import {fmtAt, fmtInt, fmtNs, fmtPct} from './data.js';
 
 const GUTTER = 112;
 const AXIS = 24;
@@ -17,6 +21,27 @@ const LANE_HEIGHT = {function: 22, eager: 44, graph: 44};
 const LANE_LABEL = {function: 'tf.function calls', eager: 'eager ops', graph: 'graph ops'};
 const LANE_GAP = 6;
 const MIN_SPAN = 1000; // ns
+const STRIP = 18;      // px: the overview strip of the whole run
+
+/** The tab's base font size in px (rem), so the canvas text follows text scaling. */
+function remPx() {
+  return parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
+}
+
+/** [lane, start, end] of an event or a bin of the window's data. */
+function extent(d, item) {
+  return d.level === 'events' ? [item[0], item[1], item[1] + item[2]] : [item[0], item[1], item[2]];
+}
+
+/** The best tick step (1, 2 or 5 x 10^n ns) for ``count`` ticks over ``width`` ns. */
+export function tickStep(width, count) {
+  const target = width / Math.max(2, count);
+  const pow = Math.pow(10, Math.floor(Math.log10(Math.max(target, 1))));
+  for (const m of [1, 2, 5, 10]) {
+    if (pow * m >= target) return pow * m;
+  }
+  return pow * 10;
+}
 
 function cssVar(name, fallback) {
   const value = getComputedStyle(document.body).getPropertyValue(name).trim();
@@ -49,10 +74,27 @@ export class Timeline {
     this.canvas.setAttribute('aria-label',
         'Timeline of op executions: eager and graph lanes, coloured by mode and oneDNN use');
     this.canvas.tabIndex = 0;
+    this.canvas.setAttribute('aria-describedby', 'opm-timeline-keys');
+    this.keys = document.createElement('p');
+    this.keys.id = 'opm-timeline-keys';
+    this.keys.className = 'opm-sr-only';
+    this.keys.textContent = 'Keys: plus and minus zoom, left and right arrows pan, Enter inspects ' +
+      'the box nearest the centre; then arrows move between boxes and lanes, Escape stops.';
+    // What keyboard inspection found, said once per move (not the whole canvas).
+    this.live = document.createElement('div');
+    this.live.className = 'opm-sr-only opm-timeline-live';
+    this.live.setAttribute('aria-live', 'polite');
+    this.live.setAttribute('role', 'status');
+    this.focusItem = null;
+    this.overview = null;     // the whole run, coarse: the strip's density
+    this.strip = document.createElement('canvas');
+    this.strip.className = 'opm-timeline-strip';
+    this.strip.setAttribute('role', 'img');
+    this.strip.setAttribute('aria-label', 'Where the ops are in the whole run, and the part shown');
     this.tooltip = document.createElement('div');
     this.tooltip.className = 'opm-tooltip';
     this.tooltip.hidden = true;
-    this.root.append(this.canvas, this.tooltip);
+    this.root.append(this.strip, this.canvas, this.tooltip, this.keys, this.live);
     host.appendChild(this.root);
 
     this.canvas.addEventListener('wheel', (e) => this.onWheel(e), {passive: false});
@@ -62,6 +104,10 @@ export class Timeline {
     this.canvas.addEventListener('mouseleave', () => this.hideTooltip());
     this.canvas.addEventListener('dblclick', () => this.reset());
     this.canvas.addEventListener('keydown', (e) => this.onKey(e));
+    this.canvas.addEventListener('blur', () => { if (this.focusItem) this.hideTooltip(); });
+    this.strip.addEventListener('mousedown', (e) => { this.stripDrag = true; this.onStrip(e); });
+    window.addEventListener('mousemove', (e) => { if (this.stripDrag) this.onStrip(e); });
+    window.addEventListener('mouseup', () => { this.stripDrag = false; });
     // The theme (colors.js watchTheme) calls draw() when it changes.
     new ResizeObserver(() => this.draw()).observe(this.root);
   }
@@ -72,6 +118,8 @@ export class Timeline {
     if (this.pending) this.pending.abort();
     this.span = null;
     this.data = null;
+    this.overview = null;
+    this.focusItem = null;
     this.draw();
   }
 
@@ -91,14 +139,74 @@ export class Timeline {
     this.span = Math.max(span, 1);
     if (!keepView || this.view.end > this.span) this.view = {start: 0, end: this.span};
     this.data = null;
+    this.focusItem = null;
     this.draw();
     this.schedule(0);
+    this.loadOverview();
   }
 
   setDebug(debug) {
     this.debug = debug;
     this.data = null;
     this.schedule(0);
+    this.loadOverview();
+  }
+
+  /** The whole run, coarsely (bins, or events when few): the strip's density. */
+  async loadOverview() {
+    if (this.overviewPending) this.overviewPending.abort();
+    const controller = this.overviewPending = new AbortController();
+    const span = this.span;
+    try {
+      const data = await this.fetchWindow(0, Math.ceil(span) + 1, 600, this.debug, controller.signal);
+      if (controller.signal.aborted || span !== this.span) return;
+      this.overview = data;
+      this.drawStrip();
+    } catch (err) {
+      if (err.name !== 'AbortError') this.overview = null;
+    }
+  }
+
+  /** Ops (events or bins) of the loaded data inside the window shown. */
+  visible() {
+    const d = this.data;
+    if (!d) return [];
+    const items = d.level === 'events' ? d.events : d.bins;
+    return items.filter((item) => {
+      const [, a, z] = extent(d, item);
+      return z >= this.view.start && a < this.view.end;
+    });
+  }
+
+  /** How many ops the window shows (null while unknown). */
+  visibleCount() {
+    const d = this.data;
+    if (!d) return null;
+    if (d.level === 'bins') return d.total;
+    return this.visible().length;
+  }
+
+  /** The point the buttons and keys zoom on (the wheel zooms on the pointer): the
+   * inspected box, else the ops nearest the centre (never an empty centre). */
+  zoomAnchor() {
+    const width = this.view.end - this.view.start;
+    const frac = (t) => Math.min(1, Math.max(0, (t - this.view.start) / width));
+    if (this.focusItem && this.data) {
+      const [, a, z] = extent(this.data, this.focusItem);
+      return frac((a + z) / 2);
+    }
+    const items = this.visible();
+    if (!items.length) return 0.5;
+    const centre = this.view.start + width / 2;
+    let best = null;
+    let bestDist = Infinity;
+    for (const item of items) {
+      const [, a, z] = extent(this.data, item);
+      const dist = centre < a ? a - centre : centre > z ? centre - z : 0;
+      if (dist < bestDist) { best = [a, z]; bestDist = dist; }
+      if (!dist) break;
+    }
+    return bestDist === 0 ? 0.5 : frac(Math.min(Math.max(centre, best[0]), best[1]));
   }
 
   reset() {
@@ -107,8 +215,9 @@ export class Timeline {
     this.changed();
   }
 
-  zoom(factor, centerFrac = 0.5) {
+  zoom(factor, centerFrac = null) {
     if (!this.span) return;
+    if (centerFrac === null) centerFrac = this.zoomAnchor();
     const width = this.view.end - this.view.start;
     const center = this.view.start + width * centerFrac;
     let newWidth = Math.min(this.span, Math.max(MIN_SPAN, width * factor));
@@ -153,8 +262,10 @@ export class Timeline {
 
   covers() {
     const d = this.data;
-    return d && d.level === 'events' && d.start <= this.view.start && d.end >= this.view.end &&
-      d.debug === this.debug;
+    if (!(d && d.level === 'events' && d.start <= this.view.start && d.end >= this.view.end &&
+      d.debug === this.debug)) return false;
+    // An empty window is asked for itself: the answer says where the nearest ops are.
+    return this.visible().length > 0 || (d.start === Math.floor(this.view.start) && !!d.nearest);
   }
 
   schedule(delay) {
@@ -177,6 +288,12 @@ export class Timeline {
       data.debug = this.debug;
       this.data = data;
       this.status = '';
+      if (this.focusItem) {
+        // The same box in the new data, if it is there.
+        const [lane, start] = [this.focusItem[0], this.focusItem[1]];
+        const items = data.level === 'events' ? data.events : data.bins;
+        this.focusItem = items.find((it) => it[0] === lane && it[1] === start) || null;
+      }
     } catch (err) {
       if (err.name === 'AbortError') return;
       this.status = `cannot load the timeline: ${err.message}`;
@@ -209,7 +326,7 @@ export class Timeline {
     const laneBg = cssVar('--opm-lane-bg', '#f5f5f5');
     const border = cssVar('--opm-border', '#e0e0e0');
     ctx.clearRect(0, 0, width, height);
-    ctx.font = '12px Roboto, "Helvetica Neue", sans-serif';
+    ctx.font = `${0.75 * remPx()}px Roboto, "Helvetica Neue", sans-serif`;
     ctx.textBaseline = 'middle';
 
     // Lanes and their labels.
@@ -232,7 +349,21 @@ export class Timeline {
     else if (d && d.level === 'bins') this.drawBins(ctx, d);
     ctx.restore();
 
-    let message = this.status || (d && !d.total ? 'no profiled ops in this window' : '');
+    if (this.focusItem && d) this.drawFocus(ctx, d, fg);
+    this.drawStrip();
+    let message = this.status;
+    if (!message && d && this.visibleCount() === 0) {
+      const near = d.nearest || {};
+      const where = [];
+      if (near.before !== null && near.before !== undefined) {
+        where.push(`${fmtNs(this.view.start - near.before)} earlier`);
+      }
+      if (near.after !== null && near.after !== undefined) {
+        where.push(`${fmtNs(near.after - this.view.end)} later`);
+      }
+      message = 'no ops here' + (where.length ? ` — the nearest are ${where.join(' and ')} ` +
+        '(the strip above shows where ops are)' : '');
+    }
     if (this.span === null) message = 'loading the run…';
     else if (!this.span) message = 'this run has no profile (no .xplane.pb)';
     else if (!d && !message) message = 'loading…';
@@ -247,12 +378,8 @@ export class Timeline {
 
   drawAxis(ctx, fg, muted, border) {
     const width = this.view.end - this.view.start;
-    const target = width / Math.max(2, this.plotWidth() / 110);
-    const pow = Math.pow(10, Math.floor(Math.log10(Math.max(target, 1))));
-    let step = pow;
-    for (const m of [1, 2, 5, 10]) {
-      if (pow * m >= target) { step = pow * m; break; }
-    }
+    const step = tickStep(width, this.plotWidth() / 110);
+    this.tickLabels = [];
     ctx.strokeStyle = border;
     ctx.fillStyle = muted;
     ctx.textAlign = 'center';
@@ -264,8 +391,11 @@ export class Timeline {
       ctx.moveTo(x, AXIS - 6);
       ctx.lineTo(x, this.height() - 4);
       ctx.stroke();
-      ctx.fillText(fmtNs(t), x, AXIS / 2 - 2);
+      const label = fmtAt(t, step);
+      this.tickLabels.push(label);
+      ctx.fillText(label, x, AXIS / 2 - 2);
     }
+    this.canvas.dataset.ticks = this.tickLabels.join('|');
   }
 
   boxGeometry(lane) {
@@ -358,6 +488,140 @@ export class Timeline {
       const key = timelineKey(d.classes[cls]);
       ctx.fillStyle = CLASSES[key] ? CLASSES[key].color : '#999999';
       ctx.fillRect(x, top + h - bh, w, bh);
+    }
+  }
+
+  drawFocus(ctx, d, fg) {
+    const [lane, a, z] = extent(d, this.focusItem);
+    const [top, h] = this.boxGeometry(d.lanes[lane]);
+    const x = Math.max(GUTTER - 2, this.x(a));
+    const w = Math.max(3, Math.min(GUTTER + this.plotWidth() + 2, this.x(z)) - x);
+    ctx.save();
+    ctx.strokeStyle = fg;
+    ctx.lineWidth = 2;
+    ctx.setLineDash([4, 2]);
+    ctx.strokeRect(x - 2, top - 2, w + 4, h + 4);
+    ctx.restore();
+  }
+
+  /** The strip: density of ops over the whole run, the window shown outlined. */
+  drawStrip() {
+    const width = Math.max(200, this.root.clientWidth);
+    const dpr = window.devicePixelRatio || 1;
+    this.strip.style.width = `${width}px`;
+    this.strip.style.height = `${STRIP}px`;
+    if (this.strip.width !== Math.round(width * dpr) || this.strip.height !== Math.round(STRIP * dpr)) {
+      this.strip.width = Math.round(width * dpr);
+      this.strip.height = Math.round(STRIP * dpr);
+    }
+    const ctx = this.strip.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, STRIP);
+    const plot = this.plotWidth();
+    ctx.fillStyle = cssVar('--opm-lane-bg', '#f3f3f3');
+    ctx.fillRect(GUTTER, 0, plot, STRIP);
+    ctx.fillStyle = cssVar('--opm-fg', '#212121');
+    ctx.font = `${0.6875 * remPx()}px Roboto, "Helvetica Neue", sans-serif`;
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'middle';
+    ctx.fillText('whole run', GUTTER - 8, STRIP / 2);
+    const o = this.overview;
+    const span = this.span;
+    let columns = 0;
+    if (o && span) {
+      const busy = new Float64Array(Math.ceil(plot));
+      const perPx = span / plot;
+      const items = o.level === 'events' ? o.events : o.bins;
+      for (const item of items) {
+        const [, a, z] = extent(o, item);
+        const weight = o.level === 'events' ? (z - a) : item[4];
+        const p0 = Math.max(0, Math.min(busy.length - 1, Math.floor(a / perPx)));
+        const p1 = Math.max(p0, Math.min(busy.length - 1, Math.floor(Math.max(a, z - 1) / perPx)));
+        const share = Math.max(weight, perPx * 0.05) / (p1 - p0 + 1);
+        for (let px = p0; px <= p1; px++) busy[px] += share;
+      }
+      ctx.fillStyle = cssVar('--opm-muted', '#616161');
+      for (let px = 0; px < busy.length; px++) {
+        if (!busy[px]) continue;
+        columns++;
+        const h = Math.max(2, (STRIP - 2) * Math.sqrt(Math.min(1, busy[px] / perPx)));
+        ctx.fillRect(GUTTER + px, STRIP - 1 - h, 1, h);
+      }
+      const x0 = GUTTER + this.view.start / span * plot;
+      const x1 = GUTTER + this.view.end / span * plot;
+      ctx.strokeStyle = cssVar('--opm-accent', '#f57c00');
+      ctx.lineWidth = 2;
+      ctx.strokeRect(Math.min(x0, x1 - 3), 1, Math.max(3, x1 - x0), STRIP - 2);
+    }
+    this.strip.dataset.columns = String(columns);
+  }
+
+  onStrip(e) {
+    if (!this.span) return;
+    const box = this.strip.getBoundingClientRect();
+    const frac = Math.min(1, Math.max(0, (e.clientX - box.left - GUTTER) / this.plotWidth()));
+    const width = this.view.end - this.view.start;
+    const t = frac * this.span;
+    this.setView(t - width / 2, t + width / 2);
+    e.preventDefault();
+  }
+
+  /** Inspect an event or bin by keyboard: outline it, show its tooltip, say it. */
+  inspect(item) {
+    this.focusItem = item;
+    this.draw();
+    if (!item) {
+      this.hideTooltip();
+      return;
+    }
+    const d = this.data;
+    const [lane, a, z] = extent(d, item);
+    const lines = this.tooltipLines({kind: d.level === 'events' ? 'event' : 'bin', item});
+    const box = this.canvas.getBoundingClientRect();
+    const x = Math.min(GUTTER + this.plotWidth(), Math.max(GUTTER, this.x((a + z) / 2)));
+    const [top, h] = this.boxGeometry(d.lanes[lane]);
+    this.showTooltip({kind: d.level === 'events' ? 'event' : 'bin', item}, box.left + x, box.top + top + h);
+    this.live.textContent = lines.join('. ');
+    this.canvas.dataset.inspected = lines[0];
+  }
+
+  /** The item of ``lane`` (index) nearest time ``t`` in the loaded data. */
+  nearestIn(lane, t) {
+    const d = this.data;
+    if (!d) return null;
+    let best = null;
+    let bestDist = Infinity;
+    for (const item of d.level === 'events' ? d.events : d.bins) {
+      if (item[0] !== lane) continue;
+      const [, a, z] = extent(d, item);
+      const dist = t < a ? a - t : t > z ? t - z : 0;
+      if (dist < bestDist) { best = item; bestDist = dist; }
+    }
+    return best;
+  }
+
+  /** Step to the next (+1) or previous (-1) item in the inspected item's lane. */
+  stepFocus(dir) {
+    const d = this.data;
+    const lane = this.focusItem[0];
+    const items = (d.level === 'events' ? d.events : d.bins).filter((it) => it[0] === lane)
+        .sort((x, y) => x[1] - y[1]);
+    const at = items.indexOf(this.focusItem);
+    const next = items[at + dir];
+    if (!next) return;
+    const [, a, z] = extent(d, next);
+    const width = this.view.end - this.view.start;
+    if (z < this.view.start || a > this.view.end) this.setView((a + z) / 2 - width / 2, (a + z) / 2 + width / 2);
+    this.inspect(next);
+  }
+
+  /** Move the inspection to the lane above (-1) or below (+1), the item nearest in time. */
+  laneFocus(dir) {
+    const d = this.data;
+    const [lane, a, z] = extent(d, this.focusItem);
+    for (let l = lane + dir; l >= 0 && l < d.lanes.length; l += dir) {
+      const item = this.nearestIn(l, (a + z) / 2);
+      if (item) { this.inspect(item); return; }
     }
   }
 
@@ -480,6 +744,31 @@ export class Timeline {
 
   onKey(e) {
     const width = this.view.end - this.view.start;
+    if (this.focusItem && this.data) {
+      if (e.key === 'ArrowRight') this.stepFocus(1);
+      else if (e.key === 'ArrowLeft') this.stepFocus(-1);
+      else if (e.key === 'ArrowDown') this.laneFocus(1);
+      else if (e.key === 'ArrowUp') this.laneFocus(-1);
+      else if (e.key === 'Escape') { this.inspect(null); this.live.textContent = 'stopped inspecting'; }
+      if (['ArrowRight', 'ArrowLeft', 'ArrowDown', 'ArrowUp', 'Escape'].includes(e.key)) {
+        e.preventDefault();
+        e.stopPropagation();
+        return;
+      }
+    }
+    if (e.key === 'Enter' || e.key === ' ') {
+      const items = this.visible();
+      if (!items.length) {
+        this.live.textContent = 'no ops in this window';
+      } else {
+        const centre = this.view.start + width / 2;
+        const lanes = [...new Set(items.map((it) => it[0]))].sort();
+        const lane = lanes.includes(1) ? 1 : lanes[0];
+        this.inspect(this.nearestIn(lane, centre));
+      }
+      e.preventDefault();
+      return;
+    }
     if (e.key === '+' || e.key === '=') this.zoom(0.5);
     else if (e.key === '-') this.zoom(2);
     else if (e.key === 'ArrowLeft') this.setView(this.view.start - width / 5, this.view.end - width / 5);

@@ -7,8 +7,8 @@
 // names) is inserted as text (textContent / text nodes), never as HTML.
 
 import {CLASSES, FUSED, LEGEND_ORDER, classKey, kernelKind, kindKey, watchTheme} from './colors.js';
-import {Store, api, fmtBytes, fmtInt, fmtNs, fmtNumbersIn, fmtPct} from './data.js';
-import {Timeline} from './timeline.js';
+import {Store, api, fmtAt, fmtBytes, fmtInt, fmtNs, fmtNumbersIn, fmtPct} from './data.js';
+import {Timeline, tickStep} from './timeline.js';
 
 // ---------------------------------------------------------------- DOM helper
 
@@ -36,6 +36,21 @@ export function el(tag, props = {}, ...children) {
     node.append(child instanceof Node ? child : String(child));
   }
   return node;
+}
+
+/**
+ * An op, kernel or node name as text that may wrap after "/" and "_" (a <wbr> there),
+ * never inside a word: TensorFlow's names are one "word" of path parts.
+ * @param {string} name
+ * @return {!Array<(string|!HTMLElement)>}
+ */
+export function breakable(name) {
+  const out = [];
+  for (const part of String(name).split(/(?<=[/_])/)) {
+    if (out.length) out.push(document.createElement('wbr'));
+    out.push(part);
+  }
+  return out;
 }
 
 function swatch(key, fused = false) {
@@ -82,7 +97,7 @@ function kernelChip(mode, kernel, showCount) {
     title: [removed || unknown ? kindWord(kind) : `${kernel.name}: ${kindWord(kind)}`,
       ...notes].join('\n'), 'data-kind': kind},
   swatch(key, kernel.fused),
-  removed ? null : el('span', {class: 'opm-kernel-name', text: unknown ? 'kernel ?' : kernel.name}),
+  removed ? null : el('span', {class: 'opm-kernel-name'}, unknown ? 'kernel ?' : breakable(kernel.name)),
   el('span', {class: `opm-kind opm-kind-${kind}`, text: kindWord(kind)}),
   kernel.fused ? el('span', {class: 'opm-tag opm-tag-fused', text: 'fused'}) : null,
   kernel.folded ? el('span', {class: 'opm-tag', title: 'constant-folded by grappler',
@@ -111,6 +126,22 @@ function kernelCell(mode, stats, alwaysCount = false) {
   return el('div', {class: 'opm-chips'}, chips);
 }
 
+/**
+ * A graph op the dump did not count (its tensor_debug_mode records no output of it)
+ * though the profile or the log saw it run: what they saw, and why the dump is silent.
+ */
+function uncountedCell(u, withNote = true) {
+  return el('div', {class: 'opm-uncounted'},
+      el('div', {class: 'opm-chips'}, u.kernels.map((k) => el('span', {
+        class: `opm-chip opm-chip-graph_${k.kind}`, 'data-kind': k.kind,
+        title: `${k.name}: ${kindWord(k.kind)}, seen in the profile`},
+      swatch(kindKey('graph', k.kind)), el('span', {class: 'opm-kernel-name'}, breakable(k.name)),
+      el('span', {class: `opm-kind opm-kind-${k.kind}`, text: kindWord(k.kind)}),
+      evidenceBadge('profile'),
+      el('span', {class: 'opm-count', text: `×${fmtInt(k.events)} events`})))),
+      withNote ? el('p', {class: 'opm-note opm-uncounted-note', text: fmtNumbersIn(u.note)}) : null);
+}
+
 /** oneDNN, stock, partly oneDNN, or no kernel: the verdict of a mode in words. */
 function verdict(stats) {
   const ran = stats.kernels.filter((k) => ['onednn', 'stock'].includes(kernelKind(k)));
@@ -120,6 +151,38 @@ function verdict(stats) {
   if (dnn === all) return 'oneDNN';
   if (!dnn) return 'not oneDNN (stock)';
   return `partly oneDNN (${fmtInt(dnn)} of ${fmtInt(all)})`;
+}
+
+/**
+ * One tab stop for a table's rows: the current row has tabindex 0, the others -1;
+ * ArrowUp/ArrowDown, Home and End move between them, Enter opens one (the row's own
+ * handler). Keeps 50 rows from being 50 tab stops before the timeline.
+ * @param {!HTMLElement} tbody
+ */
+function rovingRows(tbody) {
+  const rows = () => [...tbody.querySelectorAll('tr[data-op]')];
+  const all = rows();
+  if (!all.length) return;
+  const current = all.find((r) => r.classList.contains('opm-selected')) || all[0];
+  for (const r of all) r.tabIndex = r === current ? 0 : -1;
+  if (tbody.dataset.roving) return;
+  tbody.dataset.roving = '1';
+  tbody.addEventListener('keydown', (e) => {
+    const list = rows();
+    const at = list.indexOf(e.target.closest('tr[data-op]'));
+    if (at < 0) return;
+    const to = {ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: list.length - 1}[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    const next = list[Math.max(0, Math.min(list.length - 1, to))];
+    for (const r of list) r.tabIndex = r === next ? 0 : -1;
+    next.focus();
+  });
+  tbody.addEventListener('focusin', (e) => {
+    const row = e.target.closest('tr[data-op]');
+    if (!row) return;
+    for (const r of rows()) r.tabIndex = r === row ? 0 : -1;
+  });
 }
 
 function section(title, id, ...children) {
@@ -186,11 +249,20 @@ export class App {
     // Legend. It sticks together with the toolbar, in one opaque block: two
     // sticky elements each guessing the other's height left a gap to scroll under.
     const legendItem = (key) => el('span', {class: 'opm-legend-item', role: 'listitem',
-      title: CLASSES[key].description}, swatch(key), el('span', {text: CLASSES[key].label}));
-    const legend = el('div', {class: 'opm-legend', role: 'list', 'aria-label': 'Colour legend'},
-        LEGEND_ORDER.map(legendItem),
-        el('span', {class: 'opm-legend-item', role: 'listitem', title: FUSED.description},
-            swatch('graph_onednn', true), el('span', {text: FUSED.label})));
+      'data-key': key, title: CLASSES[key].description}, swatch(key),
+    el('span', {text: CLASSES[key].label}));
+    // Table and timeline share the mode x oneDNN colours; "removed" is the table's only
+    // (a removed op has no box), tf.function calls and tfdbg's ops the timeline's only.
+    const group = (id, title, ...items) => el('span', {class: 'opm-legend-group', role: 'list',
+      id, 'aria-label': title},
+    el('span', {class: 'opm-legend-group-title', 'aria-hidden': 'true', text: `${title}:`}), ...items);
+    const legend = el('div', {class: 'opm-legend', role: 'group', 'aria-label': 'Colour legend'},
+        group('opm-legend-both', 'Table and timeline',
+            LEGEND_ORDER.filter((k) => !['removed', 'function', 'debug'].includes(k)).map(legendItem),
+            el('span', {class: 'opm-legend-item', role: 'listitem', title: FUSED.description},
+                swatch('graph_onednn', true), el('span', {text: FUSED.label}))),
+        group('opm-legend-table', 'Table only', legendItem('removed')),
+        group('opm-legend-timeline', 'Timeline only', legendItem('function'), legendItem('debug')));
     const sticky = el('div', {class: 'opm-sticky'}, toolbar, legend);
     this.root.append(sticky);
     // The op detail sticks just below this block, whose height changes as the
@@ -230,18 +302,26 @@ export class App {
     this.nextButton = el('button', {type: 'button', text: 'Next ›',
       onclick: () => this.setTable({page: this.store.state.table.page + 1})});
     this.detailBody = el('div', {class: 'opm-detail-body'});
-    this.detail = el('aside', {class: 'opm-detail', id: 'opm-detail', 'aria-live': 'polite',
+    // Not aria-live: a screen reader would read the whole detail on every click. The
+    // announcer says only the op and its answer.
+    this.announcer = el('div', {class: 'opm-sr-only', id: 'opm-announce', 'aria-live': 'polite',
+      role: 'status'});
+    this.detail = el('aside', {class: 'opm-detail', id: 'opm-detail',
       'aria-label': 'Op type detail', tabindex: -1},
     el('button', {type: 'button', class: 'opm-detail-close', 'aria-label': 'Close the detail',
       title: 'Close (Esc)', text: '×', onclick: () => this.closeDetail()}),
     this.detailBody);
+    this.root.append(this.announcer);
     this.detailPlaceholder();
     this.root.addEventListener('keydown', (e) => {
       if (e.key === 'Escape' && this.detail.classList.contains('opm-open')) this.closeDetail();
     });
     this.tableWrap = el('div', {class: 'opm-table-scroll'},
         el('table', {class: 'opm-table', id: 'opm-table'}, this.tableHead, this.tableBody));
-    this.root.append(section('Op types', 'opm-ops',
+    const skip = el('a', {href: '#opm-timeline-card', class: 'opm-skip', id: 'opm-skip-table',
+      text: 'Skip the op table, to the timeline',
+      onclick: (e) => { e.preventDefault(); this.timeline.canvas.focus(); }});
+    this.root.append(section('Op types', 'opm-ops', skip,
         el('div', {class: 'opm-filters'},
             this.searchBox,
             filter('both', 'runs in both modes', 'op types with eager and graph executions'),
@@ -262,20 +342,29 @@ export class App {
 
     // Timeline.
     this.timelineHost = el('div', {class: 'opm-timeline-host'});
-    this.timelineInfo = el('span', {class: 'opm-muted'});
+    this.timelineInfo = el('span', {class: 'opm-muted', id: 'opm-timeline-info'});
+    this.windowExport = el('a', {class: 'opm-link', id: 'opm-window-export', download: '',
+      href: '#', hidden: true, text: 'Export this window as a trace',
+      title: 'Chrome trace JSON of the window shown: open it in ui.perfetto.dev'});
     const debugBox = el('input', {type: 'checkbox', id: 'opm-debug',
       onchange: (e) => this.timeline.setDebug(e.target.checked)});
     this.root.append(section('Timeline', 'opm-timeline-card',
         el('div', {class: 'opm-filters'},
-            el('button', {type: 'button', text: 'Zoom in', onclick: () => this.timeline.zoom(0.5)}),
-            el('button', {type: 'button', text: 'Zoom out', onclick: () => this.timeline.zoom(2)}),
+            el('button', {type: 'button', id: 'opm-zoom-in', text: 'Zoom in',
+              title: 'Zoom in on the ops (or where the pointer was), not the empty centre',
+              onclick: () => this.timeline.zoom(0.5)}),
+            el('button', {type: 'button', id: 'opm-zoom-out', text: 'Zoom out',
+              onclick: () => this.timeline.zoom(2)}),
             el('button', {type: 'button', text: 'Reset', onclick: () => this.timeline.reset()}),
             el('label', {class: 'opm-check'}, debugBox,
                 el('span', {text: 'show tfdbg instrumentation'})),
-            this.timelineInfo),
+            this.timelineInfo, this.windowExport),
         el('p', {class: 'opm-hint', text: 'Wheel to zoom, drag to pan, double-click to reset; ' +
-          'hover a box for its op, kernel and duration. Zoomed out, boxes are bins: height = busy time. ' +
-          'Boxes are coloured as in the table; fused kernels are outlined.'}),
+          'hover a box for its op, kernel and duration. The strip on top shows where the ops are ' +
+          'in the whole run: click it to go there. Keyboard: + and − zoom, arrows pan, Enter ' +
+          'inspects a box, then arrows move between boxes and lanes, Esc stops. Zoomed out, ' +
+          'boxes are bins: height = busy time. Boxes are coloured as in the table; fused ' +
+          'kernels are outlined.'}),
         this.timelineHost));
     this.timeline = new Timeline(this.timelineHost, async (start, end, maxEvents, debug, signal) => {
       const run = this.store.state.run;
@@ -287,7 +376,8 @@ export class App {
 
     // Compare.
     this.compareA = el('select', {id: 'opm-compare-a', 'aria-label': 'Run A',
-      onchange: () => this.loadCompare()});
+      onchange: () => { this.markSameRun(); this.loadCompare(); }});
+    this.compareHelp = el('span', {class: 'opm-muted', id: 'opm-compare-help'});
     this.compareB = el('select', {id: 'opm-compare-b', 'aria-label': 'Run B',
       onchange: () => this.loadCompare()});
     this.compareChanged = el('input', {type: 'checkbox', checked: true,
@@ -298,7 +388,7 @@ export class App {
             el('label', {class: 'opm-field'}, el('span', {text: 'A'}), this.compareA),
             el('label', {class: 'opm-field'}, el('span', {text: 'B'}), this.compareB),
             el('label', {class: 'opm-check'}, this.compareChanged,
-                el('span', {text: 'only op types that changed'}))),
+                el('span', {text: 'only op types that changed'})), this.compareHelp),
         this.compareBody));
   }
 
@@ -323,7 +413,9 @@ export class App {
     let {run} = this.store.state;
     const current = runs.find((r) => r.run === run);
     if (!current || current.status !== 'ready') {
-      const pick = ready.find((r) => r.run === '.') || ready[0];
+      // The run with the most evidence: most executions counted, then the newest load.
+      const pick = [...ready].sort((x, y) => (y.executions || 0) - (x.executions || 0) ||
+        (y.loaded_at || 0) - (x.loaded_at || 0) || (x.run < y.run ? -1 : 1))[0];
       if (pick) this.setState('ready');
       if (pick) await this.selectRun(pick.run);
     } else if (current.loaded_at !== this.store.state.loadedAt) {
@@ -413,8 +505,8 @@ export class App {
     this.exportLinks.replaceChildren(el('span', {class: 'opm-muted', text: 'Export:'}),
         link('csv', 'CSV', 'op table as CSV'),
         link('json', 'JSON', 'op table as JSON (the CLI\'s contract)'),
-        link('trace', 'Perfetto trace', 'Chrome trace JSON: open it in ui.perfetto.dev; ' +
-          'track and slice names carry mode and kernel'));
+        this.traceLink = link('trace', 'Perfetto trace', 'Chrome trace JSON of the timeline\'s ' +
+          'window: open it in ui.perfetto.dev; track and slice names carry mode and kernel'));
   }
 
   // ------------------------------------------------------------ overview
@@ -461,16 +553,17 @@ export class App {
         el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'Op type'}),
             el('th', {scope: 'col', text: 'Eager: executions, kernel, evidence'}),
             el('th', {scope: 'col', text: 'Graph (tf.function): executions, kernel, evidence'}))),
-        el('tbody', {}, g.rows.map((row) => el('tr', {'data-op': row.op_type, tabindex: 0,
+        el('tbody', {}, g.rows.map((row) => el('tr', {'data-op': row.op_type, tabindex: -1,
           title: 'Click for the why, call sites and graphs',
           onclick: () => this.showOp(row.op_type),
           onkeydown: (e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
-        el('th', {scope: 'row', class: 'opm-op'}, el('span', {text: row.op_type}),
+        el('th', {scope: 'row', class: 'opm-op'}, el('span', {class: 'opm-op-name'}, breakable(row.op_type)),
             row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong', title: row.kernel_differs_why,
               text: 'kernel differs'}) : null),
         cell(row, 'eager'), cell(row, 'graph')))));
     const more = g.total > g.rows.length ? el('p', {class: 'opm-muted',
       text: `and ${fmtInt(g.total - g.rows.length)} more in the op table below`}) : null;
+    rovingRows(table.tBodies[0]);
     this.glanceBody.replaceChildren(...[head, table, more].filter(Boolean));
   }
 
@@ -496,8 +589,25 @@ export class App {
     const timeTitle = 'Op time in the profiled window (eager: EagerExecute time, including dispatch; ' +
       'graph: kernel compute time)';
     const outside = ['eager', 'graph'].filter((m) => o.modes[m].time_outside_table_ns);
+    const dump = o.dump;
+    const dumpNote = dump && (dump.uncounted_total || dump.outside_table.length) ? el('p', {
+      class: 'opm-hint opm-dump-coverage', id: 'opm-dump-coverage'},
+    el('strong', {text: 'Not counted: '}),
+    `${dump.gap}. `,
+    dump.uncounted_total ? `Graph executions of ${fmtInt(dump.uncounted_total)} op type(s) in the ` +
+      `table are therefore 0 (${dump.uncounted_op_types.slice(0, 6).join(', ')}` +
+      `${dump.uncounted_total > 6 ? ', …' : ''}), though the profile saw ` +
+      `${fmtInt(dump.uncounted_profile_events)} of their graph events` +
+      (dump.uncounted_log_executions ? ` and the log ${fmtInt(dump.uncounted_log_executions)} ` +
+        'of their graph executions' : '') + '. ' : '',
+    dump.outside_table.length ? `The dump has no row at all for ${dump.outside_table.slice(0, 5)
+        .join(', ')}${dump.outside_table.length > 5 ? ', …' : ''} (graph ops the profile saw). ` : '',
+    'The execution shares above cover what the dump counts.') : null;
+    const execTitle = dump ? `Executions the dump counts (${dump.modes.join(', ') || 'mode unknown'}` +
+      `: ${dump.records})` : 'Executions';
     const shares = el('div', {class: 'opm-shares'},
-        this.shareBar('Executions', o.modes, 'executions', 'share_of_executions', fmtInt),
+        this.shareBar(execTitle, o.modes, 'executions', 'share_of_executions', fmtInt),
+        dumpNote,
         o.modes.eager.time_ns !== null ?
           this.shareBar(timeTitle, o.modes, 'time_ns', 'share_of_time', fmtNs) :
           el('p', {class: 'opm-muted', text: 'Op time: no profile in this run.'}),
@@ -665,18 +775,23 @@ export class App {
     } else {
       this.tableBody.replaceChildren(...page.rows.map((row) => {
         const tr = el('tr', {class: row.op_type === this.store.state.op ? 'opm-selected' : '',
-          tabindex: 0, 'data-op': row.op_type,
+          tabindex: -1, 'data-op': row.op_type,
           onclick: () => this.showOp(row.op_type),
           onkeydown: (e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
         el('td', {class: 'opm-op'},
-            el('span', {class: 'opm-op-name', text: row.op_type}),
+            el('span', {class: 'opm-op-name'}, breakable(row.op_type)),
             row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong',
               title: row.kernel_differs_why || 'the kernels differ between the modes',
               text: 'kernel differs'}) : null),
         el('td', {class: 'opm-num', text: fmtInt(row.eager.executions)}),
         el('td', {}, kernelCell('eager', row.eager)),
-        el('td', {class: 'opm-num', text: fmtInt(row.graph.executions)}),
-        el('td', {}, kernelCell('graph', row.graph)),
+        row.graph.uncounted
+          ? el('td', {class: 'opm-num', 'data-uncounted': '1'},
+              el('span', {class: 'opm-tag opm-tag-uncounted', title: row.graph.uncounted.note,
+                text: 'not counted'}))
+          : el('td', {class: 'opm-num', text: fmtInt(row.graph.executions)}),
+        el('td', {}, row.graph.uncounted ? uncountedCell(row.graph.uncounted)
+          : kernelCell('graph', row.graph)),
         el('td', {class: 'opm-num opm-muted opm-time'},
             el('div', {title: 'eager: EagerExecute time in the profile, including dispatch'},
                 el('span', {class: 'opm-time-label', text: 'eager '}), fmtNs(row.eager.time_ns)),
@@ -685,6 +800,7 @@ export class App {
         return tr;
       }));
     }
+    rovingRows(this.tableBody);
     const first = page.total ? page.page * page.page_size + 1 : 0;
     const last = Math.min(page.total, (page.page + 1) * page.page_size);
     this.tableInfo.textContent = `${fmtInt(first)}–${fmtInt(last)} of ${fmtInt(page.total)}` +
@@ -730,7 +846,7 @@ export class App {
 
   async loadDetail(op) {
     const run = this.store.state.run;
-    this.detailBody.replaceChildren(el('h3', {class: 'opm-detail-title', text: op}),
+    this.detailBody.replaceChildren(el('h3', {class: 'opm-detail-title'}, breakable(op)),
         el('p', {class: 'opm-muted', text: 'Loading…'}));
     let d;
     try {
@@ -742,16 +858,32 @@ export class App {
     if (run !== this.store.state.run || op !== this.store.state.op) return;
     this.detailBody.replaceChildren(...this.renderDetail(d));
     this.detail.scrollTop = 0;
+    this.announcer.textContent = `${d.op_type}: ` + ['eager', 'graph'].map((mode) => {
+      const stats = d[mode];
+      if (stats.uncounted) return `${mode} not counted by the dump`;
+      if (!stats.executions) return `${mode} did not run`;
+      return `${mode} ${verdict(stats)}`;
+    }).join('; ');
   }
 
   renderDetail(d) {
-    const parts = [el('h3', {class: 'opm-detail-title'}, el('span', {text: d.op_type}),
+    const parts = [el('h3', {class: 'opm-detail-title'}, el('span', {}, breakable(d.op_type)),
         el('span', {class: 'opm-muted opm-detail-total', text: ` · ${fmtInt(d.total)} executions`}))];
 
     // The answer: per mode, executions, whether oneDNN, the kernels with evidence and counts.
     const answer = el('div', {class: 'opm-answer', id: 'opm-answer'});
     for (const mode of ['eager', 'graph']) {
       const stats = d[mode];
+      if (stats.uncounted) {
+        answer.append(el('div', {class: 'opm-answer-mode', 'data-mode': mode, 'data-uncounted': '1'},
+            el('div', {class: 'opm-answer-head'},
+                el('strong', {text: mode}),
+                el('span', {text: ' not counted by the dump'}),
+                stats.time_ns !== undefined ? el('span', {class: 'opm-muted',
+                  text: ` · ${fmtNs(stats.time_ns)} op time`}) : null),
+            uncountedCell(stats.uncounted)));
+        continue;
+      }
       if (!stats.executions && !stats.kernels.length) {
         answer.append(el('div', {class: 'opm-answer-mode opm-muted', 'data-mode': mode},
             el('strong', {text: mode}), ` did not run ${mode === 'eager' ? 'eagerly' : 'in a graph'}`));
@@ -936,9 +1068,32 @@ export class App {
       return;
     }
     const view = this.timeline.view;
-    this.timelineInfo.textContent = `window ${fmtNs(view.start)} – ${fmtNs(view.end)} of ` +
-      `${fmtNs(o.profile.span_ns)}` + (d ? ` · ${fmtInt(d.total)} ops` +
-      (d.level === 'bins' ? ' (binned; zoom in for single ops)' : '') : '');
+    // As precise as the window is narrow: "5.801240 s – 5.801360 s (120.0 µs)".
+    const step = tickStep(view.end - view.start, 100);
+    const shown = this.timeline.visibleCount();
+    this.timelineInfo.textContent = `window ${fmtAt(view.start, step)} – ${fmtAt(view.end, step)} ` +
+      `(${fmtNs(view.end - view.start)}) of ${fmtNs(o.profile.span_ns)}` +
+      (d && shown !== null ? (shown ? ` · ${fmtInt(shown)} ops` +
+        (d.level === 'bins' ? ' (binned; zoom in for single ops)' : '') : ' · no ops here') : '');
+    this.renderWindowExport();
+  }
+
+  /** The trace exports the window shown (the toolbar's link and the timeline's). */
+  renderWindowExport() {
+    const run = this.store.state.run;
+    if (!run || !this.timeline.span) {
+      this.windowExport.hidden = true;
+      return;
+    }
+    const view = this.timeline.view;
+    const whole = view.start <= 0 && view.end >= this.timeline.span;
+    const extra = whole ? {} : {start: Math.floor(view.start), end: Math.ceil(view.end) + 1};
+    if (this.timeline.debug) extra.debug = true;
+    const href = api.exportUrl(run, 'trace', extra);
+    this.windowExport.hidden = false;
+    this.windowExport.setAttribute('href', href);
+    this.windowExport.textContent = whole ? 'Export the trace (whole run)' : 'Export this window as a trace';
+    if (this.traceLink) this.traceLink.setAttribute('href', href);
   }
 
   // ------------------------------------------------------------ compare
@@ -953,6 +1108,22 @@ export class App {
       if (ready.some((r) => r.run === value)) select.value = value;
     }
     this.readyRuns = ready;
+    const one = ready.length < 2;
+    for (const input of [this.compareA, this.compareB, this.compareChanged]) input.disabled = one;
+    this.compareHelp.textContent = one
+      ? 'Comparing needs a second run: there is only one, so A and B cannot differ.' : '';
+    this.markSameRun();
+  }
+
+  /** B never offers the run chosen as A: comparing a run with itself says nothing. */
+  markSameRun() {
+    for (const option of this.compareB.options) {
+      option.disabled = option.value === this.compareA.value;
+    }
+    if (this.compareB.value === this.compareA.value) {
+      const other = [...this.compareB.options].find((o) => !o.disabled);
+      if (other) this.compareB.value = other.value;
+    }
   }
 
   defaultCompare() {
@@ -970,6 +1141,7 @@ export class App {
       r.tensorflow_version === current.tensorflow_version) ||
       other.find((r) => current && r.onednn_state !== current.onednn_state) || other[0];
     this.compareA.value = a;
+    this.markSameRun();
     this.compareB.value = b.run;
     this.loadCompare(false);
   }
@@ -979,6 +1151,10 @@ export class App {
     const a = this.compareA.value;
     const b = this.compareB.value;
     if (!a || !b) return;
+    if (a === b) {
+      this.compareBody.replaceChildren(message('A and B are the same run: pick another run as B.'));
+      return;
+    }
     const ticket = this.compareTicket = (this.compareTicket || 0) + 1;
     let c;
     try {
