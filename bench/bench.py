@@ -54,7 +54,15 @@ BIN = Path(PY).parent
 SIZES: dict[str, tuple[int, bool]] = {"smoke": (2, False), "300k": (300, False), "2m": (2016, False)}
 XPLANE_STEPS = 31000  # ~70 MB
 TARGETS = {"cold_speedup": 15.0, "memory_fraction": 1 / 8, "warm_s": 0.3, "xplane_s": 2.0,
-           "tab_warm_s": 2.0, "tab_cold_s": 5.0, "json_bytes": 1 << 20}
+           "tab_warm_s": 2.0, "tab_cold_s": 5.0, "json_bytes": 1 << 20,
+           # issue 12, target 4: a logdir of 200 small runs
+           "many_runs_s": 8.0, "many_runs_mb": 1024.0,
+           # issue 12, target 3: XPlane peak memory <= 2x the file + 200 MB, >= 100 MB/s
+           "xplane_mem_factor": 2.0, "xplane_mem_extra_mb": 200.0, "xplane_mb_s": 100.0}
+MANY_RUNS = 200
+# The code before issue 12's loader and cache changes, measured in the same run as
+# the reference (exported with git archive into bench/cache, never a worktree).
+REFERENCE_COMMIT = "9bf69c0"
 
 
 # ---------------------------------------------------------------- inputs
@@ -317,6 +325,133 @@ def tab_once(logdir: Path, cache_dir: str | None, sizes: bool = False,
             proc.wait()
 
 
+def reference_tree(commit: str = REFERENCE_COMMIT) -> Path | None:
+    """bench/cache/ref_<commit>/tb_opmode: the package as it was at ``commit``, to put
+    first on PYTHONPATH (made once with git archive; None outside a git checkout)."""
+    out = CACHE / f"ref_{commit}"
+    if _marker(out).exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "tb_opmode"],
+                             capture_output=True)
+    if archive.returncode:
+        print(f"reference {commit}: git archive failed: {archive.stderr.decode()[-300:]}")
+        return None
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
+    _marker(out).write_text(commit + "\n")
+    return out
+
+
+def many_runs_logdir(dump: Path, runs: int = MANY_RUNS) -> Path:
+    """bench/cache/many_<runs>: ``runs`` run directories, each a hard-linked copy of
+    ``dump`` (a small real run: its dump and profile), so no extra disk."""
+    out = CACHE / f"many_{runs}"
+    if _marker(out).exists():
+        return out
+    tmp = CACHE / f"many_{runs}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    def link(a: str, b: str) -> None:
+        os.link(a, b)
+
+    for i in range(runs):
+        shutil.copytree(dump, tmp / f"run_{i:03d}", copy_function=link,
+                        ignore=shutil.ignore_patterns(_marker(dump).name))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    _marker(out).write_text(f"{runs} hard-linked copies of {dump.name}\n")
+    return out
+
+
+def many_runs_once(logdir: Path, runs: int, cache_dir: str | None,
+                   tensorboard: str = str(BIN / "tensorboard"),
+                   pythonpath: Path | None = None, timeout: float = 600) -> dict[str, Any]:
+    """Start tensorboard on a logdir of ``runs`` runs; seconds until /runs says all are
+    ready, and the peak RSS of TensorBoard's process and PSS of its process tree
+    (its load workers included), sampled every 50 ms."""
+    port = _free_port()
+    env = _env(cache_dir)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
+    cmd = [tensorboard, "--logdir", str(logdir), "--port", str(port),
+           "--host", "127.0.0.1", "--load_fast", "false"]
+    url = f"http://127.0.0.1:{port}/data/plugin/opmode/runs"
+    peak = {"rss_kb": 0, "tree_pss_kb": 0, "tree_rss_kb": 0}
+    done = threading.Event()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+    def sampler() -> None:
+        while not done.wait(0.05):
+            pss, rss = _memory(_tree(proc.pid))
+            own = _memory([proc.pid])[1]
+            peak["tree_pss_kb"] = max(peak["tree_pss_kb"], pss)
+            peak["tree_rss_kb"] = max(peak["tree_rss_kb"], rss)
+            peak["rss_kb"] = max(peak["rss_kb"], own)
+
+    thread = threading.Thread(target=sampler)
+    thread.start()
+    out: dict[str, Any] = {}
+    try:
+        while time.perf_counter() - t0 < timeout:
+            status, body = _get(url, 10)
+            if status == 200:
+                out.setdefault("first_answer_s", time.perf_counter() - t0)
+                listed = json.loads(body)["runs"]
+                ready = sum(1 for r in listed if r.get("status") == "ready")
+                if ready and "first_ready_s" not in out:
+                    out["first_ready_s"] = time.perf_counter() - t0
+                if len(listed) == runs and ready == runs:
+                    out["all_ready_s"] = time.perf_counter() - t0
+                    break
+                if any(r.get("status") == "error" for r in listed):
+                    out["error"] = "a run failed to load"
+                    break
+            time.sleep(0.05)
+        else:
+            out["error"] = f"not all {runs} runs ready within {timeout:.0f} s"
+        return out
+    finally:
+        done.set()
+        thread.join()
+        out.update({k.replace("_kb", "_mb"): v / 1024 for k, v in peak.items()})
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def measure_many_runs(dump: Path, reps: int, work: Path, reference: bool) -> dict[str, list[dict[str, Any]]]:
+    """Target 4: ours cold (empty cache) and warm (filled), and the reference code
+    (REFERENCE_COMMIT) cold and warm, interleaved per repetition."""
+    logdir = many_runs_logdir(dump)
+    ref = reference_tree() if reference else None
+    variants: list[tuple[str, Path | None]] = [("ours", None)]
+    if ref is not None:
+        variants.append(("reference", ref))
+    got: dict[str, list[dict[str, Any]]] = {}
+    for rep in range(reps):
+        for who, path in variants:
+            if who == "reference" and rep > 0:
+                continue  # ~50 s a start: once is enough to set the ratio
+            cold = str(work / f"many_{who}_cache")
+            shutil.rmtree(cold, ignore_errors=True)
+            for state in ("cold", "warm"):
+                r = many_runs_once(logdir, MANY_RUNS, cold, pythonpath=path)
+                got.setdefault(f"{who} {state}", []).append(r)
+                print(f"  200 runs, {who} {state}: " + ", ".join(
+                    f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in r.items()),
+                    flush=True)
+    return got
+
+
 def plugin_available() -> bool:
     probe = subprocess.run([PY, "-c", "import tb_opmode.plugin"], capture_output=True)
     return probe.returncode == 0 and (BIN / "tensorboard").exists()
@@ -356,6 +491,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-tab", action="store_true")
     parser.add_argument("--no-ddr", action="store_true")
     parser.add_argument("--no-xplane", action="store_true")
+    parser.add_argument("--no-many-runs", action="store_true",
+                        help="skip issue 12's logdir of 200 runs (a real tensorboard each)")
+    parser.add_argument("--no-reference", action="store_true",
+                        help=f"skip the code of {REFERENCE_COMMIT} (before issue 12) as reference")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--tensorboard-without-tf", metavar="PATH",
                         help="also time the tab with this tensorboard executable, from an "
@@ -390,7 +529,13 @@ def main(argv: list[str] | None = None) -> int:
     tabs: dict[tuple[str, str], list[float]] = {}
     json_sizes: dict[str, dict[str, int]] = {}
     ok = True
+    many: dict[str, list[dict[str, Any]]] = {}
     try:
+        if not args.no_many_runs and tab:
+            print(f"issue 12 target 4: a logdir of {MANY_RUNS} runs, each a hard-linked copy "
+                  f"of {generate_dump('smoke').name}", flush=True)
+            many = measure_many_runs(generate_dump("smoke"), 1 if args.smoke else reps, work,
+                                     not args.no_reference)
         # Fill the warm cache, check our counts against TF's once per size.
         if xplane is not None:
             run_measured(xplane_cmd(xplane, True), _env(warm_dir))
@@ -501,6 +646,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xplane {xplane.stat().st_size / 1e6:.0f} MB ({xplane.name}): read {x:.2f} s, "
               f"{xw:.2f} s from the cache (target for ~70 MB <= {TARGETS['xplane_s']} s{judged})")
         results["xplane"] = {"bytes": xplane.stat().st_size, "read_s": x, "cached_s": xw}
+    issue12: list[tuple[str, str, str, str, str]] = []
+    if many:
+        def med(key: str, field_: str) -> float:
+            vals = [r[field_] for r in many.get(key, []) if field_ in r]
+            return statistics.median(vals) if vals else float("nan")
+
+        for state in ("cold", "warm"):
+            t, ref_t = med(f"ours {state}", "all_ready_s"), med(f"reference {state}", "all_ready_s")
+            mem, ref_mem = med(f"ours {state}", "tree_pss_mb"), med(f"reference {state}", "tree_pss_mb")
+            rss = med(f"ours {state}", "rss_mb")
+            issue12.append((f"4. {MANY_RUNS} runs all served, {state} cache", f"{t:.1f} s",
+                            f"{ref_t:.1f} s", f"{ref_t / t:.1f}x faster",
+                            f"<= {TARGETS['many_runs_s']:.0f} s: {_verdict(t <= TARGETS['many_runs_s'])}"))
+            issue12.append((f"4. {MANY_RUNS} runs, TensorBoard memory, {state} (tree PSS; "
+                            f"its own RSS {rss:.0f} MB)", f"{mem:.0f} MB", f"{ref_mem:.0f} MB",
+                            f"{mem / ref_mem:.2f} of it",
+                            f"< {TARGETS['many_runs_mb']:.0f} MB: {_verdict(mem < TARGETS['many_runs_mb'])}"))
+        results["many_runs"] = many
+    if issue12:
+        print("\nissue 12 targets (figure, reference in the same run, ratio, target)")
+        for row in issue12:
+            print("  " + " | ".join(row))
+        results["issue12"] = issue12
     results["counts_equal"] = ok
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))

@@ -42,7 +42,7 @@ from .xplane import Profile, read_profile
 
 __all__ = ["CACHE_ENV", "cache_dir", "cached_dump_set", "cached_profile", "cached_log",
            "MAX_ENTRIES", "MAX_BYTES", "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "SWEEP_SECONDS",
-           "prune"]
+           "prune", "load_view", "store_view"]
 
 CACHE_ENV = "TB_OPMODE_CACHE"
 _OFF = ("", "0", "off", "none", "false", "no")
@@ -87,6 +87,8 @@ _READERS = {
     "dump": ("tfdbg.py", "tfrecord.py", "schema.py", "cache.py"),
     "profile": ("xplane.py", "xevents.py", "wire.py", "tfrecord.py", "schema.py", "cache.py"),
     "log": ("textlog.py", "tfrecord.py", "cache.py"),
+    # A run's light view (what the tab's run list shows) comes from all of the code.
+    "view": (),
 }
 _fingerprints: dict[str, str] = {}
 
@@ -97,7 +99,8 @@ def _code_fingerprint(kind: str) -> str:
     if found is None:
         h = hashlib.sha256(__version__.encode())
         here = os.path.dirname(os.path.abspath(__file__))
-        for name in _READERS[kind]:
+        names = _READERS[kind] or tuple(sorted(n for n in os.listdir(here) if n.endswith(".py")))
+        for name in names:
             try:
                 st = os.stat(os.path.join(here, name))
             except OSError:
@@ -337,6 +340,30 @@ def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type)
     if file_identity(path) == identity:
         _store(where, entry_path, key, (identity, value), [path])
     return value
+
+
+def load_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...]) -> Any:
+    """The light view (``loadworker.light_view``) stored for ``run`` of ``logdir``
+    when its files had exactly ``signature`` (path, size, mtime of each), else None:
+    a warm start of a logdir of many runs lists them all without building one."""
+    where = cache_dir()
+    if where is None:
+        return None
+    key = ("view", os.path.realpath(logdir), run)
+    found = _load(_entry_path(where, key), key)
+    if isinstance(found, tuple) and len(found) == 2 and found[0] == signature:
+        return found[1]
+    return None
+
+
+def store_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...],
+               light: Any) -> None:
+    """Keep ``run``'s light view for ``load_view``."""
+    where = cache_dir()
+    if where is None:
+        return
+    key = ("view", os.path.realpath(logdir), run)
+    _store(where, _entry_path(where, key), key, (signature, light), [p for p, _s, _m in signature])
 
 
 def cached_profile(path: str) -> Profile:

@@ -1,8 +1,8 @@
 """A process that builds runs for the plugin's loader, so runs load on every core.
 
-In (stdin): length-prefixed pickles ``(RunSources, logdir, full)``, one per run.
+In (stdin): length-prefixed pickles ``(RunSources, signature, logdir, full)``, one per run.
 Out (stdout): one length-prefixed pickle per job, in order: ``("ok", view,
-seconds)`` where ``view`` is the ``views.RunView`` (``full``) or its light form
+seconds)`` (the light view is also kept in the cache, ``cache.store_view``) where ``view`` is the ``views.RunView`` (``full``) or its light form
 (``light_view``: what the run list shows, without the dump, profile and
 timeline data), or ``("error", type name, message, traceback text, expected)``.
 EOF on stdin ends the process, so a worker never outlives its TensorBoard.
@@ -99,14 +99,16 @@ def main() -> int:
     expected = expected_errors()
     while True:
         try:
-            sources, logdir, full = receive(inp)
+            sources, signature, logdir, full = receive(inp)
         except EOFError:
             return 0
         began = time.monotonic()
         try:
             view = _build(sources, logdir)
-            reply: tuple[Any, ...] = ("ok", view if full else light_view(view),
-                                      time.monotonic() - began)
+            light = light_view(view)
+            from .cache import store_view
+            store_view(logdir, sources.name, signature, light)
+            reply: tuple[Any, ...] = ("ok", view if full else light, time.monotonic() - began)
         except Exception as err:  # noqa: BLE001 - reported to the parent, which logs it
             reply = ("error", type(err).__name__, str(err), traceback.format_exc(),
                      isinstance(err, expected))

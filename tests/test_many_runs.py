@@ -127,11 +127,16 @@ def test_the_cache_holds_every_run_and_drops_deleted_files(
         pass
     entries = list(cache_env.glob("*.pickle"))
     runs = discover(str(many))
-    expected = sum(len(r.dump_sets) + len(r.profiles) + len(r.logs) for r in runs)
-    assert len(entries) == expected > 2 * SMALL_RUNS  # far past nothing but a small count
-    # A second load reads nothing: every entry is still there.
+    # One per file read, and each run's light view.
+    expected = sum(len(r.dump_sets) + len(r.profiles) + len(r.logs) + 1 for r in runs)
+    assert len(entries) == expected > 3 * SMALL_RUNS
+    # A second start builds nothing: every run is listed from its cached light view.
     for plugin in _plugin(many):
         assert plugin._errors == {}
+        assert len(plugin.published) == SMALL_RUNS + 1
+        assert all(not full for _n, _r, full in plugin.published)
+        assert all(loaded.seconds == 0.0 for loaded in plugin._runs.values())
+        assert plugin._view("small_03").timeline is not None  # the full view on request
     assert sorted(cache_env.glob("*.pickle")) == sorted(entries)
     # Delete runs: the next sweep removes their entries, and only theirs.
     for i in range(SMALL_RUNS // 2):
@@ -140,7 +145,7 @@ def test_the_cache_holds_every_run_and_drops_deleted_files(
     cache.prune(str(cache_env))
     left = discover(str(many))
     assert len(list(cache_env.glob("*.pickle"))) == sum(
-        len(r.dump_sets) + len(r.profiles) + len(r.logs) for r in left)
+        len(r.dump_sets) + len(r.profiles) + len(r.logs) + 1 for r in left)
 
 
 def test_a_full_disk_evicts_the_least_recently_used(
