@@ -191,8 +191,7 @@ def _log_counts(model: RunModel) -> None:
                 model.functions[dispatch] += n
             elif not is_debug_kernel(dispatch):  # an eager NoOp is the user's, as in a dump
                 model.row(row_op(dispatch)).eager.executions += n
-        for node, n in log.graph_executions.items():
-            kernel = log.graph_kernels.get(node, ("", ""))[0]
+        for kernel, n in log.kernel_executions.items():
             if _user_op(kernel):
                 model.row(row_op(kernel)).graph.executions += n
 
@@ -241,19 +240,28 @@ def _apply_kernels(model: RunModel) -> None:
 
 
 def _graph_kernels_without_dump(model: RunModel) -> None:
-    """No dump: op types are named after the kernels seen (log, then profile)."""
-    seen: dict[str, tuple[str, str]] = {}
-    for prof in model.profiles:
-        for _node, kernel, _s, _d in prof.graph_ops:
-            seen.setdefault(kernel, (kernel, "profile"))
+    """No dump: each kernel seen is its row's, with the executions its evidence counts
+    (the log's Process node lines, else the profile's events)."""
+    counted: Counter = Counter()
+    evidence: dict[str, str] = {}
     for log in model.logs:
-        for kernel, _dtype in log.graph_kernels.values():
-            seen[kernel] = (kernel, "log")
-    for kernel, evidence in seen.values():
+        for kernel, n in log.kernel_executions.items():
+            if _user_op(kernel):
+                counted[kernel] += n
+                evidence[kernel] = "log"
+    if not counted:
+        for prof in model.profiles:
+            for _node, kernel, _s, _d in prof.graph_ops:
+                if _user_op(kernel):
+                    counted[kernel] += 1
+                    evidence[kernel] = "profile"
+    for kernel, n in counted.items():
         row = model.op_types.get(row_op(kernel))
         if row is not None and row.graph.executions:
-            _add_kernel(row.graph, kernel, 0, evidence)
+            _add_kernel(row.graph, kernel, n, evidence[kernel])
     for row in model.op_types.values():
+        # Counts from one source, kernels from another (a log with executions, and a
+        # profile's kernels besides): one kernel takes the row's count.
         if len(row.graph.kernels) == 1:
             row.graph.kernels[0].executions = row.graph.executions
 

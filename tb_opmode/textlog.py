@@ -194,6 +194,9 @@ class LogFacts:
     # Functions XLA compiled (jit_compile=True) -> launches the log shows (xla_ops.cc).
     xla_launches: Counter[str] = field(default_factory=Counter)
     graph_executions: Counter[str] = field(default_factory=Counter)
+    # kernel -> graph node executions that ran it (node names repeat across functions,
+    # so per-kernel counts are taken per line, not through graph_kernels)
+    kernel_executions: Counter[str] = field(default_factory=Counter)
     onednn_primitives: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     onednn_time_ms: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     lines: int = 0
@@ -265,6 +268,7 @@ class _Parser:
         self.steps: dict[bytes, _Step] = {}
         self.scoped: dict[bytes, dict[bytes, tuple[bytes, bytes]]] = {}
         self.graph_exec: Counter[bytes] = Counter()
+        self.kernel_exec: Counter[bytes] = Counter()
         self.prims: Counter[tuple[bytes, bytes, bytes]] = Counter()
         self.prim_ms: dict[tuple[bytes, bytes, bytes], float] = {}
         self.contexts: dict[Optional[bytes], _Context] = {}
@@ -613,6 +617,7 @@ class _Parser:
         if _DEAD in line:
             return  # an untaken branch: the node ran no kernel at this step
         self.graph_exec[name] += 1
+        self.kernel_exec[kernel] += 1
         self.graph_kernels[name] = (kernel, dtype)
         s = line.find(b" step ", at) + 6
         step_id = line[s:line.find(b" ", s)]
@@ -696,6 +701,8 @@ class _Parser:
                                  for c, nodes in self.scoped.items()}
         for n, v in self.graph_exec.items():
             facts.graph_executions[_s(n)] += v
+        for k, v in self.kernel_exec.items():
+            facts.kernel_executions[_s(k)] += v
         for key, v in self.prims.items():
             skey = (_s(key[0]), _s(key[1]), _s(key[2]))
             facts.onednn_primitives[skey] += v
