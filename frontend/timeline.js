@@ -532,7 +532,10 @@ export class Timeline {
       const busy = new Float64Array(Math.ceil(plot));
       const perPx = span / plot;
       const items = o.level === 'events' ? o.events : o.bins;
+      // Ops only: a tf.function call spans its ops and would paint the whole strip.
+      const fnLane = o.lanes.indexOf('function');
       for (const item of items) {
+        if (item[0] === fnLane) continue;
         const [, a, z] = extent(o, item);
         const weight = o.level === 'events' ? (z - a) : item[4];
         const p0 = Math.max(0, Math.min(busy.length - 1, Math.floor(a / perPx)));

@@ -114,12 +114,16 @@ def test_ops_the_dump_cannot_count_are_said(browser: Any, tensorboard: str) -> N
         assert "FULL_HEALTH" in kernels and "float tensors only" in kernels
         assert f"the profile saw {events:,} graph event" in kernels
         assert "Pack" in kernels and "PROFILE" in kernels.upper()
+        row.scroll_into_view_if_needed()
+        p.frame.evaluate("document.querySelector(\"#opm-table tr[data-op='Pack']\").scrollIntoView({block: 'center'})")
+        p.frame.wait_for_timeout(200)
         p.shot("uncounted_row")
         row.locator("td.opm-op").click()
         p.frame.wait_for_selector("#opm-answer [data-mode='graph'][data-uncounted]", timeout=20000)
         graph = p.frame.inner_text("#opm-answer [data-mode='graph']")
         assert "not counted by the dump" in graph and "float tensors only" in graph
         assert "did not run in a graph" not in graph
+        p.frame.wait_for_timeout(500)   # the drawer slides in
         p.shot("uncounted_detail")
         assert p.errors == []
     finally:
