@@ -38,9 +38,11 @@ venv: $(VENV)/.installed
 venv213: $(VENV213)/.installed
 venv217: $(VENV217)/.installed
 
-# Debian's chromium for the browser tests (Playwright drives it; no browser download).
+# Debian's chromium for the browser tests (Playwright drives it; no browser download), and
+# npm, with which the accessibility test fetches axe-core from the npm registry.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium; }
+	@command -v npm >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q nodejs npm; }
 
 demo: venv
 	rm -rf $(DEMO_DIR) && $(VENV)/bin/python demo/make_logdir.py $(DEMO_DIR)
