@@ -664,6 +664,18 @@ def main(argv: list[str] | None = None) -> int:
                             f"{mem / ref_mem:.2f} of it",
                             f"< {TARGETS['many_runs_mb']:.0f} MB: {_verdict(mem < TARGETS['many_runs_mb'])}"))
         results["many_runs"] = many
+    if ("xplane", "xplane") in series and xplane is not None:
+        size_mb = xplane.stat().st_size / 1e6
+        ser = series[("xplane", "xplane")]
+        x, peak = ser.median(), ser.maxrss_mb()
+        limit = TARGETS["xplane_mem_factor"] * size_mb + TARGETS["xplane_mem_extra_mb"]
+        issue12.append((f"3. XPlane {size_mb:.0f} MB, peak memory (ru_maxrss)", f"{peak:.0f} MB",
+                        "(reader unchanged since the reference)", f"{peak / size_mb:.1f}x the file",
+                        f"<= {limit:.0f} MB: {_verdict(peak <= limit)}"))
+        issue12.append((f"3. XPlane {size_mb:.0f} MB, read speed", f"{size_mb / x:.0f} MB/s",
+                        "(reader unchanged since the reference)", "",
+                        f">= {TARGETS['xplane_mb_s']:.0f} MB/s: "
+                        f"{_verdict(size_mb / x >= TARGETS['xplane_mb_s'])}"))
     if issue12:
         print("\nissue 12 targets (figure, reference in the same run, ratio, target)")
         for row in issue12:
