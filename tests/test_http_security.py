@@ -467,19 +467,46 @@ def test_fifty_clients_while_runs_load(tmp_path: Path, cnn_logdir: Path) -> None
           f"{len(runs_answers)} /runs answers")
 
 
+# A run whose build fails in a loader worker process: the worker imports this first
+# (Python imports ``sitecustomize`` from its path at start-up).
+_FAILING_WORKER = """
+import tb_opmode.join as join
+_real = join.build_run
+
+
+def build_run(sources, logdir):
+    if sources.name == "a_bad":
+        raise OverflowError("cannot convert float infinity to integer")
+    return _real(sources, logdir)
+
+
+join.build_run = build_run
+"""
+
+
+@pytest.mark.parametrize("where", ["loader thread", "worker processes"])
 def test_one_unloadable_run_does_not_stop_the_others(tmp_path: Path, cnn_logdir: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    link_tree(cnn_logdir, tmp_path / "a_bad")
-    link_tree(cnn_logdir, tmp_path / "b_good")
-    real_build = plugin_module.build_run
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     where: str) -> None:
+    logdir = tmp_path / "logdir"
+    link_tree(cnn_logdir, logdir / "a_bad")
+    link_tree(cnn_logdir, logdir / "b_good")
+    if where == "loader thread":
+        monkeypatch.setattr(OpModePlugin, "WORKERS", 1)
+        real_build = plugin_module.build_run
 
-    def build(sources: Any, logdir: str) -> Any:
-        if sources.name == "a_bad":
-            raise OverflowError("cannot convert float infinity to integer")
-        return real_build(sources, logdir)
+        def build(sources: Any, logdir: str) -> Any:
+            if sources.name == "a_bad":
+                raise OverflowError("cannot convert float infinity to integer")
+            return real_build(sources, logdir)
 
-    monkeypatch.setattr(plugin_module, "build_run", build)
-    plugin = OpModePlugin(base_plugin.TBContext(logdir=str(tmp_path)))
+        monkeypatch.setattr(plugin_module, "build_run", build)
+    else:
+        monkeypatch.setattr(OpModePlugin, "WORKERS", 2)
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "sitecustomize.py").write_text(_FAILING_WORKER)
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    plugin = OpModePlugin(base_plugin.TBContext(logdir=str(logdir)))
     try:
         assert plugin.wait_idle(300)
         runs = {r["run"]: r for r in Api(plugin).json("/runs")["runs"]}
