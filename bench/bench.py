@@ -314,15 +314,21 @@ def tab_once(logdir: Path, cache_dir: str | None, sizes: bool = False,
             out["json_bytes"] = found
         return out
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Stop a process started in its own group (tensorboard and its workers), kill it
+    if it does not stop within 10 s."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def reference_tree(commit: str = REFERENCE_COMMIT) -> Path | None:
@@ -417,15 +423,7 @@ def many_runs_once(logdir: Path, runs: int, cache_dir: str | None,
         done.set()
         thread.join()
         out.update({k.replace("_kb", "_mb"): v / 1024 for k, v in peak.items()})
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _stop_group(proc)
 
 
 def measure_many_runs(dump: Path, reps: int, work: Path, reference: bool) -> dict[str, list[dict[str, Any]]]:
