@@ -12,6 +12,7 @@ root, and root reads a chmod 000 file anyway.
 """
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import os
@@ -88,6 +89,10 @@ def cli_as_nobody(*args: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="module", autouse=True)
 def warm_imports(bert_logdir: Path) -> None:
     """Every module the CLI imports lazily, imported before ``cli_as_nobody`` forks."""
+    # The profile decoder (and its thread pool) loads only when a profile is read, which a
+    # warm cache skips: import it whatever an earlier test left in the cache.
+    importlib.import_module("tb_opmode.xevents")
+    importlib.import_module("concurrent.futures.thread")
     for fmt in ("json", "table", "csv"):
         assert cli("summary", str(bert_logdir), "--format", fmt)[0] == 0
     assert cli("explain", str(bert_logdir), "Transpose")[0] == 0
