@@ -31,7 +31,7 @@ from .why import explain, is_debug_kernel, op_times, time_share
 from .xplane import Profile
 
 __all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "LogdirError", "build_run",
-           "load", "summary", "run_json", "row_op", "onednn_primitives", "xla_functions", "is_function", "MODES"]
+           "load", "summary", "run_json", "row_op", "is_user_op", "onednn_primitives", "xla_functions", "is_function", "MODES"]
 
 MODES = ("eager", "graph")
 
@@ -180,7 +180,9 @@ def row_op(kernel: str) -> str:
 _NOT_USER_OPS = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
 
 
-def _user_op(kernel: str) -> bool:
+def is_user_op(kernel: str) -> bool:
+    """Whether a kernel the log or profile names ran an op of the user's program, not
+    tfdbg's instrumentation or the executor's plumbing."""
     return bool(kernel) and kernel not in _NOT_USER_OPS and not is_debug_kernel(kernel)
 
 
@@ -192,7 +194,7 @@ def _log_counts(model: RunModel) -> None:
             elif not is_debug_kernel(dispatch):  # an eager NoOp is the user's, as in a dump
                 model.row(row_op(dispatch)).eager.executions += n
         for kernel, n in log.kernel_executions.items():
-            if _user_op(kernel):
+            if is_user_op(kernel):
                 model.row(row_op(kernel)).graph.executions += n
 
 
@@ -204,7 +206,7 @@ def _profile_counts(model: RunModel) -> None:
             elif not is_debug_kernel(op_type):
                 model.row(op_type).eager.executions += 1
         for _node, kernel, _start, _dur in prof.graph_ops:
-            if _user_op(kernel):
+            if is_user_op(kernel):
                 model.row(row_op(kernel)).graph.executions += 1
         if prof.eager_ops or prof.graph_ops:
             model.problems.append(Problem(prof.path, 0, (
@@ -246,13 +248,13 @@ def _graph_kernels_without_dump(model: RunModel) -> None:
     evidence: dict[str, str] = {}
     for log in model.logs:
         for kernel, n in log.kernel_executions.items():
-            if _user_op(kernel):
+            if is_user_op(kernel):
                 counted[kernel] += n
                 evidence[kernel] = "log"
     if not counted:
         for prof in model.profiles:
             for _node, kernel, _s, _d in prof.graph_ops:
-                if _user_op(kernel):
+                if is_user_op(kernel):
                     counted[kernel] += 1
                     evidence[kernel] = "profile"
     for kernel, n in counted.items():

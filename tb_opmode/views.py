@@ -28,11 +28,10 @@ from typing import Any, Callable, Optional
 
 from . import timeline as _timeline
 from .export import render_csv
-from .join import MODES, ModeStats, OpTypeRow, RunModel, row_op, run_json, summary
+from .join import MODES, ModeStats, OpTypeRow, RunModel, is_user_op, row_op, run_json, summary
 from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from .nodes import canonical_op
-from .why import (call_sites, class_times, explain, function_graphs, is_debug_kernel,
-                  kernel_class)
+from .why import call_sites, class_times, explain, function_graphs, kernel_class
 
 __all__ = [
     "RunView", "prepare", "onednn_state", "overview", "op_rows", "op_page", "op_detail",
@@ -104,17 +103,13 @@ def dump_gap(modes: list[str]) -> str:
             "this op's (an op without outputs is never traced)")
 
 
-# Executor plumbing the log names among graph nodes: no op of the user's program.
-_PLUMBING = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
-
-
 def _log_graph_counts(model: RunModel) -> Counter:
-    """Graph executions per op type as the TensorFlow log counted them (its window)."""
+    """Graph executions per op type as the TensorFlow log counted them (its window): per
+    Process node line's kernel, as a run without a dump counts them."""
     out: Counter = Counter()
     for log in model.logs:
-        for node, n in log.graph_executions.items():
-            kernel = log.graph_kernels.get(node, ("", ""))[0]
-            if kernel and kernel not in _PLUMBING and not is_debug_kernel(kernel):
+        for kernel, n in log.kernel_executions.items():
+            if is_user_op(kernel):
                 out[row_op(kernel)] += n
     return out
 
