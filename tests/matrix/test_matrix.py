@@ -20,9 +20,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tb_opmode.join import load, summary
+from tb_opmode.tfdbg import digest_rank
 from tb_opmode.why import function_graphs
 from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu
 from tests.matrix.truth import parse_log, score, truth_of
@@ -310,3 +312,35 @@ def test_a_run_of_only_its_profile(cell: dict[str, Any], tmp_path: Path) -> None
         names = {r["op_type"] for r in run["op_types"]}
         assert not any(n.startswith("Debug") for n in names), sorted(names)
         assert any("cover only the steps it profiled" in w for w in run["warnings"]), run["warnings"]
+
+
+_RANK_AT = {4: 3, 5: 2}  # FULL_HEALTH: [id, device, dtype, rank, ...]; SHAPE: [id, dtype, rank, ...]
+
+
+def test_trace_digests_carry_the_rank_debug_data_reader_reads(cell: dict[str, Any]) -> None:
+    """The removed-forwarder inference rests on the rank in a trace's digest: it must be
+    the rank of the first trace of each output, as TF's own reader decodes it."""
+    from tensorflow.python.debug.lib.debug_events_reader import DebugDataReader
+
+    mode = cell["meta"]["tensor_debug_mode"]
+    expected: dict[tuple[str, str, int], int | None] = {}
+    with DebugDataReader(str(cell["logdir"])) as reader:
+        reader.update()
+        for trace in reader.graph_execution_traces():
+            key = (trace.graph_id, trace.op_name, trace.output_slot)
+            if key in expected:
+                continue
+            value = reader.graph_execution_trace_to_tensor_value(trace)
+            if mode == "FULL_TENSOR":
+                expected[key] = None if value is None else int(np.ndim(value))
+            elif mode in ("FULL_HEALTH", "SHAPE"):
+                expected[key] = int(value[_RANK_AT[4 if mode == "FULL_HEALTH" else 5]])
+            else:
+                expected[key] = None
+    digests: dict[tuple[str, str, int], int] = {}
+    for model in load(str(cell["logdir"])):
+        for dump in model.dumps:
+            digests.update(dump.trace_digests)
+    assert expected
+    ours = {key: (digest_rank(digests[key]) if key in digests else "missing") for key in expected}
+    assert ours == expected
