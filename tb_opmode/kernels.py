@@ -22,13 +22,14 @@ Evidence, strongest first:
 """
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from .nodes import canonical_op, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
-from .tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
+from .tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, digest_rank
 
 if TYPE_CHECKING:  # join imports this module; the type is only for annotations
     from .join import RunModel
@@ -48,9 +49,9 @@ _NO_TENSOR = 1  # tensor_debug_mode of a dump that records no tensor values
 # Ops that pass their input on unchanged; reading a fused node's output they were removed.
 _IDENTITY_OPS = frozenset(("Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"))
 # Kernels the executor runs inline without a profiler event (measured on TF 2.21:
-# Reshape, ExpandDims, Const; the others alias their input the same way).
+# Reshape, ExpandDims, Const, Shape; the others alias their input or read only its shape).
 _NO_EVENT_OPS = frozenset(("Reshape", "ExpandDims", "Squeeze", "Const", "Identity", "Snapshot",
-                           "Bitcast"))
+                           "Bitcast", "Shape", "Size", "Rank"))
 
 
 def is_onednn(kernel: str) -> bool:
@@ -458,6 +459,21 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             op.note = ("constant-folded by grappler: its debug summary was folded into a "
                        "constant too (the profile shows tfdbg's identity node but no summary)")
             continue
+        # Folded before anything else is asked: a folded op leaves no event either.
+        if op.op_type != "Const" and _all_inputs_constant(graph_ops, op.op_name, folding_memo):
+            op.kernel, op.evidence = "Const", "inferred"
+            op.note = ("constant-folded by grappler: every input is a constant, so grappler "
+                       "computed it once when it optimised the graph and feeds the result as a "
+                       "constant (inferred from the dump's graph; no log or profile shows it)")
+            continue
+        created = graph_ops.get(op.op_name)
+        if op.op_type == "Pack" and created is not None and len(
+                [t for t in created.inputs if not t.startswith("^")]) == 1:
+            op.kernel, op.evidence = "ExpandDims", "inferred"
+            op.note = ("rewritten by grappler into ExpandDims: it packs a single tensor, which "
+                       "grappler's constant folding turns into an ExpandDims (inferred from the "
+                       "dump's graph; no log or profile shows it)")
+            continue
         # Its debug node ran in a profiled step (the summary; in a NO_TENSOR dump, which
         # has none, the identity), so its graph ran there: no event of its own means no
         # node of its own, unless it is an op the profiler does not record.
@@ -473,6 +489,13 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "included, so it casts to the type it has, and grappler removes such "
                        "casts (inferred; no log or profile shows it)")
             continue
+        if op.op_type == "Mul" and _times_ones(model.dumps[i], op, graph_ops):
+            op.kernel, op.evidence = REMOVED, "inferred"
+            op.note = ("removed by grappler: it multiplies by a constant of ones (a gradient's "
+                       "seed), and its debug summary equals its other input's, so grappler's "
+                       "constant folding forwards that input instead (inferred; no log or "
+                       "profile shows it)")
+            continue
         if op.op_type == "IdentityN":
             op.kernel, op.evidence = REMOVED, "inferred"
             op.note = ("removed by grappler, which forwards an IdentityN's inputs to its "
@@ -485,6 +508,21 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "which grappler's constant folding turns into a multiplication by its "
                        "reciprocal (inferred; no log or profile shows it)")
             continue
+        rank = _forwarded_rank(model.dumps[i], op) if same else None
+        if rank is not None and (
+                (op.op_type in _SHAPE_ONLY and rank <= 1)
+                or (op.op_type in _REDUCTIONS and rank == 0) or op.op_type == "ExpandDims"):
+            op.kernel, op.evidence = REMOVED, "inferred"
+            op.note = (f"removed by grappler: at its first run its debug summary equals its "
+                       f"input's, a tensor of rank {rank}, so its output has its input's very "
+                       f"shape" + (" (a rank-0 or rank-1 shape is fixed by its size)"
+                                   if op.op_type in _SHAPE_ONLY else
+                                   " (a reduction of a scalar over no axes)"
+                                   if op.op_type in _REDUCTIONS else
+                                   " (an ExpandDims that ran would add a dimension)")
+                       + "; grappler removes such a no-op once static shapes show it "
+                       "(inferred; no log or profile shows it)")
+            continue
         if same and op.op_type in _NO_EVENT_OPS | {"Sum", "Mean", "BroadcastTo"}:
             op.kernel, op.evidence = UNKNOWN, "inferred"
             op.note = (f"unknown whether it ran: at its first run its debug summary equals its "
@@ -493,12 +531,6 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        f"dump does not record, and the profiler records no event for it at the "
                        f"default host tracer level. To know, keep TF's log "
                        f"(TF_CPP_MAX_VLOG_LEVEL=2), or profile with host_tracer_level=3")
-            continue
-        if op.op_type != "Const" and _all_inputs_constant(graph_ops, op.op_name, folding_memo):
-            op.kernel, op.evidence = "Const", "inferred"
-            op.note = ("constant-folded by grappler: every input is a constant, so grappler "
-                       "computed it once when it optimised the graph and feeds the result as a "
-                       "constant (inferred from the dump's graph; no log or profile shows it)")
             continue
         if op.op_type == "Placeholder":
             graphs = model.dumps[i].graphs
@@ -529,6 +561,18 @@ _FORWARDERS = frozenset((
     "Cast", "Tile", "BroadcastTo", "Pad", "Slice", "StridedSlice", "ConcatV2", "AddN"))
 
 
+# Forwarders whose output shape is set by an operand (a Reshape's shape, a BroadcastTo's
+# target): for rank <= 1 an equal size fixes an equal shape, which static shape inference
+# sees where the operand is known; reductions of a scalar reduce over no axes.
+_SHAPE_ONLY = frozenset(("Reshape", "BroadcastTo", "Squeeze"))
+_REDUCTIONS = frozenset(("Sum", "Mean", "Prod", "Max", "Min"))
+
+
+def _forwarded_rank(dump: DumpSet, op: OpKernel) -> int | None:
+    """The rank of the tensor the op's first trace records (None if not recorded)."""
+    return digest_rank(_lowest_digest(dump.trace_digests, op.graph_id, op.op_name))
+
+
 def _same_tensor_as_input(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
     """Whether the op's first trace records the very tensor its first input's first trace
     does (FULL_HEALTH/SHAPE/FULL_TENSOR digests): what a debug node reads when grappler
@@ -543,6 +587,29 @@ def _same_tensor_as_input(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCr
     mine = _lowest_digest(digests, op.graph_id, op.op_name)
     theirs = digests.get((op.graph_id, source[0], source[1]), 0)
     return bool(mine and theirs and mine == theirs)
+
+
+_ONES = re.compile(r"(?:^|/)ones(?:_\d+)?$")
+
+
+def _times_ones(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
+    """Whether a Mul multiplies by a Const named ``ones`` (what ``tf.ones`` and a gradient
+    tape's seed create) and its first trace records the very tensor its other input's
+    does: ``x * 1``, which grappler's constant folding replaces by ``x``."""
+    created = graph_ops.get(op.op_name)
+    inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+    if len(inputs) != 2:
+        return False
+    mine = _lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
+    for ones, other in (inputs, inputs[::-1]):
+        source = graph_ops.get(_strip_slot(ones))
+        if source is None or source.op_type != "Const" or not _ONES.search(source.op_name):
+            continue
+        name, _, slot = other.rpartition(":")
+        theirs = dump.trace_digests.get((op.graph_id, name, int(slot) if slot.isdigit() else 0), 0)
+        if mine and mine == theirs:
+            return True
+    return False
 
 
 def _lowest_digest(digests: dict[tuple[str, str, int], int], graph_id: str, op_name: str) -> int:

@@ -54,7 +54,7 @@ from .tfrecord import ChunkVerifier, Problem, RecordReader, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
-           "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest"]
+           "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest", "digest_rank"]
 
 DUMP_FILE_RE = re.compile(
     r"^(?P<prefix>tfdbg_events\.(?P<ts>\d+)\.(?P<host>.+))\.(?P<kind>" + "|".join(EVENT_KINDS) + r")$")
@@ -123,19 +123,52 @@ def health_digest(tensor_proto: bytes, mode: int) -> int:
     two traces of one tensor: FULL_HEALTH/SHAPE's vector less its first element (the
     tensor id, which names the traced output), FULL_TENSOR's whole tensor. 0 where the
     mode records too little to tell two tensors apart (NO_TENSOR, CURT/CONCISE_HEALTH).
+    Its low byte carries the tensor's rank (``digest_rank``).
 
     An op grappler removed leaves its debug node reading its input's tensor, so its
     digest equals its input's."""
     if not tensor_proto:
         return 0
     if mode == _FULL_TENSOR:
-        return _digest(tensor_proto)
+        return _with_rank(_digest(tensor_proto), _tensor_proto_rank(tensor_proto))
     if mode not in _DTYPE_INDEX:
         return 0
     for number, wire_type, length, _, after in message_fields(tensor_proto, 0, len(tensor_proto)) or ():
         if number in (4, 6) and wire_type == LEN and length > 8:
-            return _digest(tensor_proto[after - length + 8:after])
+            rank = None
+            at = after - length + 8 * (_DTYPE_INDEX[mode] + 1)  # the rank follows the dtype
+            if at + 8 <= after:
+                (value,) = struct.unpack_from("<d", tensor_proto, at)
+                rank = int(value) if math.isfinite(value) and 0 <= value < 255 else None
+            return _with_rank(_digest(tensor_proto[after - length + 8:after]), rank)
     return 0
+
+
+def _with_rank(digest: int, rank: int | None) -> int:
+    # A digest's low byte is rank + 1 (0: not recorded), so that two equal digests also
+    # tell which rank the one tensor they record has, with nothing more to carry or cache.
+    code = 0 if rank is None else min(rank + 1, 255)
+    return ((digest & ~0xFF) | code) or 0x100
+
+
+def digest_rank(digest: int) -> int | None:
+    """The rank of the tensor a ``health_digest`` records, or None if not recorded."""
+    code = digest & 0xFF
+    return code - 1 if digest and code else None
+
+
+def _tensor_proto_rank(tensor_proto: bytes) -> int | None:
+    """The rank in a TensorProto's ``tensor_shape`` (field 2: ``dim`` = 2, ``unknown_rank`` = 3)."""
+    for number, wire_type, length, _, after in message_fields(tensor_proto, 0, len(tensor_proto)) or ():
+        if number == 2 and wire_type == LEN:
+            rank = 0
+            for inner, inner_wire, value, _, _end in message_fields(tensor_proto, after - length, after) or ():
+                if inner == 3 and inner_wire == VARINT and value:
+                    return None
+                if inner == 2 and inner_wire == LEN:
+                    rank += 1
+            return rank
+    return 0  # no tensor_shape: a scalar
 
 
 @dataclass(frozen=True)
