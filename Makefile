@@ -48,10 +48,11 @@ venv213: $(VENV213)/.installed
 venv217: $(VENV217)/.installed
 venv-notf: $(VENVNOTF)/.installed
 
-# The tier without TensorFlow (under a minute), then the built wheel in a new venv without TF
-# serving the tab (tests/test_no_tensorflow.py, marker `wheel`).
+# The tier without TensorFlow (under a minute): tests/unit and every other test that needs
+# no TF; the rest of the suite is collected and skipped, saying it needs TensorFlow. Then the
+# built wheel in a new venv without TF serving the tab (tests/test_no_tensorflow.py, `wheel`).
 test-notf: venv-notf
-	$(VENVNOTF)/bin/python -m pytest -q tests/unit
+	$(VENVNOTF)/bin/python -m pytest -q tests
 	$(VENVNOTF)/bin/python -m pytest -q -m wheel tests/test_no_tensorflow.py
 
 # Debian's chromium for the browser tests (Playwright drives it; no browser download), and
