@@ -33,15 +33,14 @@ def test_summary_where_import_tensorflow_fails(bert_logdir: Path, tmp_path: Path
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(blocker.parent), str(Path(__file__).resolve().parent.parent)]))
     probe = subprocess.run([sys.executable, "-c", "import tensorflow"], env=env,
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
     assert probe.returncode != 0 and "blocked" in probe.stderr
     attempts.unlink()
+    program = ("import sys, tb_opmode.cli as c; r = c.main(sys.argv[1:]); "
+               "assert 'tensorflow' not in sys.modules; sys.exit(r)")
     proc = subprocess.run(
-        [sys.executable, "-c",
-         "import sys, tb_opmode.cli as c; r = c.main(sys.argv[1:]); "
-         "assert 'tensorflow' not in sys.modules; sys.exit(r)",
-         "summary", str(bert_logdir), "--format", "json"],
-        env=env, capture_output=True, text=True, timeout=300)
+        [sys.executable, "-c", program, "summary", str(bert_logdir), "--format", "json"],
+        env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     assert not attempts.exists(), "something tried to import tensorflow"
     doc = json.loads(proc.stdout)

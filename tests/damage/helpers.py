@@ -60,11 +60,12 @@ def tf_event(payload: bytes) -> Any:
 
 
 
-def reference(executions: list[bytes], graphs: list[bytes], traces: list[bytes]) -> tuple[Counter, Counter, Counter, int]:
+def reference(executions: list[bytes], graphs: list[bytes], traces: list[bytes]) -> tuple[Counter[str], Counter[str], Counter[str], int]:
     """(eager op types, graph op types, function calls, graph executions of unknown ops)
     from the given payloads, parsed by TensorFlow's protos: what a reader that reads
     exactly these records and nothing else must report."""
-    eager, functions = Counter(), Counter()
+    eager: Counter[str] = Counter()
+    functions: Counter[str] = Counter()
     for payload in executions:
         ev = tf_event(payload)
         if ev.HasField("execution"):
@@ -85,7 +86,8 @@ def reference(executions: list[bytes], graphs: list[bytes], traces: list[bytes])
     for t in parsed:
         key = (t.tfdbg_context_id, t.op_name)
         lowest[key] = min(lowest.get(key, t.output_slot), t.output_slot)
-    graph, untyped = Counter(), 0
+    graph: Counter[str] = Counter()
+    untyped = 0
     for t in parsed:
         key = (t.tfdbg_context_id, t.op_name)
         if t.output_slot != lowest[key]:
@@ -110,7 +112,7 @@ class Dump:
         return [p for i, (_, p) in enumerate(self.records[kind]) if i not in lost]
 
     def expected(self, lost: dict[str, frozenset[int]] | None = None,
-                 without: tuple[str, ...] = ()) -> tuple[Counter, Counter, Counter, int]:
+                 without: tuple[str, ...] = ()) -> tuple[Counter[str], Counter[str], Counter[str], int]:
         lost = lost or {}
 
         def kept(kind: str) -> list[bytes]:
@@ -170,7 +172,7 @@ def summarize(logdir: Path, *args: str) -> tuple[int, Any, str]:
 
 
 def run_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None
-            ) -> subprocess.CompletedProcess:
+            ) -> subprocess.CompletedProcess[bytes]:
     """The real command in a child process (exit code, raw stdout/stderr bytes)."""
     full_env = dict(os.environ, TB_OPMODE_CACHE="off", **(env or {}))
     full_env.pop("TB_OPMODE_TRACEBACK", None)
@@ -178,7 +180,7 @@ def run_cli(*args: str, timeout: float = 120, env: dict[str, str] | None = None
                           timeout=timeout, cwd=str(ROOT), env=full_env)
 
 
-def model_counts(doc: Any, run: str = ".") -> tuple[Counter, Counter, Counter]:
+def model_counts(doc: Any, run: str = ".") -> tuple[Counter[str], Counter[str], Counter[str]]:
     (r,) = [r for r in doc["runs"] if r["run"] == run]
     eager = Counter({x["op_type"]: x["eager"]["executions"] for x in r["op_types"]
                      if x["eager"]["executions"]})
@@ -193,7 +195,8 @@ def warnings_of(doc: Any, run: str = ".") -> list[str]:
     (r,) = [r for r in doc["runs"] if r["run"] == run]
     for w in r["warnings"]:
         assert f"{run}: {w}" in doc["warnings"]
-    return r["warnings"]
+    found: list[str] = r["warnings"]
+    return found
 
 
 def assert_warned(doc: Any, stderr: str, name: str, offset: int, *words: str,
@@ -206,10 +209,11 @@ def assert_warned(doc: Any, stderr: str, name: str, offset: int, *words: str,
         assert any(word in h for h in hits), (word, hits)
     for h in hits:
         assert f"tb-opmode: warning: {run}: {h}\n" in stderr
-    return hits[0]
+    first: str = hits[0]
+    return first
 
 
-def assert_one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
+def assert_one_line_error(proc: subprocess.CompletedProcess[bytes], *words: str) -> str:
     err = proc.stderr.decode("utf-8")
     assert proc.returncode == 2, (proc.returncode, err[-2000:])
     assert "Traceback" not in err
@@ -240,7 +244,7 @@ class BigTraces:
         self.payloads = [p for _, p in self.records]
         self.traces = [tf_event(p).graph_execution_trace for p in self.payloads]
 
-    def expected_graph(self, dump: Dump, lost: set[int]) -> Counter:
+    def expected_graph(self, dump: Dump, lost: set[int]) -> Counter[str]:
         kept = [p for i, p in enumerate(self.payloads) if i not in lost]
         return reference([], dump.payloads("graphs"), kept)[1]
 

@@ -45,8 +45,8 @@ class _SpyFile(io.RawIOBase):
         self._sizes.append(len(b))
         return self._f.readinto(b)
 
-    def readline(self, n: int = -1) -> bytes:
-        self._sizes.append(n)
+    def readline(self, n: int | None = -1) -> bytes:
+        self._sizes.append(-1 if n is None else n)
         return self._f.readline(n)
 
     def __iter__(self) -> Any:
