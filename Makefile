@@ -1,16 +1,18 @@
 # Two entry points, both work on a fresh machine:
 #   make demo   build a real logdir with TensorFlow and open TensorBoard with the Op Mode tab
-#   make test   install everything and run every test, on TF 2.21 and on TF 2.13, and the
-#               truth matrix on TF 2.17 too
+#   make test   install everything and run every test: first the tier without TensorFlow
+#               (tests/unit, in .venv-notf, and the wheel's smoke test), then on TF 2.21 and
+#               on TF 2.13, and the truth matrix on TF 2.17 too
 PYTHON ?= python3
 VENV ?= .venv
 VENV213 ?= .venv-tf213
 VENV217 ?= .venv-tf217
+VENVNOTF ?= .venv-notf
 DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-213 matrix venv venv213 venv217 browser bench clean
+.PHONY: demo test test-notf test-213 matrix venv venv213 venv217 venv-notf browser bench clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -34,9 +36,24 @@ $(VENV217)/.installed: setup.py Makefile
 	$(VENV217)/bin/pip install $(PIP_FLAGS) --no-deps 'tf-keras==2.17.*'
 	touch $@
 
+# No TensorFlow here: the fast tier (tests/unit, on the runs committed under tests/data)
+# and the wheel's smoke test run in it, and so does `pytest tests` (TF tests skip, saying why).
+$(VENVNOTF)/.installed: setup.py Makefile
+	$(PYTHON) -m venv $(VENVNOTF)
+	$(VENVNOTF)/bin/pip install $(PIP_FLAGS) -e . tensorboard pytest hypothesis
+	touch $@
+
 venv: $(VENV)/.installed
 venv213: $(VENV213)/.installed
 venv217: $(VENV217)/.installed
+venv-notf: $(VENVNOTF)/.installed
+
+# The tier without TensorFlow (under a minute): tests/unit and every other test that needs
+# no TF; the rest of the suite is collected and skipped, saying it needs TensorFlow. Then the
+# built wheel in a new venv without TF serving the tab (tests/test_no_tensorflow.py, `wheel`).
+test-notf: venv-notf
+	$(VENVNOTF)/bin/python -m pytest -q tests
+	$(VENVNOTF)/bin/python -m pytest -q -m wheel tests/test_no_tensorflow.py
 
 # Debian's chromium for the browser tests (Playwright drives it; no browser download), and
 # npm, with which the accessibility test fetches axe-core from the npm registry.
@@ -49,7 +66,9 @@ demo: venv
 	$(VENV)/bin/tb-opmode summary $(DEMO_DIR)
 	$(VENV)/bin/tensorboard --logdir $(DEMO_DIR) --port $(PORT)
 
-test: venv venv213 venv217 browser
+# The no-TF tier first: it needs only the small venv, so it answers before TF is installed.
+test: test-notf
+	$(MAKE) venv venv213 venv217 browser
 	$(VENV)/bin/python -m pytest -q tests
 	$(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
 	$(VENV217)/bin/python -m pytest -q tests/matrix
@@ -65,4 +84,4 @@ bench: venv
 	$(VENV)/bin/python bench/bench.py
 
 clean:
-	rm -rf $(VENV) $(VENV213) $(VENV217) demo/logs
+	rm -rf $(VENV) $(VENV213) $(VENV217) $(VENVNOTF) demo/logs

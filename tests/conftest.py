@@ -6,6 +6,7 @@ script the README's demo runs), so every test reads files TF really wrote.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -32,9 +33,18 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync"]
 
 MAKE_LOGDIR = ROOT / "demo" / "make_logdir.py"
+HAS_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
+
+
+def needs_tensorflow() -> None:
+    """Skip the calling test (or fixture) where this venv has no TensorFlow: its files
+    are written, or its reference is computed, by the real TF of the venv."""
+    if not HAS_TENSORFLOW:
+        pytest.skip("needs TensorFlow, which this venv does not have (the no-TF tier is tests/unit)")
 
 
 def make_logdir(out: Path, *args: str) -> Path:
+    needs_tensorflow()
     proc = subprocess.run([sys.executable, str(MAKE_LOGDIR), str(out), *args],
                           capture_output=True, text=True, timeout=600)
     if proc.returncode:
@@ -72,6 +82,7 @@ def cnn_off_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tf_version() -> str:
+    needs_tensorflow()
     import tensorflow as tf
     return tf.__version__
 
@@ -158,6 +169,7 @@ def browser() -> Iterator[Any]:
 def ddr_counts(logdir: Path) -> tuple[Counter, Counter, Counter]:
     """(eager op types, graph op types, function calls) as TensorFlow's DebugDataReader
     counts them: the reference of bench/ddr_counts.py, the one the benchmark checks too."""
+    needs_tensorflow()
     got = reference_counts(str(logdir))
     return Counter(got["eager"]), Counter(got["graph"]), Counter(got["functions"])
 

@@ -185,7 +185,7 @@ def _record_reader_mutated(real: dict[str, Any], tmp_path_factory: pytest.TempPa
     _check_reader_output(new, got, reader)
     # Everything the mutation did not touch is still read: records wholly before the
     # damaged span, and those wholly after it (shifted by the size change). Known gap
-    # (test_damage.test_record_after_a_wrong_length_is_kept, xfail): when bytes go
+    # (damage/test_record_framing.test_record_after_a_wrong_length_is_kept, xfail): when bytes go
     # missing inside a payload or its CRC, the reader trusts the old length and also
     # loses the next record; that one record is not required here.
     shift = inserted - (end - start)

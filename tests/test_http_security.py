@@ -47,7 +47,7 @@ from tb_opmode import plugin as plugin_module
 from tb_opmode.plugin import STATIC_FILES, OpModePlugin
 from tb_opmode.tfrecord import encode_record
 
-from .conftest import dump_files, link_tree, running_tensorboard
+from .conftest import dump_files, link_tree, needs_tensorflow, running_tensorboard
 
 PREFIX = "/data/plugin/opmode"
 PAYLOAD = "<img src=x onerror=alert(1)>"
@@ -104,6 +104,7 @@ def make_xss_run(run_dir: Path) -> Path:
     whose source file name, source lines, function and graph names hold the payload,
     plus appended records whose op type and op name are the payload (TF does not let
     a program name an op type), and a damaged log named after the payload (a warning)."""
+    needs_tensorflow()
     from tensorflow.core.protobuf import debug_event_pb2
 
     run_dir.mkdir(parents=True)

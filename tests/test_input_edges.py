@@ -29,7 +29,7 @@ import pytest
 from tb_opmode.cli import main
 from tb_opmode.runs import display
 
-from .conftest import link_tree
+from .conftest import link_tree, needs_tensorflow
 from .test_plugin import make_api
 
 NOBODY = 65534
@@ -316,6 +316,7 @@ def evil_source_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A dump TF wrote while running eager Transposes from a Python file whose directory
     and name hold a bidi override, terminal escapes and a newline: they reach the dump's
     stack frames, and so ``explain``'s call sites, as they are."""
+    needs_tensorflow()
     base = tmp_path_factory.mktemp("evil")
     src = base / "src\u202e\x1b[31m" / "ev\u202eil\x1b[2J\nx.py"
     src.parent.mkdir()

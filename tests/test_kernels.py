@@ -7,7 +7,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from tensorflow.python.debug.lib import debug_events_reader
 
 from tb_opmode.join import RunModel, load
 from tb_opmode.kernels import REMOVED
@@ -34,6 +33,8 @@ def truth_from_log(logdir: Path) -> tuple[dict[str, set[str]], dict[str, set[str
     'Process node' line (outside constant folding, step -1) whose node name ends
     with the name of an op that the dump (read by DebugDataReader) says executed.
     """
+    from tensorflow.python.debug.lib import debug_events_reader  # the reference is TF's reader
+
     executed: dict[str, str] = {}
     with debug_events_reader.DebugDataReader(str(logdir)) as reader:
         reader.update()

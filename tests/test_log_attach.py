@@ -24,7 +24,7 @@ from tb_opmode.cli import main
 from tb_opmode.join import load
 from tb_opmode.runs import discover
 
-from .conftest import MAKE_LOGDIR, link_tree
+from .conftest import MAKE_LOGDIR, link_tree, needs_tensorflow
 
 ON, OFF = "onednn_on", "onednn_off"
 
@@ -33,6 +33,7 @@ ON, OFF = "onednn_on", "onednn_off"
 def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """<root>/onednn_on and <root>/onednn_off, each a dump + profile + its VLOG log,
     made by two TF processes running at once (so their times overlap)."""
+    needs_tensorflow()
     root = tmp_path_factory.mktemp("two_runs")
     procs = {flag: subprocess.Popen(
         [sys.executable, str(MAKE_LOGDIR), str(root / f"onednn_{flag}"), "--workload", "cnn",

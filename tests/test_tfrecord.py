@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tensorflow.python.lib.io import tf_record
 
 from tb_opmode import tfrecord
 from tb_opmode.tfrecord import RecordReader, encode_record, masked_crc32c
@@ -22,6 +21,8 @@ def _read(path: Path) -> tuple[list[tuple[int, bytes]], RecordReader]:
 
 
 def test_payloads_equal_tensorflows_reader(bert_logdir: Path) -> None:
+    from tensorflow.python.lib.io import tf_record  # the reference needs TF (bert_logdir too)
+
     for kind, path in dump_files(bert_logdir).items():
         ours, reader = _read(path)
         theirs = list(tf_record.tf_record_iterator(str(path)))

@@ -21,6 +21,7 @@ import pytest
 from tb_opmode import wire, xevents
 from tb_opmode.xplane import Profile, find_profiles, read_profile
 
+from .conftest import needs_tensorflow
 from .xplane_reference import reference_profile
 
 N_CALLS = 3
@@ -39,6 +40,7 @@ class Run:
 
 @pytest.fixture(scope="session")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    needs_tensorflow()
     import tensorflow as tf
 
     logdir = tmp_path_factory.mktemp("profile")

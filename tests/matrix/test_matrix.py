@@ -26,7 +26,7 @@ import pytest
 from tb_opmode.join import load, summary
 from tb_opmode.tfdbg import digest_rank
 from tb_opmode.why import function_graphs
-from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu
+from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu, needs_tensorflow
 from tests.matrix.truth import parse_log, score, truth_of
 from tests.matrix.workloads import CELLS, MissingPackages, make_cell
 
@@ -134,6 +134,7 @@ def _brief(s: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module", params=SELECTED)
 def cell(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     name: str = request.param
+    needs_tensorflow()
     out = tmp_path_factory.mktemp(f"cell_{name}")
     try:
         meta = make_cell(name, out)

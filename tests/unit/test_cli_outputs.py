@@ -1,0 +1,113 @@
+"""What ``tb-opmode`` prints for the committed runs: the summary as JSON, CSV and table,
+``explain``, and the report in Markdown and HTML (``export.py``, ``report.py``, ``cli.py``).
+
+In: the unpacked fixtures, through ``cli.main`` in this process (no TensorFlow). Out: the
+JSON contract with TF's counts, a CSV that is the JSON's rows, and a report that holds the
+seed question's answer and, redacted, no path or host name of the machine that made it.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import pytest
+
+from tb_opmode.cli import main
+from tb_opmode.export import CSV_COLUMNS, render_csv
+
+from .conftest import Fixture
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(args), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def summary_doc(full_health: Fixture) -> dict[str, Any]:
+    code, out, err = run("summary", str(full_health.directory), "--format", "json")
+    assert code == 0, err
+    doc: dict[str, Any] = json.loads(out)
+    return doc
+
+
+def test_json_contract(summary_doc: dict[str, Any], full_health: Fixture) -> None:
+    ref = full_health.reference
+    (r,) = summary_doc["runs"]
+    assert set(summary_doc) >= {"version", "warnings", "runs"}
+    assert set(r) >= {"run", "tensorflow_version", "hosts", "onednn_enabled", "onednn_source", "counts_from",
+                      "sources", "warnings", "functions", "xla_functions", "op_types"}
+    assert {x["op_type"]: x["eager"]["executions"] for x in r["op_types"] if x["eager"]["executions"]} == ref["eager"]
+    assert {x["op_type"]: x["graph"]["executions"] for x in r["op_types"] if x["graph"]["executions"]} == ref["graph"]
+    assert {f["name"]: f["calls"] for f in r["functions"]} == ref["functions"]
+    for x in r["op_types"]:
+        for mode in ("eager", "graph"):
+            kernels = x[mode]["kernels"]
+            assert sum(k["executions"] for k in kernels) == x[mode]["executions"], (x["op_type"], mode)
+            assert all(set(k) >= {"name", "executions", "onednn", "evidence"} for k in kernels)
+            if x[mode]["executions"]:
+                assert x[mode]["explanation"]
+    (transpose,) = [x for x in r["op_types"] if x["op_type"] == "Transpose"]
+    assert {(k["name"], k["evidence"]) for k in transpose["eager"]["kernels"]} == {
+        ("_MklTranspose", "log"), ("Transpose", "log")}
+
+
+def test_csv_is_the_jsons_rows(summary_doc: dict[str, Any], full_health: Fixture) -> None:
+    code, out, err = run("summary", str(full_health.directory), "--format", "csv")
+    assert code == 0, err
+    assert out == render_csv(summary_doc)
+    lines = list(csv.reader(io.StringIO(out)))
+    assert tuple(lines[0]) == CSV_COLUMNS
+    expected = sum(max(1, len(x[m]["kernels"])) for x in summary_doc["runs"][0]["op_types"]
+                   for m in ("eager", "graph") if x[m]["executions"] or x[m]["kernels"])
+    assert len(lines) - 1 == expected
+
+
+def test_table(full_health: Fixture, summary_doc: dict[str, Any]) -> None:
+    code, out, _err = run("summary", str(full_health.directory))
+    assert code == 0
+    assert f"TensorFlow {summary_doc['runs'][0]['tensorflow_version']}" in out
+    (line,) = [x for x in out.splitlines() if x.split()[:1] == ["Transpose"]]
+    assert "_MklTranspose" in line and "(log)" in line
+
+
+def test_explain(full_health: Fixture) -> None:
+    code, out, err = run("explain", str(full_health.directory), "Transpose", "--top", "2")
+    assert code == 0, err
+    n = full_health.reference["eager"]["Transpose"]
+    assert f"\neager: {n} executions\n" in out and "kernel _MklTranspose  x1  [log]" in out
+    assert "regenerate.py" in out   # the call site of the eager transposes
+    code, _out, err = run("explain", str(full_health.directory), "Transposee")
+    assert code == 2 and "has no op type 'Transposee'" in err
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_report_is_redacted(full_health: Fixture, summary_doc: dict[str, Any], fmt: str) -> None:
+    code, out, err = run("report", str(full_health.directory), "--format", fmt)
+    assert code == 0, err
+    assert "Transpose" in out and "_MklTranspose" in out and "MatMul" in out
+    assert str(full_health.directory) not in out
+    for host in summary_doc["runs"][0]["hosts"]:
+        assert f"{host}." not in out and f" {host} " not in out, host
+    assert "host1" in out
+    if fmt == "html":
+        assert out.lstrip().lower().startswith("<!doctype html") and "<script" not in out.lower()
+
+
+def test_report_not_redacted_keeps_the_host(full_health: Fixture, summary_doc: dict[str, Any]) -> None:
+    code, out, _err = run("report", str(full_health.directory), "--no-redact")
+    assert code == 0
+    assert any(host in out for host in summary_doc["runs"][0]["hosts"])
+
+
+def test_no_tensor_run_says_what_it_cannot_tell(no_tensor: Fixture) -> None:
+    code, out, err = run("summary", str(no_tensor.directory), "--format", "json")
+    assert code == 0, err
+    (r,) = json.loads(out)["runs"]
+    (transpose,) = [x for x in r["op_types"] if x["op_type"] == "Transpose"]
+    (kernel,) = transpose["eager"]["kernels"]
+    assert kernel["name"] == "(unknown)" and kernel["evidence"] == "inferred"
+    assert r["onednn_enabled"] is None and r["sources"]["logs"] == [] and r["sources"]["profile"] == []

@@ -1,0 +1,136 @@
+"""Explanations and call sites (``why.explain``, ``why.call_sites``) on the committed run
+and on in-memory dumps.
+
+In: ``full_model`` (the committed FULL_HEALTH run, read without TF) and hand-made
+``DumpSet`` stack frames. Out: call sites that point at the Python lines that issued the
+ops (checked against the source text the dump itself carries), executions that add up to
+TF's own counts, and explanations that name each kernel with its evidence.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from tb_opmode.join import RunModel, build_run
+from tb_opmode.runs import RunSources
+from tb_opmode.tfdbg import DumpSet
+from tb_opmode.why import call_sites, explain, function_graphs
+
+from .conftest import Fixture
+
+
+def test_eager_call_sites_point_at_the_calls(full_model: RunModel, full_health: Fixture) -> None:
+    """Eager Transpose: two sites, each the line of a ``tf.transpose(`` call in the program
+    that ran (its text as the dump's source_files carry it), counts adding up to TF's."""
+    sites = call_sites(full_model, "Transpose", "eager")
+    assert sum(s["count"] for s in sites) == full_health.reference["eager"]["Transpose"]
+    assert len(sites) == 2
+    for site in sites:
+        assert site["file"].endswith("regenerate.py") and site["function"] == "_workload"
+        snippet = site["snippet"]
+        text = snippet["lines"][site["line"] - snippet["first_line"]]
+        assert "tf.transpose(" in text, text
+
+
+def test_graph_call_sites_name_the_users_line(full_model: RunModel, full_health: Fixture) -> None:
+    """Graph MatMul: ops created inside Keras' Dense.call while fit traced the step; each
+    site counts the executions of the graph ops created there, and the user's own frame is named."""
+    sites = call_sites(full_model, "MatMul", "graph", snippets=False, limit=None)
+    assert sum(s["count"] for s in sites) == full_health.reference["graph"]["MatMul"]
+    assert sum(s["ops"] for s in sites) == len([o for o in full_model.graph_ops if o.op_type == "MatMul"])
+    for site in sites:
+        user = site.get("user_code", site)
+        assert user["file"].endswith("regenerate.py"), site
+
+
+def test_limit_keeps_the_busiest(full_model: RunModel) -> None:
+    every = call_sites(full_model, "MatMul", "graph", snippets=False, limit=None)
+    assert len(every) >= 2
+    assert call_sites(full_model, "MatMul", "graph", snippets=False, limit=1) == every[:1]
+    assert [s["count"] for s in every] == sorted((s["count"] for s in every), reverse=True)
+
+
+def test_explanation_names_each_kernel_and_its_evidence(full_model: RunModel, full_health: Fixture) -> None:
+    doc = explain(full_model, "Transpose")
+    for mode in ("eager", "graph"):
+        stats = full_model.op_types["Transpose"].mode(mode)
+        kernels = [r for r in doc[mode]["reasons"] if r["kind"] == "kernel"]
+        assert {(r["kernel"], r["evidence"], r["executions"]) for r in kernels} == \
+            {(k.name, k.evidence, k.executions) for k in stats.kernels}
+        assert doc[mode]["explanation"] == " ".join(r["text"] for r in doc[mode]["reasons"])
+        assert f"TF {full_model.tensorflow_version}" in doc[mode]["explanation"]
+    eager_text = doc["eager"]["explanation"]
+    assert f"ran eagerly {full_health.reference['eager']['Transpose']} times" in eager_text
+    # the float32 one ran _MklTranspose though dispatched as Transpose: the reason is said
+    assert "one-node function" in eager_text and "Instantiating kernel" in eager_text
+    removed = [r for r in doc["graph"]["reasons"] if r.get("kernel") == "(optimized away)"]
+    assert removed and "grappler" in removed[0]["text"]
+
+
+def test_mode_that_did_not_run(full_model: RunModel) -> None:
+    assert full_model.op_types["BiasAdd"].eager.executions == 0
+    assert explain(full_model, "BiasAdd")["eager"] == {
+        "explanation": "BiasAdd did not run in eager mode in this run.", "reasons": []}
+
+
+def test_function_graphs_hold_the_graph_executions(full_model: RunModel, full_health: Fixture) -> None:
+    graphs = function_graphs(full_model, "MatMul")
+    assert graphs and sum(g["executions"] for g in graphs) == full_health.reference["graph"]["MatMul"]
+    (calls,) = full_health.reference["functions"].values()
+    assert {g["function_calls"] for g in graphs} == {calls}
+
+
+# ---------------------------------------------------------------- in memory
+
+def _dump_with_stack(stack_paths: list[tuple[str, int, str]], op_type: str, n: int) -> DumpSet:
+    d = DumpSet(directory="/run", prefix="p", host="h", tensorflow_version="2.21.0")
+    d.source_files = [("h", path) for path, _l, _f in stack_paths]
+    d.source_lines = {("h", path): ["x = 1"] * (line + 3) for path, line, _f in stack_paths}
+    d.stack_frames = {f"f{i}": (i, line, func) for i, (_p, line, func) in enumerate(stack_paths)}
+    d.execution_sites = Counter({(op_type, tuple(d.stack_frames)): n})
+    return d
+
+
+def _model(*dumps: DumpSet) -> RunModel:
+    m = RunModel(run=".", directory="/run", tensorflow_version="2.21.0")
+    m.dumps = list(dumps)
+    return m
+
+
+def test_site_is_the_innermost_frame_outside_tensorflow() -> None:
+    """Frames run outermost first; TF's own frames are skipped, the user's line is the site."""
+    d = _dump_with_stack([("/home/u/train.py", 12, "main"),
+                          ("/home/u/model.py", 40, "block"),
+                          ("/venv/lib/python3.11/site-packages/tensorflow/python/ops/array_ops.py", 200, "transpose")],
+                         "Transpose", 5)
+    (site,) = call_sites(_model(d), "Transpose", "eager")
+    assert (site["file"], site["line"], site["function"], site["count"]) == ("/home/u/model.py", 40, "block", 5)
+    assert site["snippet"]["line"] == 40 and "user_code" not in site
+
+
+def test_library_site_names_the_users_frame() -> None:
+    """A site inside an installed library (not TF) keeps the library line and names the user's frame."""
+    d = _dump_with_stack([("/home/u/train.py", 7, "main"),
+                          ("/venv/lib/python3.11/site-packages/keras/src/layers/core/dense.py", 222, "call"),
+                          ("/venv/lib/python3.11/site-packages/tensorflow/python/ops/math_ops.py", 10, "matmul")],
+                         "MatMul", 3)
+    (site,) = call_sites(_model(d), "MatMul", "eager", via=True)
+    assert site["file"].endswith("dense.py") and site["user_code"]["file"] == "/home/u/train.py"
+
+
+def test_sites_of_two_dumps_add_up() -> None:
+    stack = [("/home/u/train.py", 3, "main")]
+    (site,) = call_sites(_model(_dump_with_stack(stack, "Relu", 2), _dump_with_stack(stack, "Relu", 5)),
+                         "Relu", "eager")
+    assert site["count"] == 7
+
+
+def test_unknown_frames_give_no_site() -> None:
+    d = DumpSet(directory="/run", prefix="p", host="h")
+    d.execution_sites = Counter({("Relu", ("missing",)): 4})
+    assert call_sites(_model(d), "Relu", "eager") == []
+
+
+def test_build_run_of_nothing_is_empty() -> None:
+    """A run with no sources counts nothing and explains nothing (no crash)."""
+    m = build_run(RunSources(name="empty", directory="/nonexistent"), "/")
+    assert m.op_types == {} and m.counts_from == ""

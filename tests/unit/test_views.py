@@ -1,0 +1,148 @@
+"""The tab's views (``views.py``: overview, op table, detail, compare, CSV export) on the
+committed runs.
+
+In: ``views.prepare`` of the FULL_HEALTH and NO_TENSOR runs (read without TF). Out: figures
+that equal what TF's DebugDataReader counted (``reference.json``), filters and sorts that do
+what their names say, and a comparison of the two runs that shows what NO_TENSOR cannot tell.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+
+import pytest
+
+from tb_opmode.join import RunModel
+from tb_opmode.views import (
+    FILTERS,
+    SORT_KEYS,
+    RunView,
+    compare,
+    export_csv,
+    op_detail,
+    op_page,
+    op_rows,
+    overview,
+    prepare,
+)
+
+from .conftest import Fixture
+
+
+@pytest.fixture(scope="module")
+def view(full_model: RunModel, full_health: Fixture) -> RunView:
+    return prepare(full_model, str(full_health.directory))
+
+
+@pytest.fixture(scope="module")
+def nt_view(no_tensor_model: RunModel, no_tensor: Fixture) -> RunView:
+    return prepare(no_tensor_model, str(no_tensor.directory))
+
+
+def test_overview_counts_are_tfs(view: RunView, full_health: Fixture) -> None:
+    ref = full_health.reference
+    ov = overview(view)
+    assert ov["modes"]["eager"]["executions"] == sum(ref["eager"].values())
+    assert ov["modes"]["graph"]["executions"] == sum(ref["graph"].values())
+    assert {f["name"]: f["calls"] for f in ov["functions"]} == ref["functions"]
+    assert ov["op_types_total"] == len(set(ref["eager"]) | set(ref["graph"]))
+    assert ov["onednn_state"] == "on" and ov["tensorflow_version"] == ref["tensorflow_version"]
+    shares = ov["modes"]["eager"]["share_of_executions"] + ov["modes"]["graph"]["share_of_executions"]
+    assert shares == pytest.approx(1.0)
+    for mode in ("eager", "graph"):
+        cells = [c for c in ov["matrix"] if c["mode"] == mode]
+        assert sum(c["executions"] for c in cells) == ov["modes"][mode]["executions"], mode
+
+
+def test_overview_onednn_executions_are_the_tables(view: RunView) -> None:
+    ov = overview(view)
+    for mode in ("eager", "graph"):
+        onednn = sum(k["executions"] for r in view.rows.values() for k in r[mode]["kernels"] if k["onednn"])
+        assert ov["modes"][mode]["onednn_executions"] == onednn, mode
+    assert ov["modes"]["eager"]["onednn_executions"] >= 3  # MatMul, float Transpose, Softmax
+
+
+def test_one_row_per_op_type_sorted(view: RunView, full_health: Fixture) -> None:
+    ref = full_health.reference
+    rows = op_rows(view)
+    assert [r["op_type"] for r in rows] and {r["op_type"] for r in rows} == set(ref["eager"]) | set(ref["graph"])
+    totals = [r["total"] for r in rows]
+    assert totals == sorted(totals, reverse=True)
+    for r in rows:
+        assert r["total"] == ref["eager"].get(r["op_type"], 0) + ref["graph"].get(r["op_type"], 0)
+    names = [r["op_type"].lower() for r in op_rows(view, sort="op_type", descending=False)]
+    assert names == sorted(names)
+
+
+def test_filters(view: RunView, full_health: Fixture) -> None:
+    ref = full_health.reference
+    both = {r["op_type"] for r in op_rows(view, filters=("both",))}
+    assert both == set(ref["eager"]) & set(ref["graph"])
+    eager_only = {r["op_type"] for r in op_rows(view, filters=("eager_only",))}
+    assert eager_only == set(ref["eager"]) - set(ref["graph"])
+    differs = {r["op_type"] for r in op_rows(view, filters=("differs",))}
+    assert "Transpose" in differs   # stock and _MklTranspose eagerly, removed and _MklTranspose in graphs
+    assert "MatMul" not in {r["op_type"] for r in op_rows(view, filters=("no_onednn",))}
+    onednn = {r["op_type"] for r in op_rows(view, filters=("onednn",))}
+    assert {"MatMul", "Transpose", "Softmax"} <= onednn
+    assert {r["op_type"] for r in op_rows(view, query="mkltrans")} == {"Transpose"}  # a kernel name matches
+    assert set(FILTERS) >= {"both", "differs", "no_onednn"}
+
+
+@pytest.mark.parametrize("bad", [{"sort": "nope"}, {"filters": ("nope",)}])
+def test_bad_table_parameters(view: RunView, bad: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        op_rows(view, **bad)  # type: ignore[arg-type]
+
+
+def test_pages(view: RunView) -> None:
+    rows = op_rows(view)
+    pages = [op_page(view, page=p, page_size=7)["rows"] for p in range(len(rows) // 7 + 1)]
+    assert [r for page in pages for r in page] == rows
+    assert op_page(view, page=99, page_size=7)["rows"] == []
+    with pytest.raises(ValueError):
+        op_page(view, page=-1)
+    assert set(SORT_KEYS) >= {"total", "op_type"}
+
+
+def test_op_detail(view: RunView, full_health: Fixture) -> None:
+    detail = op_detail(view, "Transpose")
+    assert set(detail["explanation"]) == {"eager", "graph"}
+    assert sum(s["count"] for s in detail["call_sites"]["eager"]) == full_health.reference["eager"]["Transpose"]
+    assert any("_MklTranspose" in line and "the TensorFlow log" in line for line in detail["evidence"])
+    assert detail["graphs_total"] >= 1
+    with pytest.raises(KeyError):
+        op_detail(view, "NoSuchOp")
+
+
+def test_compare_with_itself_changes_nothing(view: RunView) -> None:
+    assert compare(view, view)["rows"] == []
+
+
+def test_compare_full_health_with_no_tensor(view: RunView, nt_view: RunView) -> None:
+    """Same workload: eager counts agree; where NO_TENSOR cannot tell the dtype, eager
+    Transpose's kernels change to (unknown)."""
+    doc = compare(view, nt_view)
+    rows = {r["op_type"]: r for r in doc["rows"]}
+    t = rows["Transpose"]["eager"]
+    assert t["a"]["executions"] == t["b"]["executions"]
+    assert set(t["a"]["kernels"]) == {"Transpose", "_MklTranspose"} and t["b"]["kernels"] == ["(unknown)"]
+    assert "eager kernel" in rows["Transpose"]["changes"]
+    everything = compare(view, nt_view, changed_only=False)
+    assert everything["total"] >= doc["total"] and len(everything["rows"]) >= len(doc["rows"])
+
+
+def test_csv_export_adds_up(view: RunView, full_health: Fixture) -> None:
+    lines = list(csv.DictReader(io.StringIO(export_csv(view))))
+    per_mode: dict[tuple[str, str], int] = {}
+    kernel_sum: Counter[tuple[str, str]] = Counter()
+    for line in lines:
+        key = (line["op_type"], line["mode"])
+        per_mode[key] = int(line["executions"])
+        kernel_sum[key] += int(line["kernel_executions"] or 0)
+        assert line["onednn"] == str(line["kernel"].startswith("_Mkl")).lower(), line
+    assert per_mode == kernel_sum
+    ref = full_health.reference
+    assert {op: n for (op, mode), n in per_mode.items() if mode == "eager"} == ref["eager"]
+    assert {op: n for (op, mode), n in per_mode.items() if mode == "graph"} == ref["graph"]
