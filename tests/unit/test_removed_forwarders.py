@@ -1,0 +1,123 @@
+"""Dump-only inference of ops grappler removed, folded or rewrote, on in-memory graphs.
+
+In: one graph of hand-made ``OpCreation``s with FULL_HEALTH trace digests made by
+``tfdbg.health_digest`` from health vectors laid out as TF writes them
+(``[tensor_id, device_id, dtype, rank, size, -inf, +inf, nan, neg, zero, pos]``).
+Out: the kernel ``kernels.assign_graph`` gives each op with neither log nor profile.
+The rules under test are ours (what the dump lets us conclude); the matrix
+(``tests/matrix``) holds them to TF's own log on real runs.
+"""
+from __future__ import annotations
+
+import struct
+from collections import Counter
+
+from tb_opmode.join import RunModel
+from tb_opmode.kernels import REMOVED, UNKNOWN, assign_graph
+from tb_opmode.tfdbg import DumpSet, GraphInfo, OpCreation, digest_rank, health_digest
+
+GRAPH = "g1"
+FULL_HEALTH = 4
+
+
+def health(rank: int, size: int, tensor_id: int = 1, pos: int = 1) -> bytes:
+    """A FULL_HEALTH TensorProto: field 4 (tensor_content) holding the float64 vector."""
+    vector = struct.pack("<11d", tensor_id, -1, 1, rank, size, 0, 0, 0, 0, 0, pos)
+    return bytes([4 << 3 | 2, len(vector)]) + vector
+
+
+def build(ops: list[tuple[str, str, tuple[str, ...]]],
+          traced: dict[str, tuple[int, int]]) -> list:
+    """Graph ops (name, type, inputs) and, per traced op, the (rank, size) of its tensor."""
+    dump = DumpSet(directory="/run", prefix="tfdbg_events.1.host", host="host",
+                   tensorflow_version="2.21.0")
+    graph = GraphInfo(GRAPH, name="train_step")
+    for name, op_type, inputs in ops:
+        graph.ops[name] = OpCreation(op_type, name, GRAPH, "/cpu:0", 1, (), inputs)
+    dump.graphs = {GRAPH: graph}
+    for k, (name, (rank, size)) in enumerate(traced.items()):
+        key = (GRAPH, name, 0)
+        dump.traces[key] = 2
+        dump.trace_dtypes[key] = "DT_FLOAT"
+        dump.trace_digests[key] = health_digest(health(rank, size, tensor_id=k + 1), FULL_HEALTH)
+    model = RunModel(run=".", directory="/run", tensorflow_version="2.21.0", onednn_enabled=True)
+    model.dumps = [dump]
+    return assign_graph(model)
+
+
+def kernels(ops: list) -> dict[str, str]:
+    return {op.op_name: op.kernel for op in ops}
+
+
+def test_the_digest_carries_the_rank_and_not_the_tensor_id() -> None:
+    a = health_digest(health(2, 6, tensor_id=1), FULL_HEALTH)
+    b = health_digest(health(2, 6, tensor_id=9), FULL_HEALTH)
+    assert a == b and digest_rank(a) == 2
+    assert digest_rank(health_digest(health(0, 1), FULL_HEALTH)) == 0
+    assert health_digest(health(3, 6), FULL_HEALTH) != a
+    assert digest_rank(0) is None  # NO_TENSOR / CURT: nothing recorded
+
+
+def test_a_rank_1_reshape_that_forwarded_its_input_was_removed() -> None:
+    got = kernels(build(
+        [("grad", "BiasAddGrad", ("x:0",)), ("shape", "Const", ()),
+         ("Reshape", "Reshape", ("grad:0", "shape:0"))],
+        {"grad": (1, 16), "Reshape": (1, 16)}))
+    assert got["Reshape"] == REMOVED
+
+
+def test_a_rank_3_reshape_that_forwarded_its_input_is_unknown() -> None:
+    """[2,3,4] -> [2,3,4] or [4,3,2]: equal rank and size do not fix the shape, nor does
+    the dump say whether grappler could prove the reshape a no-op."""
+    (op,) = [o for o in build(
+        [("x", "Relu", ()), ("shape", "Const", ()), ("Reshape", "Reshape", ("x:0", "shape:0"))],
+        {"x": (3, 24), "Reshape": (3, 24)}) if o.op_name == "Reshape"]
+    assert op.kernel == UNKNOWN and "host_tracer_level=3" in op.note
+
+
+def test_a_reshape_that_changed_the_rank_ran() -> None:
+    got = kernels(build(
+        [("x", "Relu", ()), ("shape", "Const", ()), ("Reshape", "Reshape", ("x:0", "shape:0"))],
+        {"x": (1, 24), "Reshape": (2, 24)}))
+    assert got["Reshape"] == "Reshape"
+
+
+def test_a_sum_of_a_scalar_was_removed_and_a_sum_of_a_matrix_is_unknown() -> None:
+    got = kernels(build(
+        [("loss", "Mul", ()), ("range", "Range", ()), ("Sum", "Sum", ("loss:0", "range:0")),
+         ("m", "Mul", ()), ("Sum_1", "Sum", ("m:0", "range:0"))],
+        {"loss": (0, 1), "Sum": (0, 1), "m": (2, 6), "Sum_1": (2, 6)}))
+    assert got["Sum"] == REMOVED
+    assert got["Sum_1"] == UNKNOWN
+
+
+def test_an_expand_dims_that_kept_its_inputs_rank_did_not_run() -> None:
+    got = kernels(build(
+        [("x", "Relu", ()), ("axis", "Const", ()), ("ExpandDims", "ExpandDims", ("x:0", "axis:0"))],
+        {"x": (2, 6), "ExpandDims": (2, 6)}))
+    assert got["ExpandDims"] == REMOVED
+
+
+def test_times_ones_is_forwarded_but_times_another_constant_runs() -> None:
+    got = kernels(build(
+        [("ones", "Const", ()), ("d", "DivNoNan", ()), ("mul", "Mul", ("ones:0", "d:0")),
+         ("two", "Const", ()), ("mul_1", "Mul", ("two:0", "d:0"))],
+        {"ones": (0, 1), "d": (1, 4), "mul": (1, 4), "two": (0, 1), "mul_1": (1, 4)}))
+    assert got["mul"] == REMOVED
+    assert got["mul_1"] == "Mul"
+
+
+def test_a_one_input_pack_runs_as_expand_dims() -> None:
+    got = kernels(build(
+        [("x", "StridedSlice", ()), ("packed", "Pack", ("x:0",)),
+         ("y", "StridedSlice", ()), ("packed_1", "Pack", ("x:0", "y:0"))],
+        {"packed": (1, 1), "packed_1": (1, 2)}))
+    assert got["packed"] == "ExpandDims"
+    assert got["packed_1"] == "Pack"
+
+
+def test_an_op_of_constants_is_folded() -> None:
+    got = kernels(build(
+        [("c", "Const", ()), ("Cast", "Cast", ("c:0",))], {"Cast": (1, 3)}))
+    assert got["Cast"] == "Const"
+    assert Counter(got.values())["Const"] == 1
