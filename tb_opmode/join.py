@@ -23,11 +23,12 @@ from . import __version__
 from .cache import cached_dump_set, cached_log, cached_profile
 from .kernels import EagerAssignment, OpKernel, assign_eager, assign_graph, detect_onednn, is_onednn
 from .nodes import canonical_op
-from .runs import RunSources, discover, display, relpath
+from .runs import RunSources, discover, display, dump_location, relpath
 from .textlog import LogFacts
 from .tfdbg import DumpSet
 from .tfrecord import Problem
 from .why import explain, is_debug_kernel, op_times, time_share
+from .workers import breakdown, collectives_across
 from .xplane import Profile
 
 __all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "LogdirError", "build_run",
@@ -86,6 +87,9 @@ class RunModel:
     eager_ops: list[EagerAssignment] = field(default_factory=list)
     # (op type, mode, kernel) -> [profiler events, total ns]
     times: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    # The run JSON's ``workers`` (workers.breakdown): per worker and device, for a run of
+    # several dumps (a multi-worker job) or devices (MirroredStrategy); else empty.
+    workers: list[dict[str, Any]] = field(default_factory=list)
 
     def row(self, op_type: str) -> OpTypeRow:
         row = self.op_types.get(op_type)
@@ -334,8 +338,9 @@ def _log_run_checks(model: RunModel) -> list[Problem]:
 
 def build_run(sources: RunSources, logdir: str) -> RunModel:
     model = RunModel(run=sources.name, directory=sources.directory)
-    dumps = [cached_dump_set(sources.directory, prefix, files)
-             for prefix, files in sorted(sources.dump_sets.items())]
+    # A job's run holds its workers' dumps from sub-directories (key "worker0/<prefix>").
+    dumps = [cached_dump_set(*dump_location(sources, key), files)
+             for key, files in sorted(sources.dump_sets.items())]
     model.profiles = [cached_profile(p) for p in sources.profiles]
     read_problems: list[Problem] = []
     model.logs = _read_logs(sources.logs, read_problems)
@@ -376,6 +381,7 @@ def build_run(sources: RunSources, logdir: str) -> RunModel:
     model.onednn_enabled, model.onednn_source = detect_onednn(model)
     _apply_kernels(model)
     model.times = op_times(model)
+    model.workers = breakdown(model, dumps, sources.missing_workers, logdir)
     return model
 
 
@@ -518,6 +524,9 @@ def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, A
         "xla_functions": xla_functions(m),
         "time_share": time_share(m.times),
         "op_types": op_types,
+        # Only for a run of several workers or devices (workers.breakdown).
+        **({"workers": m.workers, "collectives": collectives_across(m.workers)}
+           if m.workers else {}),
     }
 
 
