@@ -23,6 +23,7 @@ from .join import MODES, LogdirError, RunModel, load, run_json, summary
 from .report import DEFAULT_FOCUS, FORMATS, Redaction, UnknownOpType, build, focus_ops, render
 from .runs import UnreadableLogdir, display
 from .why import call_sites, explain
+from .workers import render_workers
 
 __all__ = ["main", "render_table", "render_csv"]
 
@@ -64,6 +65,7 @@ def render_table(doc: dict[str, Any]) -> str:
             cells = [c.rjust(w) if i in right else c.ljust(w)
                      for i, (c, w) in enumerate(zip(line, widths))]
             out.write("  " + "  ".join(cells).rstrip() + "\n")
+        out.write(render_workers(run))
         out.write("\n")
     return out.getvalue()
 
