@@ -17,10 +17,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from . import __version__
-from .cache import cached_dump_set, cached_log, cached_profile
+from .partials import Partial, Unit, read_serial, units_of
 from .kernels import EagerAssignment, OpKernel, assign_eager, assign_graph, detect_onednn, is_onednn
 from .nodes import canonical_op
 from .runs import RunSources, discover, display, dump_location, relpath
@@ -309,11 +309,11 @@ def _dump_checks(dump: DumpSet) -> list[Problem]:
     return out
 
 
-def _read_logs(paths: list[str], problems: list[Problem]) -> list[LogFacts]:
+def _read_logs(paths: list[str], problems: list[Problem], parts: Partial) -> list[LogFacts]:
     logs = []
     for path in paths:
         try:
-            logs.append(cached_log(path))
+            logs.append(parts.log(path))
         except OSError as err:  # vanished or unreadable since discovery
             problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
     return logs
@@ -336,14 +336,17 @@ def _log_run_checks(model: RunModel) -> list[Problem]:
     return out
 
 
-def build_run(sources: RunSources, logdir: str) -> RunModel:
+def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) -> RunModel:
+    """The model of one run. ``parts``: what reading its sources gave (``partials``: read
+    ahead on a pool or a cluster); a source it lacks is read here, by the same code."""
     model = RunModel(run=sources.name, directory=sources.directory)
+    parts = parts if parts is not None else Partial()
     # A job's run holds its workers' dumps from sub-directories (key "worker0/<prefix>").
-    dumps = [cached_dump_set(*dump_location(sources, key), files)
+    dumps = [parts.dump(*dump_location(sources, key), files)
              for key, files in sorted(sources.dump_sets.items())]
-    model.profiles = [cached_profile(p) for p in sources.profiles]
+    model.profiles = [parts.profile(p) for p in sources.profiles]
     read_problems: list[Problem] = []
-    model.logs = _read_logs(sources.logs, read_problems)
+    model.logs = _read_logs(sources.logs, read_problems, parts)
     # A dump set of which nothing could be read (all damaged, or files named like a
     # dump holding something else) counts nothing: its problems say why.
     model.dumps = [d for d in dumps if _dump_usable(d)]
@@ -385,8 +388,10 @@ def build_run(sources: RunSources, logdir: str) -> RunModel:
     return model
 
 
-def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) -> list[RunModel]:
-    """Read every run under ``logdir`` (or only ``run``)."""
+def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
+         read: Callable[[list[Unit]], Partial] = read_serial) -> list[RunModel]:
+    """Read every run under ``logdir`` (or only ``run``). ``read`` reads the runs' sources
+    (``partials.read_serial``, ``read_pool``, ``read_dask``), all before any run is built."""
     if not os.path.isdir(logdir):
         raise LogdirError(f"{logdir}: no such directory")
     # --log FILE --run RUN: the user says which run the log is for.
@@ -399,7 +404,8 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) 
         found = [r for r in found if r.name == run]
         if not found:
             raise LogdirError(f"{logdir}: no run named {run!r}")
-    return [build_run(sources, os.path.abspath(logdir)) for sources in found]
+    parts = read(units_of(found))
+    return [build_run(sources, os.path.abspath(logdir), parts) for sources in found]
 
 
 def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:
