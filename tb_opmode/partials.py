@@ -13,7 +13,7 @@ whether in this process (``read_serial``), on a local process pool
 (``read_dask``, ``--dask ADDRESS``). ``merge`` joins two partials: a union of the
 sources each holds, so it is associative and commutative (a source read twice gives
 the same value; the left one is kept), and ``Partial()`` is its identity. Pools can
-therefore merge results as they arrive, and a cluster can merge them in any tree.
+therefore merge results as they arrive, in any order and grouping.
 
 Workers read the files by their paths: on a cluster, every worker must see the logdir
 at the same path (a shared file system), and have tb_opmode installed.
@@ -21,8 +21,10 @@ at the same path (a shared file system), and have tb_opmode installed.
 from __future__ import annotations
 
 import functools
+import gc
 import multiprocessing
 import os
+import pickle
 import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -146,12 +148,41 @@ def read_serial(units: list[Unit]) -> Partial:
     return merge_all(read_unit(u) for u in units)
 
 
+def _read_pickled(unit: Unit) -> bytes:
+    """``read_unit`` in a pool's process, its result pickled there: the parent then
+    unpickles it with the cyclic GC off (a dump's result is many small objects that all
+    live on; the GC would scan them again and again while they load)."""
+    return pickle.dumps(read_unit(unit), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpickled(data: bytes) -> Partial:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        value = pickle.loads(data)
+    finally:
+        if enabled:
+            gc.enable()
+    if not isinstance(value, Partial):
+        raise TypeError(f"a worker returned {type(value).__name__}, not a Partial")
+    return value
+
+
 def _context() -> multiprocessing.context.BaseContext:
     # fork is cheapest (nothing to import again), and safe while this process runs no
     # other thread (a lock held by a thread would stay held in the child); else spawn.
     if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
+
+
+def _pool_worker() -> None:
+    """A pool process reads each traces file in one process: the pool already keeps the
+    cores busy, and each of its processes forking two trace readers of its own
+    (``tfdbg._TraceJob``) would put three processes on every core."""
+    from . import tfdbg
+
+    tfdbg._WORKERS = 1
 
 
 def read_pool(units: list[Unit], workers: int) -> Partial:
@@ -161,27 +192,29 @@ def read_pool(units: list[Unit], workers: int) -> Partial:
         raise ValueError(f"workers must be at least 1; got {workers}")
     ordered = sorted(units, key=lambda u: -u.size())
     merged = Partial()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-        for done in as_completed([pool.submit(read_unit, u) for u in ordered]):
-            merged = merge(merged, done.result())
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
+                             initializer=_pool_worker) as pool:
+        for done in as_completed([pool.submit(_read_pickled, u) for u in ordered]):
+            merged = merge(merged, _unpickled(done.result()))
     return merged
 
 
 def read_dask(units: list[Unit], address: str) -> Partial:
     """The units on the Dask cluster at ``address`` (a scheduler, ``tcp://host:port``),
-    merged on the cluster pairwise in a tree (``merge`` is associative), the result
-    gathered here. Raises ImportError without ``dask.distributed``
-    (``pip install 'tb_opmode[dask]'``), OSError when the scheduler cannot be reached."""
-    from distributed import Client
+    merged here as they finish, in whatever order. (Merging on the cluster in a tree
+    gives the same, ``merge`` being associative, but a union does not shrink: each
+    level would only move every result once more.) Raises ImportError without
+    ``dask.distributed`` (``pip install 'tb_opmode[dask]'``), OSError when the
+    scheduler cannot be reached."""
+    from distributed import Client, as_completed as dask_completed
 
     ordered = sorted(units, key=lambda u: -u.size())
+    merged = Partial()
     # A scheduler that is not there fails in seconds, not after distributed's 30 s default.
     with Client(address, set_as_default=False, timeout=10) as client:
-        level = client.map(read_unit, ordered, pure=False)
-        if not level:
-            return Partial()
-        while len(level) > 1:
-            pairs = [client.submit(merge, level[i], level[i + 1], pure=False)
-                     for i in range(0, len(level) - 1, 2)]
-            level = pairs + ([level[-1]] if len(level) % 2 else [])
-        return level[0].result()
+        futures = client.map(_read_pickled, ordered, pure=False)
+        # as_completed asks for the current client; this one is current only in here.
+        with client.as_current():
+            for done in dask_completed(futures):
+                merged = merge(merged, _unpickled(done.result()))
+    return merged
