@@ -415,8 +415,8 @@ def _group_jobs(runs: dict[str, RunSources], windows: dict[str, tuple[float, flo
     parents: dict[str, list[str]] = {}
     for directory, sources in runs.items():
         parent = os.path.dirname(directory)
-        if (sources.dump_sets and not sources.profiles and not sources.logs
-                and parent != directory and _within(parent, logdir) and parent not in runs):
+        if (sources.dump_sets and parent != directory and _within(parent, logdir)
+                and parent not in runs):
             parents.setdefault(parent, []).append(directory)
     for parent, members in sorted(parents.items()):
         tasks = {d: frozenset().union(*(_tasks(f) for f in runs[d].dump_sets.values()))
