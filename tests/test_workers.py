@@ -191,3 +191,18 @@ def test_mirrored_replicas_per_device_equal_debugdatareader(mirrored_dir: Path) 
                    "/job:localhost/replica:0/task:0/device:CPU:1"):
         assert reference["graph"][device]["MatMul"] > 0
     assert any(c["op_type"].startswith("Collective") for c in run["collectives"])
+
+
+def test_unreadable_worker_is_named_and_the_other_counted(job_dir: Path, tmp_path: Path) -> None:
+    copy = link_tree(job_dir, tmp_path / "job")
+    for path in (copy / "run" / "worker1").glob("tfdbg_events.*"):
+        os.unlink(path)  # hard links to the fixture's files: replace, never write through
+        path.write_bytes(b"not a TFRecord file at all\n" * 10)
+    run = _summary(copy)["runs"][0]
+    by_dir = {w["directory"]: w for w in run["workers"]}
+    broken = by_dir["run/worker1"]
+    assert broken["status"] == "unreadable" and broken["devices"] == []
+    assert broken["problems"] and all(p.startswith("run/worker1/tfdbg_events.")
+                                      for p in broken["problems"])
+    assert by_dir["run/worker0"]["status"] == "ok"
+    assert _ours(by_dir["run/worker0"]) == _reference(job_dir / "run" / "worker0")
