@@ -36,8 +36,9 @@ __all__ = ["task_of", "dump_tasks", "is_cluster_task", "is_collective", "breakdo
            "NO_DEVICE"]
 
 _TASK = re.compile(r"/job:(?P<job>[^/]+)(?:/replica:\d+)?/task:(?P<task>\d+)")
-# An eager execution with no output (AssignVariableOp, NoOp) records no device.
-NO_DEVICE = "(no output: device not recorded)"
+# An eager execution with no output (AssignVariableOp, NoOp) records no device, nor
+# does a graph op whose traces and creation name none.
+NO_DEVICE = "(device not recorded)"
 
 
 def task_of(device: str) -> str:
