@@ -15,14 +15,16 @@ import os
 import socket
 import sys
 import textwrap
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 from . import __version__
 from .export import render_csv
 from .join import MODES, LogdirError, RunModel, load, run_json, summary
+from .partials import Partial, Unit, read_dask, read_pool, read_serial
 from .report import DEFAULT_FOCUS, FORMATS, Redaction, UnknownOpType, build, focus_ops, render
 from .runs import UnreadableLogdir, display
 from .why import call_sites, explain
+from .workers import render_workers
 
 __all__ = ["main", "render_table", "render_csv"]
 
@@ -64,6 +66,7 @@ def render_table(doc: dict[str, Any]) -> str:
             cells = [c.rjust(w) if i in right else c.ljust(w)
                      for i, (c, w) in enumerate(zip(line, widths))]
             out.write("  " + "  ".join(cells).rstrip() + "\n")
+        out.write(render_workers(run))
         out.write("\n")
     return out.getvalue()
 
@@ -90,8 +93,30 @@ def _run_name(run: str | None) -> str | None:
     return None if run is None else display(run)
 
 
+class DaskError(RuntimeError):
+    """``--dask ADDRESS``: dask.distributed is missing or the scheduler cannot be reached."""
+
+
+def _reader(args: argparse.Namespace) -> Callable[[list[Unit]], Partial]:
+    """How ``summary`` reads the sources: here, on ``--workers N`` local processes, or on
+    the Dask cluster at ``--dask ADDRESS`` (all through ``partials.read_unit``)."""
+    if args.dask:
+        def on_dask(units: list[Unit]) -> Partial:
+            try:
+                return read_dask(units, args.dask)
+            except ImportError as err:
+                raise DaskError(f"--dask needs dask.distributed ({err}); pip install "
+                                "'tb_opmode[dask]'") from None
+            except OSError as err:  # the scheduler is not there (distributed's timeouts are OSErrors)
+                raise DaskError(f"--dask {args.dask}: cannot reach the scheduler: {err}") from None
+        return on_dask
+    if args.workers:
+        return lambda units: read_pool(units, args.workers)
+    return read_serial
+
+
 def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    models = load(args.logdir, _run_name(args.run), tuple(args.log))
+    models = load(args.logdir, _run_name(args.run), tuple(args.log), read=_reader(args))
     if not any(m.counts_from for m in models):
         raise _nothing_readable(args.logdir, models)
     doc = summary(models, args.logdir)
@@ -226,6 +251,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json", "csv"), default="table")
     p.add_argument("--log", action="append", default=[], metavar="FILE",
                    help="a TF_CPP_MAX_VLOG_LEVEL / ONEDNN_VERBOSE log outside LOGDIR (repeatable)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_positive_int, metavar="N",
+                       help="read the sources (dumps, profiles, logs) on N local processes")
+    where.add_argument("--dask", metavar="ADDRESS",
+                       help="read the sources on the Dask cluster whose scheduler is ADDRESS "
+                            "(tcp://host:port); its workers must see LOGDIR at the same path")
     p.set_defaults(func=_summary)
     e = sub.add_parser("explain", help="why an op type ran in each mode with its kernel")
     e.add_argument("logdir")
@@ -257,7 +288,7 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     args = _parser().parse_args(argv)
     try:
         return args.func(args, stdout, stderr)
-    except (LogdirError, UnreadableLogdir, UnknownOpType, ReportOutputError) as err:
+    except (LogdirError, UnreadableLogdir, UnknownOpType, ReportOutputError, DaskError) as err:
         stderr.write(f"tb-opmode: error: {display(str(err))}\n")
         return 2
     except BrokenPipeError:  # `tb-opmode summary ... | head`

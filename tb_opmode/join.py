@@ -17,17 +17,18 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from . import __version__
-from .cache import cached_dump_set, cached_log, cached_profile
+from .partials import Partial, Unit, read_serial, units_of
 from .kernels import EagerAssignment, OpKernel, assign_eager, assign_graph, detect_onednn, is_onednn
 from .nodes import canonical_op
-from .runs import RunSources, discover, display, relpath
+from .runs import RunSources, discover, display, dump_location, relpath
 from .textlog import LogFacts
 from .tfdbg import DumpSet
 from .tfrecord import Problem
 from .why import explain, is_debug_kernel, op_times, time_share
+from .workers import breakdown, collectives_across
 from .xplane import Profile
 
 __all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "LogdirError", "build_run",
@@ -86,6 +87,9 @@ class RunModel:
     eager_ops: list[EagerAssignment] = field(default_factory=list)
     # (op type, mode, kernel) -> [profiler events, total ns]
     times: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    # The run JSON's ``workers`` (workers.breakdown): per worker and device, for a run of
+    # several dumps (a multi-worker job) or devices (MirroredStrategy); else empty.
+    workers: list[dict[str, Any]] = field(default_factory=list)
 
     def row(self, op_type: str) -> OpTypeRow:
         row = self.op_types.get(op_type)
@@ -305,11 +309,11 @@ def _dump_checks(dump: DumpSet) -> list[Problem]:
     return out
 
 
-def _read_logs(paths: list[str], problems: list[Problem]) -> list[LogFacts]:
+def _read_logs(paths: list[str], problems: list[Problem], parts: Partial) -> list[LogFacts]:
     logs = []
     for path in paths:
         try:
-            logs.append(cached_log(path))
+            logs.append(parts.log(path))
         except OSError as err:  # vanished or unreadable since discovery
             problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
     return logs
@@ -332,13 +336,17 @@ def _log_run_checks(model: RunModel) -> list[Problem]:
     return out
 
 
-def build_run(sources: RunSources, logdir: str) -> RunModel:
+def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) -> RunModel:
+    """The model of one run. ``parts``: what reading its sources gave (``partials``: read
+    ahead on a pool or a cluster); a source it lacks is read here, by the same code."""
     model = RunModel(run=sources.name, directory=sources.directory)
-    dumps = [cached_dump_set(sources.directory, prefix, files)
-             for prefix, files in sorted(sources.dump_sets.items())]
-    model.profiles = [cached_profile(p) for p in sources.profiles]
+    parts = parts if parts is not None else Partial()
+    # A job's run holds its workers' dumps from sub-directories (key "worker0/<prefix>").
+    dumps = [parts.dump(*dump_location(sources, key), files)
+             for key, files in sorted(sources.dump_sets.items())]
+    model.profiles = [parts.profile(p) for p in sources.profiles]
     read_problems: list[Problem] = []
-    model.logs = _read_logs(sources.logs, read_problems)
+    model.logs = _read_logs(sources.logs, read_problems, parts)
     # A dump set of which nothing could be read (all damaged, or files named like a
     # dump holding something else) counts nothing: its problems say why.
     model.dumps = [d for d in dumps if _dump_usable(d)]
@@ -376,11 +384,14 @@ def build_run(sources: RunSources, logdir: str) -> RunModel:
     model.onednn_enabled, model.onednn_source = detect_onednn(model)
     _apply_kernels(model)
     model.times = op_times(model)
+    model.workers = breakdown(model, dumps, sources.missing_workers, logdir)
     return model
 
 
-def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) -> list[RunModel]:
-    """Read every run under ``logdir`` (or only ``run``)."""
+def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
+         read: Callable[[list[Unit]], Partial] = read_serial) -> list[RunModel]:
+    """Read every run under ``logdir`` (or only ``run``). ``read`` reads the runs' sources
+    (``partials.read_serial``, ``read_pool``, ``read_dask``), all before any run is built."""
     if not os.path.isdir(logdir):
         raise LogdirError(f"{logdir}: no such directory")
     # --log FILE --run RUN: the user says which run the log is for.
@@ -393,7 +404,8 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) 
         found = [r for r in found if r.name == run]
         if not found:
             raise LogdirError(f"{logdir}: no run named {run!r}")
-    return [build_run(sources, os.path.abspath(logdir)) for sources in found]
+    parts = read(units_of(found))
+    return [build_run(sources, os.path.abspath(logdir), parts) for sources in found]
 
 
 def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:
@@ -518,6 +530,9 @@ def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, A
         "xla_functions": xla_functions(m),
         "time_share": time_share(m.times),
         "op_types": op_types,
+        # Only for a run of several workers or devices (workers.breakdown).
+        **({"workers": m.workers, "collectives": collectives_across(m.workers)}
+           if m.workers else {}),
     }
 
 

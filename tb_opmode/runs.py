@@ -52,8 +52,10 @@ from typing import Any, TypeVar
 from .cache import cached_dump_set, cached_log
 from .textlog import looks_like_log
 from .tfdbg import DUMP_FILE_RE, file_identity, find_dump_sets, read_file_states
+from .workers import dump_tasks, is_cluster_task, task_of
 
-__all__ = ["RunSources", "UnreadableLogdir", "discover", "LOG_SUFFIXES", "relpath", "display"]
+__all__ = ["RunSources", "UnreadableLogdir", "discover", "LOG_SUFFIXES", "relpath", "display",
+           "dump_location"]
 
 LOG_SUFFIXES = (".txt", ".log", ".out", ".err")
 # Clocks of the dump, the profiler and the log all read the same host clock,
@@ -75,6 +77,16 @@ class RunSources:
     # (path, message) of what discovery could not or would not look at: unreadable
     # directories and logs, symlinks out of the logdir, second paths to a directory
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    # A multi-worker job's run: (directory, why) of each worker whose dump is not there.
+    missing_workers: list[tuple[str, str]] = field(default_factory=list)
+
+
+def dump_location(sources: RunSources, key: str) -> tuple[str, str]:
+    """(directory, file prefix) of the dump set ``sources.dump_sets[key]``. A job's run
+    holds its workers' dumps, from their own sub-directories, under keys
+    ``<sub-directory>/<prefix>`` (two workers on one host write the same prefix)."""
+    sub, _, prefix = key.rpartition("/")
+    return (os.path.join(sources.directory, sub) if sub else sources.directory), prefix
 
 
 class UnreadableLogdir(OSError):
@@ -166,7 +178,7 @@ def _dump_window(sets: dict[str, dict[str, str]]) -> tuple[float, float, str]:
     """(start, end, host) of a dump directory: metadata's wall time to last write."""
     start, end, hosts = float("inf"), 0.0, set()
     for prefix, files in sets.items():
-        m = DUMP_FILE_RE.match(prefix + ".metadata")
+        m = DUMP_FILE_RE.match(prefix.rpartition("/")[2] + ".metadata")
         if m:
             hosts.add(m.group("host"))
             start = min(start, float(m.group("ts")))
@@ -322,6 +334,7 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
             skipped.setdefault(os.path.dirname(path), []).append((path, why))
         elif path not in logs:
             logs.append(path)
+    _group_jobs(runs, windows, logdir)
     dump_dirs = sorted(runs, key=len, reverse=True)  # deepest first
 
     def attach(path: str, home: str) -> str | None:
@@ -372,6 +385,86 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
         if report is not None:
             report.warnings.append((path, message))
     return sorted(runs.values(), key=lambda r: r.name)
+
+
+# ---------------------------------------------------------------- multi-worker jobs
+
+
+def _tasks(files: dict[str, str]) -> frozenset[str]:
+    return _memoized(("tasks", files.get("graphs", "")), file_identity(files.get("graphs", "")),
+                     lambda: dump_tasks(files))
+
+
+def _stem(name: str) -> str:
+    """A worker directory's name without its digits (``worker0`` -> ``worker``)."""
+    return re.sub(r"\d+", "", name)
+
+
+def _group_jobs(runs: dict[str, RunSources], windows: dict[str, tuple[float, float, str]],
+                logdir: str) -> None:
+    """Make the dumps of one multi-worker job one run, in place.
+
+    Each process of a ``MultiWorkerMirroredStrategy`` job writes its own dump, so a job
+    dumps into one sub-directory per worker (``run/worker0``, ``run/worker1``). A
+    directory that holds no dump itself, whose sub-directories hold dumps of which at
+    least one was written by a cluster task (its devices name ``/job:worker/...``, not
+    ``/job:localhost``), is the job's run: all its sub-directories' dumps join it, keyed
+    ``<sub-directory>/<prefix>``. A worker whose dump is missing is named: a sibling
+    directory named like the workers' (``worker1`` beside ``worker0``) holding no dump,
+    and a task number missing between the job's tasks."""
+    parents: dict[str, list[str]] = {}
+    for directory, sources in runs.items():
+        parent = os.path.dirname(directory)
+        if (sources.dump_sets and parent != directory and _within(parent, logdir)
+                and parent not in runs):
+            parents.setdefault(parent, []).append(directory)
+    for parent, members in sorted(parents.items()):
+        tasks = {d: frozenset().union(*(_tasks(f) for f in runs[d].dump_sets.values()))
+                 for d in members}
+        if not any(is_cluster_task(t) for ts in tasks.values() for t in ts):
+            continue
+        job = RunSources(relpath(parent, logdir), parent)
+        for d in sorted(members):
+            sub = os.path.relpath(d, parent).replace(os.sep, "/")
+            member = runs.pop(d)
+            windows.pop(d, None)
+            for prefix, files in member.dump_sets.items():
+                job.dump_sets[f"{sub}/{prefix}"] = files
+            job.skipped.extend(member.skipped)
+            job.warnings.extend(member.warnings)
+        windows[parent] = _dump_window(job.dump_sets)
+        job.missing_workers = _missing_workers(parent, members, tasks)
+        runs[parent] = job
+
+
+def _missing_workers(parent: str, members: list[str],
+                     tasks: dict[str, frozenset[str]]) -> list[tuple[str, str]]:
+    """(directory, why) of the job's workers that left no dump."""
+    out = []
+    stems = {_stem(os.path.basename(d)) for d in members}
+    try:
+        names = sorted(os.listdir(parent))
+    except OSError:
+        names = []  # listed a moment ago; the walk's warnings say why if it cannot be now
+    for name in names:
+        path = os.path.join(parent, name)
+        if (path not in members and _stem(name) in stems and name != _stem(name)
+                and os.path.isdir(path)):
+            out.append((path, "no tfdbg dump in this worker's directory (the worker did not "
+                              "start, failed before dumping, or its files were removed)"))
+    by_job: dict[str, set[int]] = {}
+    for ts in tasks.values():
+        for t in ts:
+            job, _, index = t.partition(":")
+            if is_cluster_task(t) and index.isdigit():
+                by_job.setdefault(job, set()).add(int(index))
+    for job, indices in sorted(by_job.items()):
+        for i in range(max(indices) + 1):
+            if i not in indices:
+                have = ", ".join(str(n) for n in sorted(indices))
+                out.append((os.path.join(parent, f"{job}:{i}"),
+                            f"task {job}:{i} left no dump here (tasks {have} of job {job} did)"))
+    return out
 
 
 # ---------------------------------------------------------------- logs outside a run
@@ -437,9 +530,9 @@ def _dump_walls(sources: RunSources) -> list[tuple[float, float]]:
     out = []
     for prefix, files in sorted(sources.dump_sets.items()):
         def compute(prefix: str = prefix, files: dict[str, str] = files) -> tuple[float, float]:
-            dump = cached_dump_set(sources.directory, prefix, files)
+            dump = cached_dump_set(*dump_location(sources, prefix), files)
             return dump.first_wall_time, dump.last_wall_time
-        first, last = _memoized(("walls", os.path.join(sources.directory, prefix)),
+        first, last = _memoized(("walls", os.path.join(*dump_location(sources, prefix))),
                                 _set_identity(files), compute)
         if first and last:
             out.append((first, last))

@@ -222,6 +222,13 @@ class DumpSet:
     trace_dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
     # (graph id, op name, slot) -> health_digest of its first trace
     trace_digests: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # Per device (a MirroredStrategy replica, a worker's CPU): (op type, graph id or "",
+    # device id of the first output, -1 if it has none, dtype as in execution_dtypes)
+    # -> count of executions, and
+    # (graph id, op name, slot) -> device name of its first trace (an op of a graph is
+    # placed on one device).
+    execution_devices: Counter = field(default_factory=Counter)
+    trace_devices: dict[tuple[str, str, int], str] = field(default_factory=dict)
     tensor_debug_modes: Counter = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
     records: int = 0
@@ -431,6 +438,8 @@ def _fold_executions(part: DumpSet, events: Iterator[Any]) -> None:
             part.tensor_debug_modes[ex.tensor_debug_mode] += 1
             dtype = health_dtype(ex.tensor_protos[0] if ex.tensor_protos else b"", ex.tensor_debug_mode)
             part.execution_dtypes[(ex.op_type, dtype)] += 1
+            device = ex.output_tensor_device_ids[0] if ex.output_tensor_device_ids else -1
+            part.execution_devices[(ex.op_type, ex.graph_id, device, dtype)] += 1
 
 
 _FOLDS = {"metadata": _fold_metadata, "source_files": _fold_source_files,
@@ -461,6 +470,7 @@ class _Part:
     samples: dict[bytes, bytes] = field(default_factory=dict)
     dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
     digests: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    devices: dict[tuple[str, str, int], str] = field(default_factory=dict)
     first_payload: bytes = b""
     last_payload: bytes = b""
     first_wall: float = 0.0
@@ -491,6 +501,7 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
         if key not in counts:
             dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
             part.digests[key] = health_digest(tr.tensor_proto, tr.tensor_debug_mode)
+            part.devices[key] = tr.device_name
         counts[key] += 1
     part.counts = counts
     part.frame_problems = reader.problems
@@ -781,7 +792,7 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
                 cur = part.stop
     if cur < size:
         parts.append(_exact_part(path, cur, None))
-    infos: dict[bytes, tuple[tuple[str, str, int], str, int]] = {}
+    infos: dict[bytes, tuple[tuple[str, str, int], str, int, str]] = {}
     for part in parts:
         if not part.fast:
             continue
@@ -793,10 +804,11 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
                 if info is None:
                     return False
                 infos[key] = info
-            tkey, dtype, digest = info
+            tkey, dtype, digest, device = info
             if tkey not in exact:
                 part.dtypes[tkey] = dtype
                 part.digests[tkey] = digest
+                part.devices[tkey] = device
             exact[tkey] += n
         part.counts = exact
         try:
@@ -812,9 +824,9 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
     return True
 
 
-def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int] | None:
-    """(context id, op name, slot), health dtype and digest of the first record of a key,
-    if the record has the layout the key assumes."""
+def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int, str] | None:
+    """(context id, op name, slot), health dtype, digest and device of the first record of
+    a key, if the record has the layout the key assumes."""
     if not sample or sample[_KEY_START:_KEY_START + len(key)] != key:
         return None
     tail = _trace_tail(sample)
@@ -827,18 +839,20 @@ def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int
     tr = event.graph_execution_trace
     return ((tr.tfdbg_context_id, tr.op_name, tr.output_slot),
             health_dtype(tr.tensor_proto, tr.tensor_debug_mode),
-            health_digest(tr.tensor_proto, tr.tensor_debug_mode))
+            health_digest(tr.tensor_proto, tr.tensor_debug_mode), tr.device_name)
 
 
 def _apply(state: FileState, parts: list[_Part]) -> None:
     """Fold parts (in file order) into a traces ``FileState``, as one plain read would."""
     part_set = state.part
     traces, dtypes, digests = part_set.traces, part_set.trace_dtypes, part_set.trace_digests
+    devices = part_set.trace_devices
     for part in parts:
         for key, n in part.counts.items():
             if key not in traces:
                 dtypes[key] = part.dtypes.get(key, "")
                 digests[key] = part.digests.get(key, 0)
+                devices[key] = part.devices.get(key, "")
             traces[key] += n
         if part.decoded:
             if not state.first_wall:
@@ -970,8 +984,9 @@ _OWNED = {
     "source_files": ("source_files", "source_lines"),
     "stack_frames": ("stack_frames",),
     "graphs": ("graphs", "devices"),
-    "execution": ("executions", "execution_sites", "execution_dtypes", "tensor_debug_modes"),
-    _TRACES: ("traces", "trace_dtypes", "trace_digests"),
+    "execution": ("executions", "execution_sites", "execution_dtypes", "tensor_debug_modes",
+                  "execution_devices"),
+    _TRACES: ("traces", "trace_dtypes", "trace_digests", "trace_devices"),
 }
 
 

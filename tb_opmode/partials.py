@@ -1,0 +1,220 @@
+"""Per-file partial results of a logdir, their associative merge, and where they are read.
+
+In: the runs discovery found (``runs.RunSources``). Out: one ``Partial`` holding what
+reading each source gave: a dump set's ``DumpSet`` (its six files' states, as the
+cache keeps them), a profile's ``Profile``, a log's ``LogFacts`` (or why it could not
+be read). ``join.build_run`` builds a run from a ``Partial``.
+
+A unit of work (``Unit``) is one source: a dump set, a profile, a log. ``read_unit``
+reads one, through the cache (``cache.cached_dump_set`` & co.), and returns the
+``Partial`` of that one source; it is the only code that reads sources for a run,
+whether in this process (``read_serial``), on a local process pool
+(``read_pool``, ``tb-opmode summary --workers N``) or on a Dask cluster
+(``read_dask``, ``--dask ADDRESS``). ``merge`` joins two partials: a union of the
+sources each holds, so it is associative and commutative (a source read twice gives
+the same value; the left one is kept), and ``Partial()`` is its identity. Pools can
+therefore merge results as they arrive, in any order and grouping.
+
+Workers read the files by their paths: on a cluster, every worker must see the logdir
+at the same path (a shared file system), and have tb_opmode installed.
+"""
+from __future__ import annotations
+
+import functools
+import gc
+import multiprocessing
+import os
+import pickle
+import threading
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from .cache import cached_dump_set, cached_log, cached_profile
+from .textlog import LogFacts
+from .tfdbg import DumpSet
+from .xplane import Profile
+
+if TYPE_CHECKING:
+    from .runs import RunSources
+
+__all__ = ["Unit", "Partial", "units_of", "read_unit", "merge", "merge_all", "read_serial",
+           "read_pool", "read_dask"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One source to read: ``kind`` "dump" (``path`` the directory, ``prefix`` and
+    ``files`` (kind, path) of its set), "profile" or "log" (``path`` the file)."""
+
+    kind: str
+    path: str
+    prefix: str = ""
+    files: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.path, self.prefix)
+
+    def size(self) -> int:
+        """Bytes to read (0 for what cannot be sized): pools start the biggest first."""
+        total = 0
+        for path in [p for _k, p in self.files] or [self.path]:
+            try:
+                total += os.path.getsize(path)
+            except OSError:
+                pass  # its reader reports it
+        return total
+
+
+@dataclass
+class Partial:
+    """What reading some sources gave, keyed by ``Unit.key``. Values are the readers'
+    own results; a log that could not be read keeps (errno, strerror)."""
+
+    values: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+
+    def _get(self, unit: Unit) -> Any:
+        found = self.values.get(unit.key)
+        if found is None:
+            # Not read ahead (a source found after the pool ran): read it here, the same way.
+            found = read_unit(unit).values[unit.key]
+            self.values[unit.key] = found
+        return found
+
+    def dump(self, directory: str, prefix: str, files: dict[str, str]) -> DumpSet:
+        return self._get(Unit("dump", directory, prefix, tuple(sorted(files.items()))))
+
+    def profile(self, path: str) -> Profile:
+        return self._get(Unit("profile", path))
+
+    def log(self, path: str) -> LogFacts:
+        """The log's facts; raises OSError as ``cache.cached_log`` did when it was read."""
+        found = self._get(Unit("log", path))
+        if isinstance(found, tuple):
+            errno, strerror = found
+            raise OSError(errno, strerror, path)
+        return found
+
+
+def units_of(runs: Iterable["RunSources"]) -> list[Unit]:
+    """The sources of ``runs``, each once."""
+    from .runs import dump_location  # runs imports the cache, as we do; no cycle at import
+
+    seen: dict[tuple[str, str, str], Unit] = {}
+    for sources in runs:
+        for key, files in sorted(sources.dump_sets.items()):
+            directory, prefix = dump_location(sources, key)
+            unit = Unit("dump", directory, prefix, tuple(sorted(files.items())))
+            seen.setdefault(unit.key, unit)
+        for path in sources.profiles:
+            seen.setdefault(("profile", path, ""), Unit("profile", path))
+        for path in sources.logs:
+            seen.setdefault(("log", path, ""), Unit("log", path))
+    return list(seen.values())
+
+
+def read_unit(unit: Unit) -> Partial:
+    """Read one source (through the cache) into a ``Partial`` of that source alone."""
+    if unit.kind == "dump":
+        value: Any = cached_dump_set(unit.path, unit.prefix, dict(unit.files))
+    elif unit.kind == "profile":
+        value = cached_profile(unit.path)
+    elif unit.kind == "log":
+        try:
+            value = cached_log(unit.path)
+        except OSError as err:  # vanished or unreadable since discovery: the run says so
+            value = (err.errno, err.strerror or str(err))
+    else:
+        raise ValueError(f"unknown unit kind {unit.kind!r}")
+    return Partial({unit.key: value})
+
+
+def merge(a: Partial, b: Partial) -> Partial:
+    """The union of two partials (a new one; neither is changed). Associative and
+    commutative up to which of two reads of one source is kept (the left one): they
+    are reads of the same file."""
+    values = dict(b.values)
+    values.update(a.values)
+    return Partial(values)
+
+
+def merge_all(partials: Iterable[Partial]) -> Partial:
+    return functools.reduce(merge, partials, Partial())
+
+
+def read_serial(units: list[Unit]) -> Partial:
+    """Each unit in this process, one after the other."""
+    return merge_all(read_unit(u) for u in units)
+
+
+def _read_pickled(unit: Unit) -> bytes:
+    """``read_unit`` in a pool's process, its result pickled there: the parent then
+    unpickles it with the cyclic GC off (a dump's result is many small objects that all
+    live on; the GC would scan them again and again while they load)."""
+    return pickle.dumps(read_unit(unit), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpickled(data: bytes) -> Partial:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        value = pickle.loads(data)
+    finally:
+        if enabled:
+            gc.enable()
+    if not isinstance(value, Partial):
+        raise TypeError(f"a worker returned {type(value).__name__}, not a Partial")
+    return value
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # fork is cheapest (nothing to import again), and safe while this process runs no
+    # other thread (a lock held by a thread would stay held in the child); else spawn.
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _pool_worker() -> None:
+    """A pool process reads each traces file in one process: the pool already keeps the
+    cores busy, and each of its processes forking two trace readers of its own
+    (``tfdbg._TraceJob``) would put three processes on every core."""
+    from . import tfdbg
+
+    tfdbg._WORKERS = 1
+
+
+def read_pool(units: list[Unit], workers: int) -> Partial:
+    """The units on a local pool of ``workers`` processes (biggest first), merged as
+    they finish."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1; got {workers}")
+    ordered = sorted(units, key=lambda u: -u.size())
+    merged = Partial()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
+                             initializer=_pool_worker) as pool:
+        for done in as_completed([pool.submit(_read_pickled, u) for u in ordered]):
+            merged = merge(merged, _unpickled(done.result()))
+    return merged
+
+
+def read_dask(units: list[Unit], address: str) -> Partial:
+    """The units on the Dask cluster at ``address`` (a scheduler, ``tcp://host:port``),
+    merged here as they finish, in whatever order. (Merging on the cluster in a tree
+    gives the same, ``merge`` being associative, but a union does not shrink: each
+    level would only move every result once more.) Raises ImportError without
+    ``dask.distributed`` (``pip install 'tb_opmode[dask]'``), OSError when the
+    scheduler cannot be reached."""
+    from distributed import Client, as_completed as dask_completed
+
+    ordered = sorted(units, key=lambda u: -u.size())
+    merged = Partial()
+    # A scheduler that is not there fails in seconds, not after distributed's 30 s default.
+    with Client(address, set_as_default=False, timeout=10) as client:
+        futures = client.map(_read_pickled, ordered, pure=False)
+        # as_completed asks for the current client; this one is current only in here.
+        with client.as_current():
+            for done in dask_completed(futures):
+                merged = merge(merged, _unpickled(done.result()))
+    return merged

@@ -1,0 +1,282 @@
+"""Multi-worker jobs and multi-device runs: who ran what.
+
+In: a ``RunModel`` whose dump sets come from several workers (one dump per process of
+a ``MultiWorkerMirroredStrategy`` job, each in its own sub-directory of the run) or
+whose one dump ran on several devices (``MirroredStrategy`` replicas). Out: the run
+JSON's ``workers`` list, one entry per dump set (task, host, directory, status), each
+with its executions per device, mode, op type and kernel, and the collective ops
+(``CollectiveReduceV2``, ``CollectiveBcastSend``...) that tie the workers together.
+
+Where the numbers come from, so that they equal ``DebugDataReader``'s on each worker's
+dump: eager executions per (op type, device of the first output) as the dump's
+``execution`` records say (``DumpSet.execution_devices``); graph executions of the
+lowest traced output slot per op, on the device its traces name
+(``DumpSet.trace_devices``), as the run's counts are. Kernels are the run's own
+assignment (``RunModel.graph_ops``, ``RunModel.eager_ops``), read per worker: a graph
+op is known by its graph id, which tfdbg makes unique per process (a uuid), so it
+belongs to exactly one worker's dump.
+
+The task of a dump is read from the device names TF recorded in it
+(``/job:worker/replica:0/task:1/device:CPU:0`` is task ``worker:1``); a one-process
+run's devices are ``/job:localhost/...``. Discovery (``runs.discover``) uses
+``dump_tasks`` to put the dumps of one job into one run.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any
+
+from .tfdbg import read_file_states
+
+if TYPE_CHECKING:  # join imports this module; only the types are needed here
+    from .join import RunModel
+
+__all__ = ["task_of", "dump_tasks", "is_cluster_task", "is_collective", "breakdown",
+           "NO_DEVICE"]
+
+_TASK = re.compile(r"/job:(?P<job>[^/]+)(?:/replica:\d+)?/task:(?P<task>\d+)")
+# An eager execution with no output (AssignVariableOp, NoOp) records no device, nor
+# does a graph op whose traces and creation name none.
+NO_DEVICE = "(device not recorded)"
+
+
+def task_of(device: str) -> str:
+    """``job:task`` of a TF device name (``/job:worker/replica:0/task:1/device:CPU:0`` ->
+    ``worker:1``), or "" for a name without a job."""
+    m = _TASK.search(device)
+    return f"{m.group('job')}:{m.group('task')}" if m else ""
+
+
+def is_cluster_task(task: str) -> bool:
+    """Whether a task is a member of a cluster (``worker:1``, ``chief:0``), not the
+    single process of a local run (``localhost:0``)."""
+    return bool(task) and not task.startswith("localhost:")
+
+
+def dump_tasks(files: dict[str, str]) -> frozenset[str]:
+    """The tasks named by the devices a dump set's ``.graphs`` file records (kind ->
+    path, as ``tfdbg.find_dump_sets`` gives). Reads only that file; an unreadable or
+    damaged one names fewer tasks (its problems are reported when the run is built)."""
+    path = files.get("graphs")
+    if path is None:
+        return frozenset()
+    state = read_file_states({"graphs": path}).get("graphs")
+    if state is None:
+        return frozenset()
+    return frozenset(t for t in map(task_of, state.part.devices.values()) if t)
+
+
+def is_collective(op_type: str) -> bool:
+    """Whether an op type is one of TF's collectives (what ties the replicas of
+    MultiWorkerMirroredStrategy together: all-reduce, broadcast, gather)."""
+    return op_type.startswith("Collective") or op_type in ("NcclAllReduce", "NcclReduce",
+                                                           "NcclBroadcast")
+
+
+def _device_name(dump: Any, device_id: int) -> str:
+    if device_id < 0:
+        return NO_DEVICE
+    return dump.devices.get(device_id, f"device id {device_id} (not in the .graphs file)")
+
+
+def _kernel_list(counts: Counter) -> list[dict[str, Any]]:
+    """[(kernel, evidence) -> n] as the run JSON's kernel lists, busiest first."""
+    return [{"name": name, "executions": n, "evidence": evidence}
+            for (name, evidence), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def _dump_breakdown(model: "RunModel", index: int) -> dict[str, Any]:
+    """Executions per device, mode, op type and kernel of ``model.dumps[index]``."""
+    from .join import is_function  # join imports us: a late import avoids the cycle
+
+    dump = model.dumps[index]
+    # device -> mode -> op type -> executions; device -> mode -> op type -> (kernel, evidence) -> n
+    counts: dict[str, dict[str, Counter]] = defaultdict(lambda: {"eager": Counter(), "graph": Counter()})
+    kernels: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    functions: dict[str, Counter] = defaultdict(Counter)
+    eager_kernels: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for e in model.eager_ops:
+        eager_kernels[(e.op_type, e.dtype)].append((e.kernel, e.evidence))
+    for (op_type, graph_id, device_id, dtype), n in dump.execution_devices.items():
+        device = _device_name(dump, device_id)
+        if graph_id or is_function(op_type):
+            functions[device][op_type] += n
+            continue
+        counts[device]["eager"][op_type] += n
+        found = sorted(set(eager_kernels.get((op_type, dtype), ())))
+        if len(found) == 1:
+            kernel, evidence = found[0]
+        else:
+            # The log split these executions between kernels by its own counts, which
+            # say nothing of devices: name them all rather than invent a split.
+            kernel = " or ".join(k for k, _e in found) or "(unknown)"
+            evidence = "/".join(sorted({e for _k, e in found})) or "inferred"
+        kernels[(device, "eager", op_type)][(kernel, evidence)] += n
+    lowest: dict[tuple[str, str], int] = {}
+    for (graph_id, op_name, slot) in dump.traces:
+        key = (graph_id, op_name)
+        if key not in lowest or slot < lowest[key]:
+            lowest[key] = slot
+    for (graph_id, op_name, slot), n in dump.traces.items():
+        if slot != lowest[(graph_id, op_name)]:
+            continue
+        graph = dump.graphs.get(graph_id)
+        op = graph.ops.get(op_name) if graph else None
+        if op is None:
+            continue  # not counted by the run either (a problem says so)
+        device = dump.trace_devices.get((graph_id, op_name, slot)) or op.device or NO_DEVICE
+        counts[device]["graph"][op.op_type] += n
+    for op in model.graph_ops:
+        graph = dump.graphs.get(op.graph_id)
+        if graph is None:
+            continue  # another worker's graph (graph ids are uuids, one process's each)
+        slot = lowest.get((op.graph_id, op.op_name))
+        created = graph.ops.get(op.op_name)
+        device = ((dump.trace_devices.get((op.graph_id, op.op_name, slot), "")
+                   if slot is not None else "")
+                  or (created.device if created is not None else "") or NO_DEVICE)
+        kernels[(device, "graph", op.op_type)][(op.kernel, op.evidence)] += op.executions
+    devices = []
+    for device in sorted(set(counts) | set(functions)):
+        op_types = []
+        names = set(counts[device]["eager"]) | set(counts[device]["graph"])
+        for op_type in sorted(names, key=lambda t: (-(counts[device]["eager"][t]
+                                                      + counts[device]["graph"][t]), t)):
+            op_types.append({
+                "op_type": op_type,
+                **{mode: {"executions": counts[device][mode][op_type],
+                          "kernels": _kernel_list(kernels.get((device, mode, op_type), Counter()))}
+                   for mode in ("eager", "graph")}})
+        devices.append({
+            "device": device, "task": task_of(device),
+            "eager_executions": sum(counts[device]["eager"].values()),
+            "graph_executions": sum(counts[device]["graph"].values()),
+            "functions": [{"name": name, "calls": n} for name, n in
+                          sorted(functions[device].items(), key=lambda kv: (-kv[1], kv[0]))],
+            "op_types": op_types})
+    return {"devices": devices}
+
+
+def breakdown(model: "RunModel", dumps: list[Any], missing: list[tuple[str, str]],
+              logdir: str) -> list[dict[str, Any]]:
+    """The run JSON's ``workers``: one entry per dump set in ``dumps`` (all the run's,
+    also those nothing could be read from) and per worker in ``missing`` ((directory,
+    why) of workers whose dump is not there), sorted by task. Empty for a run of one
+    dump on one device (its op table says it all)."""
+    from .join import _problem_text  # the run's own wording of a problem
+    from .runs import display, relpath
+
+    usable = {id(d): i for i, d in enumerate(model.dumps)}
+    entries = []
+    many_devices = False
+    for dump in dumps:
+        tasks = sorted({t for t in map(task_of, dump.devices.values()) if t})
+        entry: dict[str, Any] = {
+            "task": ", ".join(tasks), "host": display(dump.host),
+            "directory": relpath(dump.directory, logdir),
+            "source": relpath(f"{dump.directory}/{dump.prefix}", logdir),
+            "tensorflow_version": dump.tensorflow_version,
+            "problems": [_problem_text(p, logdir) for p in dump.problems]}
+        index = usable.get(id(dump))
+        if index is None:
+            entry["status"] = "unreadable"
+            entry["devices"] = []
+        else:
+            entry["status"] = "damaged" if dump.problems else "ok"
+            entry.update(_dump_breakdown(model, index))
+            many_devices |= len([d for d in entry["devices"] if d["device"] != NO_DEVICE]) > 1
+        entry["collectives"] = _collectives(entry)
+        entries.append(entry)
+    for directory, why in missing:
+        entries.append({"task": "", "host": "", "directory": relpath(directory, logdir),
+                        "source": "", "tensorflow_version": "", "status": "missing",
+                        "problems": [display(why)], "devices": [], "collectives": []})
+    if len(entries) < 2 and not many_devices:
+        return []
+    return sorted(entries, key=lambda e: (e["task"] == "", _task_key(e["task"]), e["directory"]))
+
+
+def _task_key(task: str) -> tuple[str, int]:
+    job, _, index = task.partition(":")
+    return job, int(index) if index.isdigit() else -1
+
+
+def _collectives(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The collective op types a worker ran, with its executions per mode (summed over
+    its devices): the ops that tie it to the other workers."""
+    found: dict[str, Counter] = defaultdict(Counter)
+    for device in entry["devices"]:
+        for row in device["op_types"]:
+            if is_collective(row["op_type"]):
+                for mode in ("eager", "graph"):
+                    found[row["op_type"]][mode] += row[mode]["executions"]
+    return [{"op_type": op_type, "eager": c["eager"], "graph": c["graph"]}
+            for op_type, c in sorted(found.items())]
+
+
+def collectives_across(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per collective op type: the executions of each worker (by task, else directory),
+    and, but for broadcasts (one sender, the others receivers), whether every readable
+    worker ran it (a collective one worker lacks would hang the others: a sign its dump
+    is cut or another program's)."""
+    readable = [w for w in workers if w["status"] in ("ok", "damaged")]
+    names = sorted({c["op_type"] for w in readable for c in w["collectives"]})
+    out = []
+    for name in names:
+        per = {}
+        for w in readable:
+            c = next((c for c in w["collectives"] if c["op_type"] == name), None)
+            per[w["task"] or w["directory"]] = {"eager": c["eager"] if c else 0,
+                                                "graph": c["graph"] if c else 0}
+        item: dict[str, Any] = {"op_type": name, "workers": per}
+        if name.startswith("CollectiveBcast"):
+            item["note"] = ("a broadcast: one worker sends (CollectiveBcastSend), the others "
+                            "receive (CollectiveBcastRecv)")
+        else:
+            item["in_every_worker"] = all(v["eager"] or v["graph"] for v in per.values())
+        out.append(item)
+    return out
+
+
+def render_workers(run: dict[str, Any]) -> str:
+    """The ``workers`` and ``collectives`` of one run JSON as text for ``tb-opmode
+    summary``: per worker and device, executions per mode and the busiest op types with
+    their kernels. Every string from the files goes through ``display``."""
+    from .runs import display
+
+    workers = run.get("workers") or []
+    if not workers:
+        return ""
+    lines = [f"  workers: {len(workers)} dump(s)"]
+    for w in workers:
+        who = display(w["task"] or "task ?")
+        lines.append(f"  {who}  host {display(w['host']) or '?'}  {display(w['directory'])}  "
+                     f"[{w['status']}]")
+        for problem in w["problems"][:3]:
+            lines.append(f"    ! {display(problem)}")
+        if len(w["problems"]) > 3:
+            lines.append(f"    ! ... and {len(w['problems']) - 3} more problem(s)")
+        for d in w["devices"]:
+            lines.append(f"    {display(d['device'])}: eager {d['eager_executions']}, "
+                         f"graph {d['graph_executions']}"
+                         + (", tf.function calls " + ", ".join(
+                             f"{display(f['name'])} x{f['calls']}" for f in d["functions"])
+                            if d["functions"] else ""))
+            for row in d["op_types"][:8]:
+                parts = []
+                for mode in ("eager", "graph"):
+                    stats = row[mode]
+                    if stats["executions"]:
+                        kernels = ", ".join(f"{display(k['name'])} x{k['executions']} "
+                                            f"({k['evidence']})" for k in stats["kernels"])
+                        parts.append(f"{mode} {stats['executions']}: {kernels or '-'}")
+                lines.append(f"      {display(row['op_type'])}  " + "; ".join(parts))
+            if len(d["op_types"]) > 8:
+                lines.append(f"      ... {len(d['op_types']) - 8} more op types (--format json)")
+    for c in run.get("collectives") or []:
+        per = ", ".join(f"{display(task)} eager {v['eager']} graph {v['graph']}"
+                        for task, v in c["workers"].items())
+        flag = "" if c.get("in_every_worker", True) else "  (not in every worker)"
+        lines.append(f"  collective {display(c['op_type'])}: {per}{flag}")
+    return "\n".join(lines) + "\n"
