@@ -18,11 +18,11 @@ import textwrap
 from typing import Any, TextIO
 
 from . import __version__
-from .export import render_csv
-from .join import MODES, LogdirError, RunModel, load, run_json, summary
-from .report import DEFAULT_FOCUS, FORMATS, Redaction, UnknownOpType, build, focus_ops, render
-from .runs import UnreadableLogdir, display
-from .why import call_sites, explain
+from .present.csv import render_csv
+from .analyze.assemble import MODES, LogdirError, RunModel, load, run_json, summary
+from .present.report import DEFAULT_FOCUS, FORMATS, Redaction, UnknownOpType, build, focus_ops, render
+from .read.discover import UnreadableLogdir, display
+from .analyze.explain import call_sites, explain
 
 __all__ = ["main", "render_table", "render_csv"]
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from tb_opmode import cache, join, tfdbg
+from tb_opmode.read import cache, tfdbg
+from tb_opmode.analyze import assemble
 from tb_opmode.cli import main
-from tb_opmode.tfdbg import DumpSet, find_dump_sets, read_dump_set
+from tb_opmode.read.tfdbg import DumpSet, find_dump_sets, read_dump_set
 
 from .conftest import dump_files
 
@@ -102,7 +103,7 @@ def test_cache_hit_gives_identical_model_without_reading(
     monkeypatch.setattr(cache, "read_log", no_read)
     assert _summary(bert_logdir, capsys) == reference  # warm
     assert spy.starts == []
-    (warm,) = [m for m in join.load(str(bert_logdir)) if m.dumps]
+    (warm,) = [m for m in assemble.load(str(bert_logdir)) if m.dumps]
     prefix, files = _only_set(bert_logdir)
     _assert_same(warm.dumps[0], _exact(bert_logdir, monkeypatch))
 
@@ -189,8 +190,8 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 
 def test_nothing_is_written_into_the_logdir(bert_logdir: Path, cache_env: Path) -> None:
     before = _snapshot(bert_logdir)
-    join.load(str(bert_logdir))
-    join.load(str(bert_logdir))
+    assemble.load(str(bert_logdir))
+    assemble.load(str(bert_logdir))
     assert _snapshot(bert_logdir) == before
     assert list(cache_env.glob("*.pickle"))
 

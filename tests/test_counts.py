@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tb_opmode.cli import main
-from tb_opmode.join import load, summary
+from tb_opmode.analyze.assemble import load, summary
 
 from .conftest import ddr_counts
 

@@ -35,10 +35,10 @@ import pytest
 from tensorflow.core.protobuf import debug_event_pb2
 from tensorflow.python.lib.io import tf_record
 
-from tb_opmode import textlog, tfdbg
+from tb_opmode.read import textlog, tfdbg
 from tb_opmode.cli import main
-from tb_opmode.tfdbg import find_dump_sets, read_dump_set
-from tb_opmode.tfrecord import RecordReader, encode_record, masked_crc32c
+from tb_opmode.read.tfdbg import find_dump_sets, read_dump_set
+from tb_opmode.read.tfrecord import RecordReader, encode_record, masked_crc32c
 
 from .conftest import ddr_counts, dump_files
 
@@ -840,7 +840,7 @@ def test_cut_last_line_invents_no_time_or_dtype(cnn_logdir: Path, tmp_path: Path
 
 SHRINK_SCRIPT = r"""
 import os, sys
-from tb_opmode.tfrecord import RecordReader
+from tb_opmode.read.tfrecord import RecordReader
 path = sys.argv[1]
 reader = RecordReader(path)
 it = iter(reader)
@@ -861,8 +861,8 @@ def test_file_shrinking_while_read_does_not_kill_the_process(dump: Dump, tmp_pat
 
 FAST_SHRINK_SCRIPT = r"""
 import os, sys
-from tb_opmode import tfdbg
-from tb_opmode.tfrecord import RecordReader
+from tb_opmode.read import tfdbg
+from tb_opmode.read.tfrecord import RecordReader
 path = sys.argv[1]
 size = os.path.getsize(path)
 tail = tfdbg._trace_tail(tfdbg._first_payload(path, 0))
@@ -973,7 +973,7 @@ def test_text_log_memory_stays_flat(cnn_logdir: Path, tmp_path: Path) -> None:
 
 BIG_LOG_SCRIPT = r"""
 import resource, sys
-from tb_opmode.textlog import read_log
+from tb_opmode.read.textlog import read_log
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 facts = read_log(sys.argv[1])
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -1236,14 +1236,14 @@ def test_unusable_input_is_one_line_and_exit_2(dump: Dump, tmp_path: Path, case:
 def test_unexpected_error_is_one_line_too(dump: Dump, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug (any exception) still gives one line and a non-zero exit, not a traceback."""
-    from tb_opmode import join
+    from tb_opmode.analyze import assemble
 
     dump.copy_to(tmp_path)
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr(join, "build_run", broken)
+    monkeypatch.setattr(assemble, "build_run", broken)
     out, err = io.StringIO(), io.StringIO()
     assert main(["summary", str(tmp_path)], stdout=out, stderr=err) == 3
     lines = err.getvalue().splitlines()

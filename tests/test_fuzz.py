@@ -30,12 +30,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tb_opmode import textlog
-from tb_opmode.schema import DebugEvent, XSpace
-from tb_opmode.tfdbg import find_dump_sets, read_dump_set
-from tb_opmode.tfrecord import Problem, RecordReader, encode_record
-from tb_opmode.textlog import LogFacts, parse_lines, read_log
-from tb_opmode.xplane import read_profile
+from tb_opmode.read import textlog
+from tb_opmode.read.schema import DebugEvent, XSpace
+from tb_opmode.read.tfdbg import find_dump_sets, read_dump_set
+from tb_opmode.read.tfrecord import Problem, RecordReader, encode_record
+from tb_opmode.read.textlog import LogFacts, parse_lines, read_log
+from tb_opmode.read.xplane import read_profile
 
 from .xplane_reference import reference_profile
 

@@ -43,16 +43,16 @@ from tensorboard.plugins import base_plugin
 from werkzeug import test as wtest
 from werkzeug.wrappers import Response
 
-from tb_opmode import plugin as plugin_module
-from tb_opmode.plugin import STATIC_FILES, OpModePlugin
-from tb_opmode.tfrecord import encode_record
+from tb_opmode.plugin import routes as plugin_module
+from tb_opmode.plugin.routes import STATIC_FILES, OpModePlugin
+from tb_opmode.read.tfrecord import encode_record
 
 from .conftest import dump_files, link_tree, running_tensorboard
 
 PREFIX = "/data/plugin/opmode"
 PAYLOAD = "<img src=x onerror=alert(1)>"
 PAYLOAD_NO_SPACE = "<img/src=x/onerror=alert(2)>"
-STATIC_DIR = Path(plugin_module.__file__).resolve().parent / "static"
+STATIC_DIR = Path(plugin_module.__file__).resolve().parent.parent / "static"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -470,8 +470,8 @@ def test_fifty_clients_while_runs_load(tmp_path: Path, cnn_logdir: Path) -> None
 # A run whose build fails in a loader worker process: the worker imports this first
 # (Python imports ``sitecustomize`` from its path at start-up).
 _FAILING_WORKER = """
-import tb_opmode.join as join
-_real = join.build_run
+import tb_opmode.analyze.assemble as assemble
+_real = assemble.build_run
 
 
 def build_run(sources, logdir):
@@ -480,7 +480,7 @@ def build_run(sources, logdir):
     return _real(sources, logdir)
 
 
-join.build_run = build_run
+assemble.build_run = build_run
 """
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from tensorflow.python.debug.lib import debug_events_reader
 
-from tb_opmode.join import RunModel, load
-from tb_opmode.kernels import REMOVED
-from tb_opmode.why import explain
+from tb_opmode.analyze.assemble import RunModel, load
+from tb_opmode.analyze.kernels import REMOVED
+from tb_opmode.analyze.explain import explain
 
 _EXECUTING = re.compile(r"(?:\] |\s)Executing op (\S+) in device")
 _INSTANTIATING = re.compile(r"Instantiating kernel for node: \{\{node ([^}]+)\}\} = ([A-Za-z0-9_]+)\[")

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from tb_opmode.cli import main
-from tb_opmode.join import load
-from tb_opmode.runs import discover
+from tb_opmode.analyze.assemble import load
+from tb_opmode.read.discover import discover
 
 from .conftest import MAKE_LOGDIR, link_tree
 

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from tensorboard.plugins import base_plugin
 
-from tb_opmode import cache, views
-from tb_opmode.join import build_run
-from tb_opmode.plugin import OpModePlugin, file_signature
-from tb_opmode.runs import discover
+from tb_opmode.read import cache
+from tb_opmode.present import tab
+from tb_opmode.analyze.assemble import build_run
+from tb_opmode.plugin.routes import OpModePlugin, file_signature
+from tb_opmode.read.discover import discover
 
 from .conftest import link_tree
 
@@ -103,11 +104,11 @@ def test_views_beyond_the_resident_ones_are_rebuilt_identically(
         for name in ["huge", *(f"small_{i:02d}" for i in range(SMALL_RUNS)), "huge"]:
             view = plugin._view(name)
             (sources,) = [r for r in discover(str(many)) if r.name == name]
-            direct = views.prepare(build_run(sources, str(many)), str(many))
-            assert json.dumps(views.overview(view), sort_keys=True) == \
-                json.dumps(views.overview(direct), sort_keys=True), name
-            assert views.op_page(view, "total", True, (), "", 0, 50) == \
-                views.op_page(direct, "total", True, (), "", 0, 50)
+            direct = tab.prepare(build_run(sources, str(many)), str(many))
+            assert json.dumps(tab.overview(view), sort_keys=True) == \
+                json.dumps(tab.overview(direct), sort_keys=True), name
+            assert tab.op_page(view, "total", True, (), "", 0, 50) == \
+                tab.op_page(direct, "total", True, (), "", 0, 50)
             with plugin._lock:
                 held = [n for n, loaded in plugin._runs.items() if loaded.full]
             assert len(held) <= Recording.RESIDENT_VIEWS and name in held
@@ -118,7 +119,7 @@ def test_views_beyond_the_resident_ones_are_rebuilt_identically(
         for name in light:
             loaded = plugin._runs[name]
             assert loaded.view.doc["run"] == name and loaded.view.rows
-            assert views.onednn_state(loaded.view)[0] == "on"
+            assert tab.onednn_state(loaded.view)[0] == "on"
 
 
 def test_the_cache_holds_every_run_and_drops_deleted_files(

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tb_opmode.join import load, summary
+from tb_opmode.analyze.assemble import load, summary
 
 
 def test_summary_where_import_tensorflow_fails(bert_logdir: Path, tmp_path: Path) -> None:

@@ -24,10 +24,10 @@ from tensorboard.plugins import base_plugin
 from werkzeug import test as wtest
 from werkzeug.wrappers import Response
 
-from tb_opmode import timeline, views
-from tb_opmode.export import render_csv
-from tb_opmode.join import load, summary
-from tb_opmode.plugin import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
+from tb_opmode.present import tab, timeline
+from tb_opmode.present.csv import render_csv
+from tb_opmode.analyze.assemble import load, summary
+from tb_opmode.plugin.routes import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
 
 from .conftest import link_tree
 
@@ -474,7 +474,7 @@ def test_static_route_refuses_traversal(bert: Api, path: str) -> None:
 
 def test_largest_answers_stay_under_one_megabyte(bert: Api) -> None:
     # Api.get asserts the cap on every response; ask for the largest pages allowed.
-    bert.json("/optypes", run=".", page_size=views.MAX_PAGE_SIZE)
+    bert.json("/optypes", run=".", page_size=tab.MAX_PAGE_SIZE)
     bert.json("/timeline", run=".", max_events=timeline.MAX_EVENTS, debug=1)
     bert.json("/op", run=".", op="AddV2", sites=50)
     bert.json("/export", run=".", format="trace", max_events=timeline.MAX_TRACE_EVENTS, debug=1)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode.textlog import (MAX_LINE, EagerKernel, LogFacts, looks_like_log, parse_lines,
+from tb_opmode.read.textlog import (MAX_LINE, EagerKernel, LogFacts, looks_like_log, parse_lines,
                                read_log)
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -20,8 +20,8 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from tb_opmode import xplane
-from tb_opmode.schema import XSpace
+from tb_opmode.read import xplane
+from tb_opmode.read.schema import XSpace
 
 __all__ = ["reference_profile"]
 

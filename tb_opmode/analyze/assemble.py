@@ -19,16 +19,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
-from .cache import cached_dump_set, cached_log, cached_profile
+from .. import __version__
+from ..read.cache import cached_dump_set, cached_log, cached_profile
 from .kernels import EagerAssignment, OpKernel, assign_eager, assign_graph, detect_onednn, is_onednn
 from .nodes import canonical_op
-from .runs import RunSources, discover, display, relpath
-from .textlog import LogFacts
-from .tfdbg import DumpSet
-from .tfrecord import Problem
-from .why import explain, is_debug_kernel, op_times, time_share
-from .xplane import Profile
+from ..read.discover import RunSources, discover, display, relpath
+from ..read.textlog import LogFacts
+from ..read.tfdbg import DumpSet
+from ..read.tfrecord import Problem
+from .explain import explain, is_debug_kernel, op_times, time_share
+from ..read.xplane import Profile
 
 __all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "LogdirError", "build_run",
            "load", "summary", "run_json", "row_op", "is_user_op", "onednn_primitives", "xla_functions", "is_function", "MODES"]

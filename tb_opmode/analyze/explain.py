@@ -24,8 +24,8 @@ from .nodes import canonical_op, suffixes
 from .rules import matching_rules, stock_reason
 
 if TYPE_CHECKING:
-    from .join import RunModel
-    from .tfdbg import DumpSet
+    from .assemble import RunModel
+    from ..read.tfdbg import DumpSet
 
 __all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
            "kernel_class", "is_debug_kernel", "node_op_types", "eager_kernels", "KERNEL_CLASSES",
@@ -376,7 +376,7 @@ def op_times(model: RunModel) -> dict[tuple[str, str, str], list[int]]:
     graph events to their own kernel and the op type ``node_op_types`` gives.
     tf.function calls, tfdbg's instrumentation and executor plumbing are left out.
     """
-    from .join import is_function  # join imports this module: import at call time
+    from .assemble import is_function  # join imports this module: import at call time
 
     out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     eager_kernel = eager_kernels(model)

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .nodes import canonical_op, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
-from .tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
+from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
 
 if TYPE_CHECKING:  # join imports this module; the type is only for annotations
-    from .join import RunModel
-    from .tfdbg import DumpSet, OpCreation
+    from .assemble import RunModel
+    from ..read.tfdbg import DumpSet, OpCreation
 
 __all__ = ["OpKernel", "EagerAssignment", "LogLink", "assign_graph", "assign_eager", "detect_onednn",
            "is_onednn", "is_fused", "run_cpu", "inferred_kernel", "REMOVED", "UNKNOWN",
@@ -682,7 +682,7 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str) -> tup
 
 def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssignment]:
     """The kernel of eager executions, per (op type, dtype of the first output)."""
-    from .join import is_function  # join imports us: a late import avoids the cycle
+    from .assemble import is_function  # join imports us: a late import avoids the cycle
 
     per_dtype: Counter = Counter()
     for dump in model.dumps:

@@ -2,7 +2,7 @@
 
 In (stdin): length-prefixed pickles ``(RunSources, signature, logdir, full)``, one per run.
 Out (stdout): one length-prefixed pickle per job, in order: ``("ok", view,
-seconds)`` (the light view is also kept in the cache, ``cache.store_view``) where ``view`` is the ``views.RunView`` (``full``) or its light form
+seconds)`` (the light view is also kept in the cache, ``cache.store_view``) where ``view`` is the ``tab.RunView`` (``full``) or its light form
 (``light_view``: what the run list shows, without the dump, profile and
 timeline data), or ``("error", type name, message, traceback text, expected)``.
 EOF on stdin ends the process, so a worker never outlives its TensorBoard.
@@ -66,7 +66,7 @@ def light_view(view: Any) -> Any:
     Profiles keep their path, host and time source but no events; the timeline
     is left out. Only the run list may be given one (the plugin's ``_view``
     gives routes the full view)."""
-    from .xplane import Profile
+    from ..read.xplane import Profile
 
     model = view.model
     profiles = [Profile(path=p.path, host=p.host, start_ns=p.start_ns, end_ns=p.end_ns,
@@ -77,10 +77,10 @@ def light_view(view: Any) -> Any:
 
 
 def _build(sources: Any, logdir: str) -> Any:
-    from . import views
-    from .join import build_run
+    from ..present import tab
+    from ..analyze.assemble import build_run
 
-    return views.prepare(build_run(sources, logdir), logdir)
+    return tab.prepare(build_run(sources, logdir), logdir)
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:
@@ -106,7 +106,7 @@ def main() -> int:
         try:
             view = _build(sources, logdir)
             light = light_view(view)
-            from .cache import store_view
+            from ..read.cache import store_view
             store_view(logdir, sources.name, signature, light)
             reply: tuple[Any, ...] = ("ok", view if full else light, time.monotonic() - began)
         except Exception as err:  # noqa: BLE001 - reported to the parent, which logs it

@@ -7,7 +7,7 @@ one op's detail, a timeline window, a comparison of two runs, exports) and the
 tab's static files (``index.js`` and friends, from a fixed list).
 
 Loading never happens in a request: a daemon thread scans the logdir, builds
-each run (``join.build_run`` then ``views.prepare``) and publishes it under a
+each run (``join.build_run`` then ``tab.prepare``) and publishes it under a
 lock as one finished, never-changed object, so a request sees either the old
 model or the new one, never half of one. Every ``RESCAN_SECONDS`` it scans
 again and rebuilds a run whose files changed (size or mtime) or appeared,
@@ -46,15 +46,18 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from . import loadworker, timeline, views
-from .cache import cache_dir, load_view, store_view
-from .join import build_run
-from .runs import RunSources, discover
+from . import loadworker
+from ..present import timeline
+from ..present import tab
+from ..read.cache import cache_dir, load_view, store_view
+from ..analyze.assemble import build_run
+from ..read.discover import RunSources, discover
 
 __all__ = ["OpModePlugin", "PLUGIN_NAME", "STATIC_FILES", "MAX_RESPONSE_BYTES", "file_signature"]
 
 PLUGIN_NAME = "opmode"
-_STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
+# tb_opmode/static (a link to frontend/), one level above this module's package.
+_STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 # The only files the static routes serve; nothing from the request becomes a path.
 STATIC_FILES: dict[str, str] = {
     "index.js": "text/javascript",
@@ -100,7 +103,7 @@ class _Loaded:
     ``full``, else its light form (``loadworker.light_view``), which only the run
     list reads; ``_view`` gives routes the full one."""
 
-    view: views.RunView
+    view: tab.RunView
     signature: Signature
     loaded_at: float
     seconds: float
@@ -117,10 +120,10 @@ class _Worker:
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tb_opmode.loadworker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "tb_opmode.plugin.loadworker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=None, close_fds=True,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+                [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
                 + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])})
         self.job: Optional[tuple[RunSources, Signature]] = None
         self.began = 0.0
@@ -422,7 +425,7 @@ class OpModePlugin(base_plugin.TBPlugin):
                 self._failed[sources.name] = signature
         return True
 
-    def _publish(self, sources: RunSources, signature: Signature, view: views.RunView,
+    def _publish(self, sources: RunSources, signature: Signature, view: tab.RunView,
                  seconds: float, full: bool) -> None:
         loaded = _Loaded(view, signature, time.time(), seconds, sources, full)
         with self._lock:
@@ -447,7 +450,7 @@ class OpModePlugin(base_plugin.TBPlugin):
                 self._runs[old] = _Loaded(loadworker.light_view(loaded.view), loaded.signature,
                                           loaded.loaded_at, loaded.seconds, loaded.sources, False)
 
-    def _full_view(self, name: str, loaded: _Loaded) -> views.RunView:
+    def _full_view(self, name: str, loaded: _Loaded) -> tab.RunView:
         """The full view of a published run, rebuilt from the cache if only its light
         form is held (a route asked for a run beyond the resident ones)."""
         if loaded.full:
@@ -465,7 +468,7 @@ class OpModePlugin(base_plugin.TBPlugin):
             assert loaded.sources is not None
             began = time.monotonic()
             try:
-                view = views.prepare(build_run(loaded.sources, self._logdir), self._logdir)
+                view = tab.prepare(build_run(loaded.sources, self._logdir), self._logdir)
             except Exception as err:  # noqa: BLE001 - answered as 404 and logged
                 logger.exception("opmode: cannot rebuild run %s from the cache", name)
                 raise errors.NotFoundError(f"run {name!r} could not be reloaded: {err}") from err
@@ -481,7 +484,7 @@ class OpModePlugin(base_plugin.TBPlugin):
         began = time.monotonic()
         try:
             model = build_run(sources, self._logdir)
-            view = views.prepare(model, self._logdir)
+            view = tab.prepare(model, self._logdir)
         except (OSError, ValueError, DecodeError) as err:
             logger.warning("opmode: cannot load run %s: %s", sources.name, err)
             self._failed_run(sources.name, signature, err)
@@ -551,7 +554,7 @@ class OpModePlugin(base_plugin.TBPlugin):
                 "the answer would exceed 1 MB; ask for a smaller page or window")
         return http_util.Respond(request, text, _JSON)
 
-    def _view(self, name: Optional[str], param: str = "run") -> views.RunView:
+    def _view(self, name: Optional[str], param: str = "run") -> tab.RunView:
         if not name:
             raise errors.InvalidArgumentError(f"missing parameter {param!r}")
         with self._lock:
@@ -630,7 +633,7 @@ class OpModePlugin(base_plugin.TBPlugin):
                     entry.update(status="ready", reloading=stale,
                                  tensorflow_version=doc["tensorflow_version"],
                                  onednn_enabled=doc["onednn_enabled"],
-                                 onednn_state=views.onednn_state(loaded.view)[0],
+                                 onednn_state=tab.onednn_state(loaded.view)[0],
                                  counts_from=doc["counts_from"],
                                  op_types=len(loaded.view.rows),
                                  executions=sum(r["total"] for r in loaded.view.rows.values()),
@@ -656,7 +659,7 @@ class OpModePlugin(base_plugin.TBPlugin):
     def _serve_overview(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=``: run facts, mode shares, oneDNN coverage, the mode x class matrix."""
         view = self._view(self._text(request, "run"))
-        return self._respond(request, views.overview(view))
+        return self._respond(request, tab.overview(view))
 
     @wrappers.Request.application
     def _serve_optypes(self, request: wrappers.Request) -> wrappers.Response:
@@ -668,9 +671,9 @@ class OpModePlugin(base_plugin.TBPlugin):
         raw_filters = self._text(request, "filter")
         filters = tuple(f for f in raw_filters.split(",") if f) if raw_filters else ()
         page = self._int(request, "page", 0, 0, 1_000_000)
-        page_size = self._int(request, "page_size", 50, 1, views.MAX_PAGE_SIZE)
+        page_size = self._int(request, "page_size", 50, 1, tab.MAX_PAGE_SIZE)
         try:
-            body = views.op_page(view, self._text(request, "sort", "total"), order == "desc",
+            body = tab.op_page(view, self._text(request, "sort", "total"), order == "desc",
                                  filters, self._text(request, "q"), page or 0, page_size or 50)
         except ValueError as err:
             raise errors.InvalidArgumentError(str(err)) from err
@@ -685,7 +688,7 @@ class OpModePlugin(base_plugin.TBPlugin):
             raise errors.InvalidArgumentError("missing parameter 'op'")
         sites = self._int(request, "sites", 10, 1, 50)
         try:
-            body = views.op_detail(view, op, sites or 10)
+            body = tab.op_detail(view, op, sites or 10)
         except KeyError as err:
             raise errors.NotFoundError(f"run {view.doc['run']!r} has no op type {op!r}") from err
         except ValueError as err:
@@ -712,9 +715,9 @@ class OpModePlugin(base_plugin.TBPlugin):
         b = self._view(self._text(request, "b"), "b")
         changed_only = self._bool(request, "changed_only", True)
         page = self._int(request, "page", 0, 0, 1_000_000)
-        page_size = self._int(request, "page_size", 100, 1, views.MAX_PAGE_SIZE)
+        page_size = self._int(request, "page_size", 100, 1, tab.MAX_PAGE_SIZE)
         try:
-            body = views.compare(a, b, changed_only, page or 0, page_size or 100)
+            body = tab.compare(a, b, changed_only, page or 0, page_size or 100)
         except ValueError as err:
             raise errors.InvalidArgumentError(str(err)) from err
         return self._respond(request, body)
@@ -726,9 +729,9 @@ class OpModePlugin(base_plugin.TBPlugin):
         fmt = self._text(request, "format", "csv")
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", view.doc["run"]).strip("._") or "logdir"
         if fmt == "csv":
-            content, ctype, ext = views.export_csv(view), "text/csv", "csv"
+            content, ctype, ext = tab.export_csv(view), "text/csv", "csv"
         elif fmt == "json":
-            content, ctype, ext = views.dumps_json(views.export_json(view)), _JSON, "json"
+            content, ctype, ext = tab.dumps_json(tab.export_json(view)), _JSON, "json"
         elif fmt == "trace":
             start, end = self._window(request)
             max_events = self._int(request, "max_events", timeline.MAX_TRACE_EVENTS, 1,
@@ -739,7 +742,7 @@ class OpModePlugin(base_plugin.TBPlugin):
                                               max_events or 1, self._bool(request, "debug", False))
             except ValueError as err:
                 raise errors.InvalidArgumentError(str(err)) from err
-            content, ctype, ext = views.dumps_json(trace), _JSON, "trace.json"
+            content, ctype, ext = tab.dumps_json(trace), _JSON, "trace.json"
         else:
             raise errors.InvalidArgumentError(f"format must be csv, json or trace; got {fmt[:40]!r}")
         if len(content) > MAX_RESPONSE_BYTES:

@@ -11,8 +11,8 @@ import csv
 import io
 from typing import Any
 
-from .join import MODES
-from .why import kernel_class
+from ..analyze.assemble import MODES
+from ..analyze.explain import kernel_class
 
 __all__ = ["render_csv", "CSV_COLUMNS", "CSV_TIME_COLUMNS"]
 

@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-from . import __version__
-from .runs import display
+from .. import __version__
+from ..read.discover import display
 
 __all__ = ["UnknownOpType", "Redaction", "Code", "Strong", "Inline", "Heading", "Para", "Bullets", "Table", "Block",
            "DEFAULT_FOCUS", "TOP_OP_TYPES", "MAX_ROWS", "focus_ops", "select_op_types",

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from . import timeline as _timeline
-from .export import render_csv
-from .join import MODES, ModeStats, OpTypeRow, RunModel, is_user_op, row_op, run_json, summary
-from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
-from .nodes import canonical_op
-from .why import call_sites, class_times, explain, function_graphs, kernel_class
+from .csv import render_csv
+from ..analyze.assemble import MODES, ModeStats, OpTypeRow, RunModel, is_user_op, row_op, run_json, summary
+from ..analyze.kernels import REMOVED, UNKNOWN, is_fused, is_onednn
+from ..analyze.nodes import canonical_op
+from ..analyze.explain import call_sites, class_times, explain, function_graphs, kernel_class
 
 __all__ = [
     "RunView", "prepare", "onednn_state", "overview", "op_rows", "op_page", "op_detail",

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .join import RunModel, is_function
-from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
-from .nodes import canonical_op
-from .why import PLUMBING_KERNELS, eager_kernels, is_debug_kernel, node_op_types
+from ..analyze.assemble import RunModel, is_function
+from ..analyze.kernels import REMOVED, UNKNOWN, is_fused, is_onednn
+from ..analyze.nodes import canonical_op
+from ..analyze.explain import PLUMBING_KERNELS, eager_kernels, is_debug_kernel, node_op_types
 
 __all__ = ["Timeline", "build", "timeline_window", "export_trace", "LANES", "CLASSES",
            "MAX_EVENTS", "MAX_TRACE_EVENTS"]

@@ -35,7 +35,7 @@ import tempfile
 import time
 from typing import Any, Callable, Optional, TypeVar
 
-from . import __version__
+from .. import __version__
 from .textlog import LogFacts, read_log
 from .tfdbg import DumpSet, FileState, assemble_dump_set, file_identity, read_file_states
 from .xplane import Profile, read_profile
@@ -99,7 +99,10 @@ def _code_fingerprint(kind: str) -> str:
     if found is None:
         h = hashlib.sha256(__version__.encode())
         here = os.path.dirname(os.path.abspath(__file__))
-        names = _READERS[kind] or tuple(sorted(n for n in os.listdir(here) if n.endswith(".py")))
+        package = os.path.dirname(here)
+        names = _READERS[kind] or tuple(sorted(
+            os.path.relpath(os.path.join(d, n), here) for d, _, files in os.walk(package)
+            for n in files if n.endswith(".py")))
         for name in names:
             try:
                 st = os.stat(os.path.join(here, name))

@@ -143,7 +143,8 @@ def read_profile(path: str) -> Profile:
     """Read one ``.xplane.pb``. Never raises for unreadable or bad content."""
     # The decoder and numpy (40 ms to import) load only when a profile is read:
     # a summary served from the cache never needs them.
-    from . import wire, xevents
+    from . import wire
+    from . import xevents
 
     prof = Profile(path=path, host=_host(path))
     try:

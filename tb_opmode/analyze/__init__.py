@@ -1,0 +1,1 @@
+"""Stage 3, analysis: reader facts into a ``RunModel`` (counts, kernels, explanations)."""

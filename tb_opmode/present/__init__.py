@@ -1,0 +1,2 @@
+"""Stage 4, presentation: a ``RunModel`` into the JSON contract, CSV, the tab's views,
+the timeline and the report."""
