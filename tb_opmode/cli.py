@@ -18,11 +18,14 @@ import textwrap
 from typing import Any, TextIO
 
 from . import __version__
-from .present.csv import render_csv
-from .analyze.assemble import MODES, LogdirError, RunModel, load, run_json, summary
-from .present.report import DEFAULT_FOCUS, FORMATS, Redaction, UnknownOpType, build, focus_ops, render
-from .read.discover import UnreadableLogdir, display
+from .analyze.assemble import load
 from .analyze.explain import call_sites, explain
+from .errors import LogdirError, PublicError, ReportOutputError, UnknownOpType
+from .model import MODES, RunModel
+from .present.contract import run_json, summary
+from .present.csv import render_csv
+from .present.report import DEFAULT_FOCUS, FORMATS, Redaction, build, focus_ops, render
+from .read.discover import display
 
 __all__ = ["main", "render_table", "render_csv"]
 
@@ -84,7 +87,7 @@ def _nothing_readable(logdir: str, models: list[RunModel]) -> LogdirError:
 
 
 def _run_name(run: str | None) -> str | None:
-    """``--run`` as the run's name: names are display text (see ``runs.display``), and
+    """``--run`` as the run's name: names are display text (see ``discover.display``), and
     ``display`` leaves display text as it is, so both the name as printed and the
     directory's raw name (a newline, a bidi control, undecodable bytes) select it."""
     return None if run is None else display(run)
@@ -122,7 +125,7 @@ def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         near = sorted(t for t in model.op_types if t.lower() == args.op_type.lower()
                       or args.op_type.lower() in t.lower())
         hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
-        raise LogdirError(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
+        raise UnknownOpType(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
     _write_explanation(model, args.op_type, args.top, stdout)
     return 0
 
@@ -155,10 +158,6 @@ def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) 
                 if user:
                     stdout.write(f"             from {display(user['file'])}:{user['line']}  "
                                  f"{display(user['function'])}\n")
-
-
-class ReportOutputError(OSError):
-    """``--output FILE`` cannot be written."""
 
 
 def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -257,7 +256,7 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     args = _parser().parse_args(argv)
     try:
         return args.func(args, stdout, stderr)
-    except (LogdirError, UnreadableLogdir, UnknownOpType, ReportOutputError) as err:
+    except PublicError as err:  # errors.py: each a message for the user
         stderr.write(f"tb-opmode: error: {display(str(err))}\n")
         return 2
     except BrokenPipeError:  # `tb-opmode summary ... | head`

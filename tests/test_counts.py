@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tb_opmode.cli import main
-from tb_opmode.analyze.assemble import load, summary
+from tb_opmode.analyze.assemble import load
+from tb_opmode.present.contract import summary
 
 from .conftest import ddr_counts
 

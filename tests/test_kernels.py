@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from tensorflow.python.debug.lib import debug_events_reader
 
-from tb_opmode.analyze.assemble import RunModel, load
+from tb_opmode.analyze.assemble import load
+from tb_opmode.model import RunModel
 from tb_opmode.analyze.kernels import REMOVED
 from tb_opmode.analyze.explain import explain
 

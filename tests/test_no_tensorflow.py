@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tb_opmode.analyze.assemble import load, summary
+from tb_opmode.analyze.assemble import load
+from tb_opmode.present.contract import summary
 
 
 def test_summary_where_import_tensorflow_fails(bert_logdir: Path, tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ from werkzeug.wrappers import Response
 
 from tb_opmode.present import tab, timeline
 from tb_opmode.present.csv import render_csv
-from tb_opmode.analyze.assemble import load, summary
+from tb_opmode.analyze.assemble import load
+from tb_opmode.present.contract import summary
 from tb_opmode.plugin.routes import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
 
 from .conftest import link_tree

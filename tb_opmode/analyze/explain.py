@@ -1,6 +1,6 @@
 """Why each op ran in its mode and with its kernel, in words, with call sites and time.
 
-In: a ``RunModel`` whose kernels are assigned (``join`` + ``kernels``). Out:
+In: a ``RunModel`` whose kernels are assigned (``assemble`` + ``kernels``). Out:
 pure functions returning JSON-ready dicts: ``call_sites`` (Python lines that
 issued eager executions, or created graph ops while a tf.function was traced),
 ``function_graphs`` (the graphs holding an op type's graph executions),
@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from ..model import RunModel, is_function
+from ..read.tfdbg import DumpSet
 from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from .nodes import canonical_op, suffixes
 from .rules import matching_rules, stock_reason
-
-if TYPE_CHECKING:
-    from .assemble import RunModel
-    from ..read.tfdbg import DumpSet
 
 __all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
            "kernel_class", "is_debug_kernel", "node_op_types", "eager_kernels", "KERNEL_CLASSES",
@@ -376,7 +374,6 @@ def op_times(model: RunModel) -> dict[tuple[str, str, str], list[int]]:
     graph events to their own kernel and the op type ``node_op_types`` gives.
     tf.function calls, tfdbg's instrumentation and executor plumbing are left out.
     """
-    from .assemble import is_function  # join imports this module: import at call time
 
     out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     eager_kernel = eager_kernels(model)

@@ -24,17 +24,14 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from ..model import EagerAssignment, OpKernel, RunModel, is_function
+from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, OpCreation
 from .nodes import canonical_op, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
-from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
 
-if TYPE_CHECKING:  # join imports this module; the type is only for annotations
-    from .assemble import RunModel
-    from ..read.tfdbg import DumpSet, OpCreation
-
-__all__ = ["OpKernel", "EagerAssignment", "LogLink", "assign_graph", "assign_eager", "detect_onednn",
+__all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
            "is_onednn", "is_fused", "run_cpu", "inferred_kernel", "REMOVED", "UNKNOWN",
            "FLOAT_DTYPES"]
 
@@ -74,33 +71,6 @@ _FUSABLE = frozenset((
     "FusedBatchNormV3", "Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid", "Softplus",
     "Add", "AddV2", "AddN", "Mul", "Erf", "Pad", "Mish", "Gelu", "Pow", "Sub", "Rsqrt",
     "Square", "SquaredDifference", "Mean", "Cast"))
-
-
-@dataclass
-class OpKernel:
-    """The kernel one dump graph op ran (all its executions: a graph is optimised once)."""
-
-    graph_id: str
-    op_name: str
-    op_type: str
-    executions: int
-    kernel: str
-    evidence: str
-    node: str = ""
-    dtype: str = ""
-    note: str = ""
-    fused_into: str = ""
-
-
-@dataclass
-class EagerAssignment:
-    op_type: str
-    dtype: str
-    executions: int
-    kernel: str
-    evidence: str
-    dispatch: str = ""
-    note: str = ""
 
 
 def _strip_slot(tensor: str) -> str:
@@ -682,7 +652,6 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str) -> tup
 
 def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssignment]:
     """The kernel of eager executions, per (op type, dtype of the first output)."""
-    from .assemble import is_function  # join imports us: a late import avoids the cycle
 
     per_dtype: Counter = Counter()
     for dump in model.dumps:

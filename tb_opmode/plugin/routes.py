@@ -1,13 +1,13 @@
 """The TensorBoard plugin "opmode": routes over runs loaded in a background thread.
 
 In: a ``TBContext`` whose ``logdir`` holds tfdbg2 dumps, profiles and logs
-(found by ``runs.discover``). Out: small JSON answers under
+(found by ``discover.discover``). Out: small JSON answers under
 ``/data/plugin/opmode/`` (runs, progress, overview, a page of the op table,
 one op's detail, a timeline window, a comparison of two runs, exports) and the
 tab's static files (``index.js`` and friends, from a fixed list).
 
 Loading never happens in a request: a daemon thread scans the logdir, builds
-each run (``join.build_run`` then ``tab.prepare``) and publishes it under a
+each run (``assemble.build_run`` then ``tab.prepare``) and publishes it under a
 lock as one finished, never-changed object, so a request sees either the old
 model or the new one, never half of one. Every ``RESCAN_SECONDS`` it scans
 again and rebuilds a run whose files changed (size or mtime) or appeared,

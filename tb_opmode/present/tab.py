@@ -26,12 +26,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from . import timeline as _timeline
-from .csv import render_csv
-from ..analyze.assemble import MODES, ModeStats, OpTypeRow, RunModel, is_user_op, row_op, run_json, summary
+from ..analyze.assemble import is_user_op, row_op
+from ..analyze.explain import call_sites, class_times, explain, function_graphs, kernel_class
 from ..analyze.kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from ..analyze.nodes import canonical_op
-from ..analyze.explain import call_sites, class_times, explain, function_graphs, kernel_class
+from ..model import MODES, ModeStats, OpTypeRow, RunModel
+from . import timeline as _timeline
+from .contract import run_json, summary
+from .csv import render_csv
 
 __all__ = [
     "RunView", "prepare", "onednn_state", "overview", "op_rows", "op_page", "op_detail",

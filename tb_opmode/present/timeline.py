@@ -1,13 +1,13 @@
 """The tab's timeline: a run's profiled events in lanes, windows of them, a Perfetto trace.
 
-In: a ``RunModel`` with profiles (``join.build_run``), turned once by ``build``
+In: a ``RunModel`` with profiles (``assemble.build_run``), turned once by ``build``
 into a ``Timeline``: per lane (tf.function calls, eager ops, graph ops) its
 events sorted by start, in ns from the run's first event. Out: ``timeline_window``
 (the events overlapping a window, or bins of them when there are too many) and
 ``export_trace`` (Chrome trace-event JSON that opens in Perfetto).
 
 Which op type a graph node ran for, and which kernel an eager event is put down
-to, come from ``why.node_op_types`` and ``why.eager_kernels``: the same
+to, come from ``explain.node_op_types`` and ``explain.eager_kernels``: the same
 mapping that gives the op table and the mode x class matrix their time, so the
 three agree. Bad parameters raise ``ValueError`` (the plugin answers 400).
 """
@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..analyze.assemble import RunModel, is_function
+from ..analyze.explain import PLUMBING_KERNELS, eager_kernels, is_debug_kernel, node_op_types
 from ..analyze.kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from ..analyze.nodes import canonical_op
-from ..analyze.explain import PLUMBING_KERNELS, eager_kernels, is_debug_kernel, node_op_types
+from ..model import RunModel, is_function
 
 __all__ = ["Timeline", "build", "timeline_window", "export_trace", "LANES", "CLASSES",
            "MAX_EVENTS", "MAX_TRACE_EVENTS"]

@@ -84,9 +84,10 @@ def cache_dir() -> str | None:
 # The modules whose code decides what each kind of entry holds: an entry is stale
 # once any of them changes (other modules, e.g. the plugin's, may change freely).
 _READERS = {
-    "dump": ("tfdbg.py", "tfrecord.py", "schema.py", "cache.py"),
-    "profile": ("xplane.py", "xevents.py", "wire.py", "tfrecord.py", "schema.py", "cache.py"),
-    "log": ("textlog.py", "tfrecord.py", "cache.py"),
+    "dump": ("tfdbg.py", "tfrecord.py", "schema.py", "cache.py", "../errors.py"),
+    "profile": ("xplane.py", "xevents.py", "xtypes.py", "wire.py", "tfrecord.py", "schema.py",
+                "cache.py", "../errors.py"),
+    "log": ("textlog.py", "tfrecord.py", "cache.py", "../errors.py"),
     # A run's light view (what the tab's run list shows) comes from all of the code.
     "view": (),
 }

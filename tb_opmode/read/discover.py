@@ -49,11 +49,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..errors import UnreadableLogdir
 from .cache import cached_dump_set, cached_log
 from .textlog import looks_like_log
 from .tfdbg import DUMP_FILE_RE, file_identity, find_dump_sets, read_file_states
 
-__all__ = ["RunSources", "UnreadableLogdir", "discover", "LOG_SUFFIXES", "relpath", "display"]
+__all__ = ["RunSources", "discover", "LOG_SUFFIXES", "relpath", "display"]
 
 LOG_SUFFIXES = (".txt", ".log", ".out", ".err")
 # Clocks of the dump, the profiler and the log all read the same host clock,
@@ -75,19 +76,6 @@ class RunSources:
     # (path, message) of what discovery could not or would not look at: unreadable
     # directories and logs, symlinks out of the logdir, second paths to a directory
     warnings: list[tuple[str, str]] = field(default_factory=list)
-
-
-class UnreadableLogdir(OSError):
-    """The logdir exists but cannot be listed (or nothing in it could be): saying
-    "nothing found" would send the user looking for files that are there."""
-
-    def __init__(self, logdir: str, reason: str) -> None:
-        super().__init__(f"{display(logdir)}: {reason}")
-        self.filename = logdir
-        self.strerror = reason
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 # C0 and C1 controls and the Unicode line/paragraph separators break or forge lines;
@@ -229,7 +217,8 @@ def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, l
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as err:
             if directory == logdir:
-                raise UnreadableLogdir(logdir, f"cannot list the directory: {_reason(err)}") from err
+                raise UnreadableLogdir(logdir, f"cannot list the directory: {_reason(err)}",
+                                       display(logdir)) from err
             warnings.append((directory, f"{_reason(err)}: directory not read"))
             continue
         subdirs: list[str] = []
@@ -366,7 +355,8 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
         path, message = walk_warnings[0]
         more = f" (and {len(walk_warnings) - 1} more)" if len(walk_warnings) > 1 else ""
         raise UnreadableLogdir(logdir, f"nothing found in what could be read; "
-                                       f"{relpath(path, logdir)}: {message}{more}")
+                                       f"{relpath(path, logdir)}: {message}{more}",
+                               display(logdir))
     for path, message in walk_warnings:
         report = reporter(os.path.dirname(path))
         if report is not None:

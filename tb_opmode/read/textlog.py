@@ -81,7 +81,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable, Iterator, Optional
 
-from .tfrecord import Problem
+from ..errors import Problem
 
 __all__ = ["EagerKernel", "LogFacts", "looks_like_log", "read_log", "parse_lines", "MAX_LINE"]
 

@@ -50,7 +50,8 @@ from typing import Any, Iterator
 from google.protobuf.message import DecodeError
 
 from .schema import EVENT_KINDS, LEN, VARINT, DebugEvent, message_fields, read_varint
-from .tfrecord import ChunkVerifier, Problem, RecordReader, next_intact_record
+from ..errors import Problem
+from .tfrecord import ChunkVerifier, RecordReader, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",

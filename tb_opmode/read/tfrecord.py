@@ -32,7 +32,9 @@ from typing import Any, Generator, Iterable, Iterator, Sequence
 
 import google_crc32c
 
-__all__ = ["Problem", "RecordReader", "ChunkVerifier", "masked_crc32c", "encode_record"]
+from ..errors import Problem
+
+__all__ = ["RecordReader", "ChunkVerifier", "masked_crc32c", "encode_record"]
 
 _HEADER = 12
 _FOOTER = 4
@@ -48,18 +50,6 @@ _WINDOW = 16 << 20
 _SCAN_BLOCK = 1 << 18
 _MASK_DELTA = 0xA282EAD8
 _ALL_ONES = 0xFFFFFFFF
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something in a file that could not be read as intended."""
-
-    path: str
-    offset: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: byte {self.offset}: {self.message}"
 
 
 def masked_crc32c(data: bytes) -> int:

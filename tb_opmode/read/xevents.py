@@ -23,8 +23,8 @@ import numpy as np
 
 from . import wire
 from .schema import walk_fields
-from .tfrecord import Problem
-from .xplane import (_ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile,
+from ..errors import Problem
+from .xtypes import (_ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile,
                      _event_kinds)
 
 __all__ = ["HostPlane", "locate", "decode"]

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from tb_opmode.analyze.assemble import load, summary
+from tb_opmode.analyze.assemble import load
+from tb_opmode.present.contract import summary
 from tb_opmode.analyze.explain import function_graphs
 from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu
 from tests.matrix.truth import parse_log, score, truth_of
