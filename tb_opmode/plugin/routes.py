@@ -21,12 +21,14 @@ thread (no process to start). Memory: at most ``RESIDENT_VIEWS`` runs' full
 views are held (a small dump's view is ~27 MB; 200 would be 5 GB); the
 others keep only what the run list shows, and a route asking for one rebuilds
 its view from the on-disk cache (tens of milliseconds), evicting the least
-recently used. Without the cache every view is held. Routes turn bad
-parameters into 400 (``InvalidArgumentError``) and unknown runs or ops into
-404 (``NotFoundError``).
+recently used. Without the cache every view is held. Errors are mapped to HTTP
+once, in ``_route``: ``errors.BadParameter`` is a 400, an unknown run or op type
+(``NoSuchRun``, ``UnknownOpType``) or a run that could not be read a 404, a run still
+loading (``StillLoading``) a 503, and anything else a bug: a 500 with its traceback logged.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -41,11 +43,12 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional
 
 from google.protobuf.message import DecodeError
-from tensorboard import errors
+from tensorboard import errors as tb_errors
 from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from ..errors import BadParameter, NoSuchFile, NoSuchRun, PublicError, StillLoading, UnloadableRun
 from . import loadworker
 from ..present import timeline
 from ..present import tab
@@ -78,6 +81,50 @@ _JSON = "application/json"
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[wrappers.Request], wrappers.Response]
+
+
+class _Unavailable(tb_errors.PublicError):
+    """HTTP 503 (TensorBoard's errors stop at 404): the answer is not ready yet."""
+
+    http_code = 503
+
+    def __init__(self, details: str) -> None:
+        super().__init__(f"Unavailable: {details}")
+        self.headers.append(("Retry-After", "2"))
+
+
+# errors.PublicError.http_status -> the TensorBoard error that answers it (TensorBoard's
+# WSGI app turns these into responses with their text).
+_TB_ERRORS: dict[int, Callable[[str], tb_errors.PublicError]] = {
+    400: tb_errors.InvalidArgumentError,
+    404: tb_errors.NotFoundError,
+    503: _Unavailable,
+}
+_INTERNAL = ("Internal error: a bug in the opmode plugin answering this request; "
+             "its traceback is in TensorBoard's log")
+
+
+def _route(handler: Callable[[OpModePlugin, wrappers.Request], wrappers.Response]) -> Any:
+    """A route: the WSGI app of ``handler`` (``Request.application``), with errors mapped
+    to HTTP in this one place. An ``errors.PublicError`` answers with its status and
+    message; any other exception is a bug: its traceback is logged and the answer is a
+    500 (never a 404 that would pass it off as a missing run or op)."""
+
+    @functools.wraps(handler)
+    def answer(plugin: OpModePlugin, request: wrappers.Request) -> wrappers.Response:
+        try:
+            return handler(plugin, request)
+        except PublicError as err:
+            public = _TB_ERRORS.get(err.http_status)
+            if public is None:
+                logger.exception("opmode: %s answering %s", type(err).__name__, request.path)
+                return http_util.Respond(request, _INTERNAL, "text/plain", code=500)
+            raise public(str(err)) from err
+        except Exception:  # noqa: BLE001 - a bug: logged with its traceback, answered 500
+            logger.exception("opmode: bug answering %s", request.path)
+            return http_util.Respond(request, _INTERNAL, "text/plain", code=500)
+
+    return wrappers.Request.application(answer)
 
 
 def file_signature(sources: RunSources) -> tuple[tuple[str, int, int], ...]:
@@ -471,7 +518,7 @@ class OpModePlugin(base_plugin.TBPlugin):
                 view = tab.prepare(build_run(loaded.sources, self._logdir), self._logdir)
             except Exception as err:  # noqa: BLE001 - answered as 404 and logged
                 logger.exception("opmode: cannot rebuild run %s from the cache", name)
-                raise errors.NotFoundError(f"run {name!r} could not be reloaded: {err}") from err
+                raise UnloadableRun(f"run {name!r} could not be reloaded: {err}") from err
             logger.info("opmode: rebuilt run %s in %.2f s", name, time.monotonic() - began)
             with self._lock:
                 if self._runs.get(name) is loaded:
@@ -550,13 +597,13 @@ class OpModePlugin(base_plugin.TBPlugin):
     def _respond(self, request: wrappers.Request, body: Any) -> wrappers.Response:
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=True)
         if len(text) > MAX_RESPONSE_BYTES:
-            raise errors.InvalidArgumentError(
+            raise BadParameter(
                 "the answer would exceed 1 MB; ask for a smaller page or window")
         return http_util.Respond(request, text, _JSON)
 
     def _view(self, name: Optional[str], param: str = "run") -> tab.RunView:
         if not name:
-            raise errors.InvalidArgumentError(f"missing parameter {param!r}")
+            raise BadParameter(f"missing parameter {param!r}")
         with self._lock:
             loaded = self._runs.get(name)
             known = name in self._discovered
@@ -564,17 +611,17 @@ class OpModePlugin(base_plugin.TBPlugin):
         if loaded is not None:
             return self._full_view(name, loaded)
         if error:
-            raise errors.NotFoundError(f"run {name!r} could not be loaded: {error}")
+            raise UnloadableRun(f"run {name!r} could not be loaded: {error}")
         if known:
-            raise errors.NotFoundError(f"run {name!r} is still loading")
-        raise errors.NotFoundError(f"no run named {name!r}")
+            raise StillLoading(f"run {name!r} is still loading")
+        raise NoSuchRun(f"no run named {name!r}")
 
     @staticmethod
     def _text(request: wrappers.Request, name: str, default: str = "") -> str:
         value = request.args.get(name, default)
         cap = _MAX_RUN_PARAM if name in _RUN_PARAMS else _MAX_TEXT_PARAM
         if len(value) > cap:
-            raise errors.InvalidArgumentError(f"{name} is longer than {cap} characters")
+            raise BadParameter(f"{name} is longer than {cap} characters")
         return value
 
     @staticmethod
@@ -584,10 +631,10 @@ class OpModePlugin(base_plugin.TBPlugin):
         if raw is None or raw == "":
             return default
         if not re.fullmatch(r"-?\d{1,19}", raw.strip()):
-            raise errors.InvalidArgumentError(f"{name} must be an integer; got {raw[:40]!r}")
+            raise BadParameter(f"{name} must be an integer; got {raw[:40]!r}")
         value = int(raw)
         if not lo <= value <= hi:
-            raise errors.InvalidArgumentError(f"{name} must be between {lo} and {hi}; got {value}")
+            raise BadParameter(f"{name} must be between {lo} and {hi}; got {value}")
         return value
 
     @classmethod
@@ -606,7 +653,7 @@ class OpModePlugin(base_plugin.TBPlugin):
             return True
         if raw.lower() in ("0", "false", "no"):
             return False
-        raise errors.InvalidArgumentError(f"{name} must be 0 or 1; got {raw[:40]!r}")
+        raise BadParameter(f"{name} must be 0 or 1; got {raw[:40]!r}")
 
     def _progress_json(self) -> dict[str, Any]:
         p = self._progress
@@ -618,7 +665,7 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     # ------------------------------------------------------------ routes
 
-    @wrappers.Request.application
+    @_route
     def _serve_runs(self, request: wrappers.Request) -> wrappers.Response:
         """All runs, loaded or not: ``[{run, status, tensorflow_version, ...}]`` plus progress."""
         with self._lock:
@@ -648,67 +695,56 @@ class OpModePlugin(base_plugin.TBPlugin):
             progress = self._progress_json()
         return self._respond(request, {"runs": runs, "progress": progress})
 
-    @wrappers.Request.application
+    @_route
     def _serve_progress(self, request: wrappers.Request) -> wrappers.Response:
         """Runs, files and bytes loaded of those found."""
         with self._lock:
             body = self._progress_json()
         return self._respond(request, body)
 
-    @wrappers.Request.application
+    @_route
     def _serve_overview(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=``: run facts, mode shares, oneDNN coverage, the mode x class matrix."""
         view = self._view(self._text(request, "run"))
         return self._respond(request, tab.overview(view))
 
-    @wrappers.Request.application
+    @_route
     def _serve_optypes(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=&sort=&order=asc|desc&filter=a,b&q=&page=&page_size=``: a page of the op table."""
         view = self._view(self._text(request, "run"))
         order = self._text(request, "order", "desc")
         if order not in ("asc", "desc"):
-            raise errors.InvalidArgumentError(f"order must be asc or desc; got {order[:40]!r}")
+            raise BadParameter(f"order must be asc or desc; got {order[:40]!r}")
         raw_filters = self._text(request, "filter")
         filters = tuple(f for f in raw_filters.split(",") if f) if raw_filters else ()
         page = self._int(request, "page", 0, 0, 1_000_000)
         page_size = self._int(request, "page_size", 50, 1, tab.MAX_PAGE_SIZE)
-        try:
-            body = tab.op_page(view, self._text(request, "sort", "total"), order == "desc",
-                                 filters, self._text(request, "q"), page or 0, page_size or 50)
-        except ValueError as err:
-            raise errors.InvalidArgumentError(str(err)) from err
+        body = tab.op_page(view, self._text(request, "sort", "total"), order == "desc",
+                           filters, self._text(request, "q"), page or 0, page_size or 50)
         return self._respond(request, body)
 
-    @wrappers.Request.application
+    @_route
     def _serve_op(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=&op=&sites=``: kernels, evidence, call sites with source lines, graphs."""
         view = self._view(self._text(request, "run"))
         op = self._text(request, "op")
         if not op:
-            raise errors.InvalidArgumentError("missing parameter 'op'")
+            raise BadParameter("missing parameter 'op'")
         sites = self._int(request, "sites", 10, 1, 50)
-        try:
-            body = tab.op_detail(view, op, sites or 10)
-        except KeyError as err:
-            raise errors.NotFoundError(f"run {view.doc['run']!r} has no op type {op!r}") from err
-        except ValueError as err:
-            raise errors.InvalidArgumentError(str(err)) from err
+        body = tab.op_detail(view, op, sites or 10)
         return self._respond(request, body)
 
-    @wrappers.Request.application
+    @_route
     def _serve_timeline(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=&start=&end=&max_events=&debug=``: events or bins of a window (ns from start)."""
         view = self._view(self._text(request, "run"))
         start, end = self._window(request)
         max_events = self._int(request, "max_events", 5000, 1, timeline.MAX_EVENTS)
         debug = self._bool(request, "debug", False)
-        try:
-            body = timeline.timeline_window(view.timeline, start, end, max_events or 5000, debug)
-        except ValueError as err:
-            raise errors.InvalidArgumentError(str(err)) from err
+        body = timeline.timeline_window(view.timeline, start, end, max_events or 5000, debug)
         return self._respond(request, body)
 
-    @wrappers.Request.application
+    @_route
     def _serve_compare(self, request: wrappers.Request) -> wrappers.Response:
         """``?a=&b=&changed_only=&page=&page_size=``: op types whose modes or kernels differ."""
         a = self._view(self._text(request, "a"), "a")
@@ -716,13 +752,10 @@ class OpModePlugin(base_plugin.TBPlugin):
         changed_only = self._bool(request, "changed_only", True)
         page = self._int(request, "page", 0, 0, 1_000_000)
         page_size = self._int(request, "page_size", 100, 1, tab.MAX_PAGE_SIZE)
-        try:
-            body = tab.compare(a, b, changed_only, page or 0, page_size or 100)
-        except ValueError as err:
-            raise errors.InvalidArgumentError(str(err)) from err
+        body = tab.compare(a, b, changed_only, page or 0, page_size or 100)
         return self._respond(request, body)
 
-    @wrappers.Request.application
+    @_route
     def _serve_export(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=&format=csv|json|trace`` (trace also takes start, end, max_events, debug)."""
         view = self._view(self._text(request, "run"))
@@ -736,22 +769,19 @@ class OpModePlugin(base_plugin.TBPlugin):
             start, end = self._window(request)
             max_events = self._int(request, "max_events", timeline.MAX_TRACE_EVENTS, 1,
                                    timeline.MAX_TRACE_EVENTS)
-            try:
-                trace = timeline.export_trace(view.timeline, view.doc["run"],
-                                              view.doc["tensorflow_version"], start, end,
-                                              max_events or 1, self._bool(request, "debug", False))
-            except ValueError as err:
-                raise errors.InvalidArgumentError(str(err)) from err
+            trace = timeline.export_trace(view.timeline, view.doc["run"],
+                                          view.doc["tensorflow_version"], start, end,
+                                          max_events or 1, self._bool(request, "debug", False))
             content, ctype, ext = tab.dumps_json(trace), _JSON, "trace.json"
         else:
-            raise errors.InvalidArgumentError(f"format must be csv, json or trace; got {fmt[:40]!r}")
+            raise BadParameter(f"format must be csv, json or trace; got {fmt[:40]!r}")
         if len(content) > MAX_RESPONSE_BYTES:
-            raise errors.InvalidArgumentError(
+            raise BadParameter(
                 "the export would exceed 1 MB; export a smaller timeline window")
         headers = [("Content-Disposition", f'attachment; filename="opmode-{safe}.{ext}"')]
         return http_util.Respond(request, content, ctype, headers=headers)
 
-    @wrappers.Request.application
+    @_route
     def _serve_static(self, request: wrappers.Request) -> wrappers.Response:
         """A file of the tab, by its name in ``STATIC_FILES``; anything else is 404."""
         prefix = f"/data/plugin/{PLUGIN_NAME}/"
@@ -761,10 +791,10 @@ class OpModePlugin(base_plugin.TBPlugin):
             name = name[len("static/"):]
         ctype = STATIC_FILES.get(name)
         if ctype is None:
-            raise errors.NotFoundError(f"no such file: {name[:80]!r}")
+            raise NoSuchFile(f"no such file: {name[:80]!r}")
         try:
             with open(os.path.join(_STATIC_DIR, name), "rb") as f:
                 body = f.read()
         except OSError as err:
-            raise errors.NotFoundError(f"no such file: {name!r}") from err
+            raise NoSuchFile(f"no such file: {name!r}") from err
         return http_util.Respond(request, body, ctype)

@@ -14,8 +14,8 @@ Shared with the CLI, not recomputed here: rows and explanations are the summary 
 times ``model.times`` (``why.op_times``), call sites and graphs
 ``why.call_sites`` and ``why.function_graphs``, the CSV ``export.render_csv``.
 Nothing here reads a file or touches the network; bad parameters raise
-``ValueError`` with a message, unknown ops raise ``KeyError``; the plugin
-turns them into 400 and 404.
+``errors.BadParameter`` (a ``ValueError``) with a message, unknown ops
+``errors.UnknownOpType`` (a ``LookupError``); the plugin turns them into 400 and 404.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from ..analyze.assemble import is_user_op, row_op
 from ..analyze.explain import call_sites, class_times, explain, function_graphs, kernel_class
 from ..analyze.kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from ..analyze.nodes import canonical_op
+from ..errors import BadParameter, UnknownOpType
 from ..model import MODES, ModeStats, OpTypeRow, RunModel
 from . import timeline as _timeline
 from .contract import run_json, summary
@@ -468,10 +469,10 @@ def op_rows(view: RunView, sort: str = "total", descending: bool = True,
             filters: tuple[str, ...] = (), query: str = "") -> list[dict[str, Any]]:
     """Every row that passes the filters (AND) and the search, sorted."""
     if sort not in SORT_KEYS:
-        raise ValueError(f"sort must be one of {', '.join(SORT_KEYS)}; got {sort!r}")
+        raise BadParameter(f"sort must be one of {', '.join(SORT_KEYS)}; got {sort!r}")
     for f in filters:
         if f not in FILTERS:
-            raise ValueError(f"filter must be one of {', '.join(FILTERS)}; got {f!r}")
+            raise BadParameter(f"filter must be one of {', '.join(FILTERS)}; got {f!r}")
     q = query.strip().lower()
     rows = [r for r in view.rows.values() if _passes(r, filters, q)]
     rows.sort(key=_sort_key(sort), reverse=descending)
@@ -483,9 +484,9 @@ def op_page(view: RunView, sort: str = "total", descending: bool = True,
             page_size: int = 50) -> dict[str, Any]:
     """One page of the op table."""
     if page < 0:
-        raise ValueError("page must be >= 0")
+        raise BadParameter("page must be >= 0")
     if not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValueError(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
+        raise BadParameter(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
     rows = op_rows(view, sort, descending, filters, query)
     start = page * page_size
     return {"run": view.doc["run"], "total": len(rows), "all_total": len(view.rows),
@@ -538,11 +539,11 @@ def short_why(explanation: str) -> str:
 
 
 def op_detail(view: RunView, op_type: str, sites: int = 10) -> dict[str, Any]:
-    """Everything about one op type; ``KeyError`` if the run has no such op type."""
+    """Everything about one op type; ``UnknownOpType`` if the run has no such op type."""
     if op_type not in view.rows:
-        raise KeyError(op_type)
+        raise UnknownOpType(f"run {view.doc['run']!r} has no op type {op_type!r}")
     if not 1 <= sites <= _MAX_SITES:
-        raise ValueError(f"sites must be between 1 and {_MAX_SITES}")
+        raise BadParameter(f"sites must be between 1 and {_MAX_SITES}")
     model = view.model
     row = model.op_types[op_type]
     out = dict(view.rows[op_type])
@@ -585,9 +586,9 @@ def compare(a: RunView, b: RunView, changed_only: bool = True, page: int = 0,
             page_size: int = 100) -> dict[str, Any]:
     """Op types whose mode counts or kernels differ between runs ``a`` and ``b``."""
     if page < 0:
-        raise ValueError("page must be >= 0")
+        raise BadParameter("page must be >= 0")
     if not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValueError(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
+        raise BadParameter(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
     rows = []
     for op_type in sorted(set(a.rows) | set(b.rows)):
         ra, rb = a.rows.get(op_type), b.rows.get(op_type)

@@ -9,7 +9,7 @@ events sorted by start, in ns from the run's first event. Out: ``timeline_window
 Which op type a graph node ran for, and which kernel an eager event is put down
 to, come from ``explain.node_op_types`` and ``explain.eager_kernels``: the same
 mapping that gives the op table and the mode x class matrix their time, so the
-three agree. Bad parameters raise ``ValueError`` (the plugin answers 400).
+three agree. Bad parameters raise ``errors.BadParameter`` (a ``ValueError``; the plugin answers 400).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from typing import Any, Optional
 from ..analyze.explain import PLUMBING_KERNELS, eager_kernels, is_debug_kernel, node_op_types
 from ..analyze.kernels import REMOVED, UNKNOWN, is_fused, is_onednn
 from ..analyze.nodes import canonical_op
+from ..errors import BadParameter
 from ..model import RunModel, is_function
 
 __all__ = ["Timeline", "build", "timeline_window", "export_trace", "LANES", "CLASSES",
@@ -123,7 +124,7 @@ def _bounds(tl: Timeline, start: Optional[int], end: Optional[int]) -> tuple[int
     lo = 0 if start is None else start
     hi = tl.span_ns + 1 if end is None else end
     if hi <= lo:
-        raise ValueError("end must be greater than start")
+        raise BadParameter("end must be greater than start")
     return lo, hi
 
 
@@ -156,7 +157,7 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
     marks their boxes; their colour stays mode x oneDNN).
     """
     if not 1 <= max_events <= MAX_EVENTS:
-        raise ValueError(f"max_events must be between 1 and {MAX_EVENTS}")
+        raise BadParameter(f"max_events must be between 1 and {MAX_EVENTS}")
     lo, hi = _bounds(tl, start, end)
     picked = list(_overlapping(tl, lo, hi, debug))
     names: dict[str, int] = {}
@@ -250,7 +251,7 @@ def export_trace(tl: Timeline, run: str, tensorflow_version: str, start: Optiona
                  debug: bool = False) -> dict[str, Any]:
     """Chrome trace-event JSON (opens in Perfetto): one track per lane, mode and kernel in names."""
     if not 1 <= max_events <= MAX_TRACE_EVENTS:
-        raise ValueError(f"max_events must be between 1 and {MAX_TRACE_EVENTS}")
+        raise BadParameter(f"max_events must be between 1 and {MAX_TRACE_EVENTS}")
     lo, hi = _bounds(tl, start, end)
     events = sorted((tl.lanes[LANES[li]].starts[i], li, i)
                     for li, i in _overlapping(tl, lo, hi, debug))
