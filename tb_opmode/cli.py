@@ -21,11 +21,12 @@ from . import __version__
 from .analyze.assemble import load
 from .analyze.explain import call_sites, explain
 from .errors import LogdirError, PublicError, ReportOutputError, UnknownOpType
-from .model import MODES, RunModel
+from .model import RunModel
 from .present.contract import run_json, summary
 from .present.csv import render_csv
 from .present.report import DEFAULT_FOCUS, FORMATS, Redaction, build, focus_ops, render
 from .read.discover import display
+from .vocab import MODES
 
 __all__ = ["main", "render_table", "render_csv"]
 

@@ -16,10 +16,7 @@ from .read.textlog import LogFacts
 from .read.tfdbg import DumpSet
 from .read.xplane import Profile
 
-__all__ = ["MODES", "KernelUse", "ModeStats", "OpTypeRow", "RunModel", "OpKernel",
-           "EagerAssignment", "is_function"]
-
-MODES = ("eager", "graph")
+__all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "OpKernel", "EagerAssignment"]
 
 
 @dataclass
@@ -27,7 +24,7 @@ class KernelUse:
     name: str
     executions: int
     onednn: bool
-    evidence: str          # "log" | "profile" | "inferred"
+    evidence: str          # one of vocab.EVIDENCE: "log" | "profile" | "inferred"
     notes: list[str] = field(default_factory=list)
     fused_into: list[str] = field(default_factory=list)
 
@@ -74,11 +71,6 @@ class RunModel:
         if row is None:
             row = self.op_types[op_type] = OpTypeRow(op_type)
         return row
-
-
-def is_function(name: str) -> bool:
-    # tf.function calls are dispatched as ops named after the traced function.
-    return name.startswith(("__inference_", "__forward_", "__backward_"))
 
 
 @dataclass

@@ -11,7 +11,7 @@ from tensorflow.python.debug.lib import debug_events_reader
 
 from tb_opmode.analyze.assemble import load
 from tb_opmode.model import RunModel
-from tb_opmode.analyze.kernels import REMOVED
+from tb_opmode.vocab import REMOVED
 from tb_opmode.analyze.explain import explain
 
 _EXECUTING = re.compile(r"(?:\] |\s)Executing op (\S+) in device")

@@ -18,13 +18,14 @@ import os
 from collections import Counter
 
 from ..errors import LogdirError, NoSuchRun, Problem
-from ..model import KernelUse, ModeStats, RunModel, is_function
+from ..model import KernelUse, ModeStats, RunModel
 from ..read.cache import cached_dump_set, cached_log, cached_profile
 from ..read.discover import RunSources, discover, display, relpath
 from ..read.textlog import LogFacts
 from ..read.tfdbg import DumpSet
-from .explain import is_debug_kernel, op_times
-from .kernels import assign_eager, assign_graph, detect_onednn, is_onednn
+from ..vocab import PLUMBING_KERNELS, is_debug_kernel, is_function, is_onednn
+from .explain import op_times
+from .kernels import assign_eager, assign_graph, detect_onednn
 from .nodes import canonical_op
 
 __all__ = ["build_run", "load", "row_op", "is_user_op"]
@@ -106,15 +107,10 @@ def row_op(kernel: str) -> str:
     return canonical_op(kernel)
 
 
-# What a log or profile shows that is no op of the user's program: tfdbg's debug ops
-# and the executor's own nodes.
-_NOT_USER_OPS = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
-
-
 def is_user_op(kernel: str) -> bool:
     """Whether a kernel the log or profile names ran an op of the user's program, not
     tfdbg's instrumentation or the executor's plumbing."""
-    return bool(kernel) and kernel not in _NOT_USER_OPS and not is_debug_kernel(kernel)
+    return bool(kernel) and kernel not in PLUMBING_KERNELS and not is_debug_kernel(kernel)
 
 
 def _log_counts(model: RunModel) -> None:

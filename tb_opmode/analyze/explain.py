@@ -19,19 +19,16 @@ import re
 from collections import Counter, defaultdict
 from typing import Any, Optional
 
-from ..model import RunModel, is_function
+from ..model import RunModel
 from ..read.tfdbg import DumpSet
-from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
+from ..vocab import PLUMBING_KERNELS, REMOVED, UNKNOWN, is_debug_kernel, is_function, is_onednn
+from .kernels import is_fused
 from .nodes import canonical_op, suffixes
 from .rules import matching_rules, stock_reason
 
 __all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
-           "kernel_class", "is_debug_kernel", "node_op_types", "eager_kernels", "KERNEL_CLASSES",
-           "PLUMBING_KERNELS"]
+           "kernel_class", "node_op_types", "eager_kernels"]
 
-KERNEL_CLASSES = ("onednn", "fused", "stock", "unknown")
-# Executor bookkeeping nodes: no op of the user's program.
-PLUMBING_KERNELS = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
 # Frames inside TF itself, or Keras' thin op wrappers, say nothing about why an op ran.
 _INTERNAL = re.compile(r"[/\\](tensorflow|tensorflow_core|tf_keras[/\\]src[/\\]backend|"
                        r"keras[/\\]src[/\\]backend|keras[/\\]src[/\\]ops|keras[/\\]backend|"
@@ -45,7 +42,7 @@ Frame = tuple[str, int, str]  # (file path, line, function)
 
 
 def kernel_class(kernel: str) -> str:
-    """``fused`` (a oneDNN kernel grappler's remapper fused from several ops), ``onednn``
+    """One of ``vocab.KERNEL_CLASSES``: ``fused`` (a oneDNN kernel grappler's remapper fused from several ops), ``onednn``
     (another ``_Mkl*`` kernel), ``stock``, or ``unknown`` (no kernel: none seen, or the op
     was optimized away)."""
     if not kernel or kernel in (REMOVED, UNKNOWN):
@@ -53,12 +50,6 @@ def kernel_class(kernel: str) -> str:
     if is_fused(kernel) and is_onednn(kernel):
         return "fused"
     return "onednn" if is_onednn(kernel) else "stock"
-
-
-def is_debug_kernel(kernel: str) -> bool:
-    """A kernel tfdbg inserted to dump tensors (``DebugIdentityV2``, ``DebugNumericSummaryV2``
-    and kin): instrumentation, not an op of the user's program."""
-    return kernel.startswith("Debug")
 
 
 def _frames(dump: DumpSet, stack: tuple[str, ...]) -> list[Frame]:

@@ -26,21 +26,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..model import EagerAssignment, OpKernel, RunModel, is_function
+from ..model import EagerAssignment, OpKernel, RunModel
 from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, OpCreation
+from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
+from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
 from .nodes import canonical_op, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
 
 __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
-           "is_onednn", "is_fused", "run_cpu", "inferred_kernel", "REMOVED", "UNKNOWN",
-           "FLOAT_DTYPES"]
+           "is_fused", "run_cpu", "inferred_kernel", "FLOAT_DTYPES"]
 
-# Shown as the kernel of an op that grappler took out of the graph.
-REMOVED = "(optimized away)"
-# Shown where the evidence cannot decide the kernel; the note says why and how to find out.
-UNKNOWN = "(unknown)"
 FLOAT_DTYPES = frozenset(("DT_FLOAT", "DT_DOUBLE", "DT_BFLOAT16", "DT_HALF"))
-_DEBUG_PREFIX = "Debug"  # DebugIdentityV2 / DebugNumericSummaryV2: tfdbg's own nodes
 _NO_TENSOR = 1  # tensor_debug_mode of a dump that records no tensor values
 # Ops that pass their input on unchanged; reading a fused node's output they were removed.
 _IDENTITY_OPS = frozenset(("Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"))
@@ -48,10 +44,6 @@ _IDENTITY_OPS = frozenset(("Identity", "IdentityN", "StopGradient", "Snapshot", 
 # Reshape, ExpandDims, Const; the others alias their input the same way).
 _NO_EVENT_OPS = frozenset(("Reshape", "ExpandDims", "Squeeze", "Const", "Identity", "Snapshot",
                            "Bitcast"))
-
-
-def is_onednn(kernel: str) -> bool:
-    return kernel.startswith("_Mkl")
 
 
 def is_fused(kernel: str) -> bool:

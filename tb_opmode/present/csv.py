@@ -12,7 +12,7 @@ import io
 from typing import Any
 
 from ..analyze.explain import kernel_class
-from ..model import MODES
+from ..vocab import MODES
 
 __all__ = ["render_csv", "CSV_COLUMNS", "CSV_TIME_COLUMNS"]
 

@@ -31,13 +31,13 @@ from typing import Any, Optional, Union
 
 from .. import __version__
 from ..errors import UnknownOpType
+from ..vocab import MODES, REMOVED, UNKNOWN
 from ..read.discover import display
 
 __all__ = ["Redaction", "Code", "Strong", "Inline", "Heading", "Para", "Bullets", "Table", "Block",
            "DEFAULT_FOCUS", "TOP_OP_TYPES", "MAX_ROWS", "focus_ops", "select_op_types",
            "kernels_differ", "build", "render_markdown", "render_html", "render", "FORMATS"]
 
-MODES = ("eager", "graph")
 FORMATS = ("md", "html")
 # The seed question: is eager Transpose stock while graphs run _MklTranspose, and MatMul?
 DEFAULT_FOCUS = ("Transpose", "MatMul")
@@ -46,8 +46,6 @@ MAX_ROWS = 30           # table rows at most: an issue is read, not scrolled
 MAX_LIST = 10           # warnings, unknown kernels, XLA functions shown at most
 MAX_SITES = 3           # call sites per op type and mode
 MAX_FUNCTIONS = 5       # tf.functions named in the facts
-UNKNOWN = "(unknown)"   # kernels.UNKNOWN, as the contract spells it
-REMOVED = "(optimized away)"
 
 
 # ---------------------------------------------------------------- redaction

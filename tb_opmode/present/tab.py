@@ -28,10 +28,12 @@ from typing import Any, Callable, Optional
 
 from ..analyze.assemble import is_user_op, row_op
 from ..analyze.explain import call_sites, class_times, explain, function_graphs, kernel_class
-from ..analyze.kernels import REMOVED, UNKNOWN, is_fused, is_onednn
+from ..analyze.kernels import is_fused
 from ..analyze.nodes import canonical_op
 from ..errors import BadParameter, UnknownOpType
-from ..model import MODES, ModeStats, OpTypeRow, RunModel
+from ..model import ModeStats, OpTypeRow, RunModel
+from ..vocab import KERNEL_KINDS, MODES, REMOVED, UNKNOWN, is_onednn
+from ..vocab import onednn_state as _onednn_word
 from . import timeline as _timeline
 from .contract import run_json, summary
 from .csv import render_csv
@@ -48,7 +50,7 @@ MAX_PAGE_SIZE = 200
 # What the tab colours a kernel by (with the mode): oneDNN or stock when a kernel ran;
 # "removed" when grappler took the op out (no kernel ran); "unknown" when no evidence
 # decides. Fusion is a separate mark (a kernel's ``fused``), never a colour of its own.
-KINDS = ("onednn", "stock", "removed", "unknown")
+KINDS = KERNEL_KINDS
 _MAX_SITES = 50
 _MAX_GRAPHS = 50
 _SNIPPET_CONTEXT = 3
@@ -250,7 +252,7 @@ def prepare(model: RunModel, logdir: str) -> RunView:
 def onednn_state(view: RunView) -> tuple[str, str]:
     """("on" | "off" | "unknown", how we know), as ``kernels.detect_onednn`` decided."""
     model = view.model
-    state = {True: "on", False: "off", None: "unknown"}[model.onednn_enabled]
+    state = _onednn_word(model.onednn_enabled)
     if model.onednn_source:
         return state, model.onednn_source
     return state, ("no log banner, and no kernel seen says whether oneDNN's custom "

@@ -19,11 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..analyze.explain import PLUMBING_KERNELS, eager_kernels, is_debug_kernel, node_op_types
-from ..analyze.kernels import REMOVED, UNKNOWN, is_fused, is_onednn
+from ..analyze.explain import eager_kernels, node_op_types
+from ..analyze.kernels import is_fused
 from ..analyze.nodes import canonical_op
 from ..errors import BadParameter
-from ..model import RunModel, is_function
+from ..model import RunModel
+from ..vocab import PLUMBING_KERNELS, REMOVED, UNKNOWN, is_debug_kernel, is_function, is_onednn
 
 __all__ = ["Timeline", "build", "timeline_window", "export_trace", "LANES", "CLASSES",
            "MAX_EVENTS", "MAX_TRACE_EVENTS"]
