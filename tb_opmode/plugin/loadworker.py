@@ -25,6 +25,13 @@ import time
 import traceback
 from typing import Any, BinaryIO, Optional
 
+from google.protobuf.message import DecodeError
+
+from ..analyze.assemble import build_run
+from ..present import tab
+from ..read.cache import store_view
+from ..read.xplane import Profile
+
 __all__ = ["main", "send", "receive", "light_view", "expected_errors"]
 
 _HEADER = struct.Struct("<Q")
@@ -66,8 +73,6 @@ def light_view(view: Any) -> Any:
     Profiles keep their path, host and time source but no events; the timeline
     is left out. Only the run list may be given one (the plugin's ``_view``
     gives routes the full view)."""
-    from ..read.xplane import Profile
-
     model = view.model
     profiles = [Profile(path=p.path, host=p.host, start_ns=p.start_ns, end_ns=p.end_ns,
                         time_source=p.time_source) for p in model.profiles]
@@ -77,16 +82,11 @@ def light_view(view: Any) -> Any:
 
 
 def _build(sources: Any, logdir: str) -> Any:
-    from ..present import tab
-    from ..analyze.assemble import build_run
-
     return tab.prepare(build_run(sources, logdir), logdir)
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:
     """What a bad run raises (as opposed to a bug): logged without a traceback."""
-    from google.protobuf.message import DecodeError
-
     return (OSError, ValueError, DecodeError)
 
 
@@ -106,7 +106,6 @@ def main() -> int:
         try:
             view = _build(sources, logdir)
             light = light_view(view)
-            from ..read.cache import store_view
             store_view(logdir, sources.name, signature, light)
             reply: tuple[Any, ...] = ("ok", view if full else light, time.monotonic() - began)
         except Exception as err:  # noqa: BLE001 - reported to the parent, which logs it

@@ -34,7 +34,7 @@ import google_crc32c
 
 from ..errors import Problem
 
-__all__ = ["RecordReader", "ChunkVerifier", "masked_crc32c", "encode_record"]
+__all__ = ["RecordReader", "ChunkVerifier", "next_intact_record", "masked_crc32c", "encode_record"]
 
 _HEADER = 12
 _FOOTER = 4
