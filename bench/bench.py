@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     for s in dumps:
         judge = s == "2m"
 
-        def verdict(ok: bool) -> str:
+        def verdict(ok: bool, judge: bool = judge) -> str:
             return f": {_verdict(ok)}" if judge else ""
 
         if (s, "ddr") in series:

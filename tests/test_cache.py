@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from tb_opmode.read import cache, tfdbg
 from tb_opmode.analyze import assemble
 from tb_opmode.cli import main
+from tb_opmode.read import cache, tfdbg
 from tb_opmode.read.tfdbg import DumpSet, find_dump_sets, read_dump_set
 
 from .conftest import dump_files

@@ -35,8 +35,8 @@ import pytest
 from tensorflow.core.protobuf import debug_event_pb2
 from tensorflow.python.lib.io import tf_record
 
-from tb_opmode.read import textlog, tfdbg
 from tb_opmode.cli import main
+from tb_opmode.read import textlog, tfdbg
 from tb_opmode.read.tfdbg import find_dump_sets, read_dump_set
 from tb_opmode.read.tfrecord import RecordReader, encode_record, masked_crc32c
 
@@ -73,7 +73,8 @@ def tf_event(payload: bytes) -> Any:
 
 
 
-def reference(executions: list[bytes], graphs: list[bytes], traces: list[bytes]) -> tuple[Counter, Counter, Counter, int]:
+def reference(executions: list[bytes], graphs: list[bytes],
+              traces: list[bytes]) -> tuple[Counter, Counter, Counter, int]:
     """(eager op types, graph op types, function calls, graph executions of unknown ops)
     from the given payloads, parsed by TensorFlow's protos: what a reader that reads
     exactly these records and nothing else must report."""

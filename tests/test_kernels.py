@@ -10,9 +10,9 @@ import pytest
 from tensorflow.python.debug.lib import debug_events_reader
 
 from tb_opmode.analyze.assemble import load
+from tb_opmode.analyze.explain import explain
 from tb_opmode.model import RunModel
 from tb_opmode.vocab import REMOVED
-from tb_opmode.analyze.explain import explain
 
 _EXECUTING = re.compile(r"(?:\] |\s)Executing op (\S+) in device")
 _INSTANTIATING = re.compile(r"Instantiating kernel for node: \{\{node ([^}]+)\}\} = ([A-Za-z0-9_]+)\[")

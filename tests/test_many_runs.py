@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from tensorboard.plugins import base_plugin
 
-from tb_opmode.read import cache
-from tb_opmode.present import tab
 from tb_opmode.analyze.assemble import build_run
 from tb_opmode.plugin.routes import OpModePlugin, file_signature
+from tb_opmode.present import tab
+from tb_opmode.read import cache
 from tb_opmode.read.discover import discover
 
 from .conftest import link_tree
@@ -124,7 +124,7 @@ def test_views_beyond_the_resident_ones_are_rebuilt_identically(
 
 def test_the_cache_holds_every_run_and_drops_deleted_files(
         many: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for _plugin_ in _plugin(many):
+    for _ in _plugin(many):
         pass
     entries = list(cache_env.glob("*.pickle"))
     runs = discover(str(many))
@@ -151,7 +151,7 @@ def test_the_cache_holds_every_run_and_drops_deleted_files(
 
 def test_a_full_disk_evicts_the_least_recently_used(
         many: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for _plugin_ in _plugin(many):
+    for _ in _plugin(many):
         pass
     entries = sorted(cache_env.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
     newest = entries[-1]

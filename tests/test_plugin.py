@@ -26,12 +26,12 @@ from tensorboard.plugins import base_plugin
 from werkzeug import test as wtest
 from werkzeug.wrappers import Response
 
-from tb_opmode.present import tab, timeline
-from tb_opmode.present.csv import render_csv
 from tb_opmode.analyze.assemble import load
-from tb_opmode.present.contract import summary
 from tb_opmode.plugin import routes
 from tb_opmode.plugin.routes import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
+from tb_opmode.present import tab, timeline
+from tb_opmode.present.contract import summary
+from tb_opmode.present.csv import render_csv
 
 from .conftest import link_tree
 
@@ -276,7 +276,7 @@ def test_timeline_full_window_and_zoom(bert: Api) -> None:
     assert full["level"] == "events"
     starts = [e[1] for e in full["events"]]
     names = full["names"]
-    for lane, start, dur, name, kernel, cls in full["events"]:
+    for lane, _start, dur, name, kernel, cls in full["events"]:
         assert 0 <= lane < 3 and dur >= 0 and 0 <= cls < len(full["classes"])
         assert names[name] and isinstance(names[kernel], str)
         if full["classes"][cls].startswith("graph_"):
@@ -303,7 +303,7 @@ def test_timeline_bins_when_zoomed_out(bert: Api) -> None:
     assert binned["level"] == "bins" and binned["total"] == full["total"]
     # An event counts in every bin it spans (a long op is not a 1-px tick): at least once.
     assert sum(b[3] for b in binned["bins"]) >= full["total"]
-    for lane, start, end, count, busy, cls, name, onednn in binned["bins"]:
+    for _lane, start, end, count, busy, _cls, name, onednn in binned["bins"]:
         assert start < end and count >= 1 and 0 <= onednn <= count and busy >= 0
         assert binned["names"][name]
 

@@ -23,8 +23,19 @@ import pytest
 
 from tb_opmode.analyze import rules
 from tb_opmode.analyze.rules import (
-    FIRST_VERSION, LAST_VERSION, MECHANISMS, MODES, RULES, Rule, covers, eager_dispatch_name,
-    expected_kernel, matching_rules, normalize_dtype, parse_version, stock_reason,
+    FIRST_VERSION,
+    LAST_VERSION,
+    MECHANISMS,
+    MODES,
+    RULES,
+    Rule,
+    covers,
+    eager_dispatch_name,
+    expected_kernel,
+    matching_rules,
+    normalize_dtype,
+    parse_version,
+    stock_reason,
 )
 from tests.conftest import machine_cpu
 

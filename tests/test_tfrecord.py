@@ -7,7 +7,6 @@ import struct
 from pathlib import Path
 
 import pytest
-
 from tensorflow.python.lib.io import tf_record
 
 from tb_opmode.read import tfrecord

@@ -42,9 +42,9 @@ Frame = tuple[str, int, str]  # (file path, line, function)
 
 
 def kernel_class(kernel: str) -> str:
-    """One of ``vocab.KERNEL_CLASSES``: ``fused`` (a oneDNN kernel grappler's remapper fused from several ops), ``onednn``
-    (another ``_Mkl*`` kernel), ``stock``, or ``unknown`` (no kernel: none seen, or the op
-    was optimized away)."""
+    """One of ``vocab.KERNEL_CLASSES``: ``fused`` (a oneDNN kernel grappler's remapper
+    fused from several ops), ``onednn`` (another ``_Mkl*`` kernel), ``stock``, or
+    ``unknown`` (no kernel: none seen, or the op was optimized away)."""
     if not kernel or kernel in (REMOVED, UNKNOWN):
         return "unknown"
     if is_fused(kernel) and is_onednn(kernel):
@@ -251,7 +251,8 @@ def _fusion_blocked(model: RunModel, op_type: str, mode: str, kernels: list[Any]
     if not fused:
         return ""
     return (f"No fusion: TF {model.tensorflow_version} can fuse {op_type} with its neighbours "
-            f"into {' or '.join(fused)}, but grappler's remapper fuses only when the intermediate tensors have no other consumer, and this run's "
+            f"into {' or '.join(fused)}, but grappler's remapper fuses only when the intermediate "
+            f"tensors have no other consumer, and this run's "
             f"tfdbg dump (enable_dump_debug_info) gave every traced tensor one, a debug op. "
             f"Without the dump, this op may run fused (measured on TF 2.21: a Dense+ReLU model "
             f"runs _MklNativeFusedMatMul without the dump, _MklMatMul, BiasAdd and Relu with it).")

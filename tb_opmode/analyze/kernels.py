@@ -23,7 +23,6 @@ Evidence, strongest first:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..model import EagerAssignment, OpKernel, RunModel

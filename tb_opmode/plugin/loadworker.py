@@ -2,7 +2,8 @@
 
 In (stdin): length-prefixed pickles ``(RunSources, signature, logdir, full)``, one per run.
 Out (stdout): one length-prefixed pickle per job, in order: ``("ok", view,
-seconds)`` (the light view is also kept in the cache, ``cache.store_view``) where ``view`` is the ``tab.RunView`` (``full``) or its light form
+seconds)`` (the light view is also kept in the cache, ``cache.store_view``) where
+``view`` is the ``tab.RunView`` (``full``) or its light form
 (``light_view``: what the run list shows, without the dump, profile and
 timeline data), or ``("error", type name, message, traceback text, expected)``.
 EOF on stdin ends the process, so a worker never outlives its TensorBoard.

@@ -48,13 +48,12 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from ..errors import BadParameter, NoSuchFile, NoSuchRun, PublicError, StillLoading, UnloadableRun
-from . import loadworker
-from ..present import timeline
-from ..present import tab
-from ..read.cache import cache_dir, load_view, store_view
 from ..analyze.assemble import build_run
+from ..errors import BadParameter, NoSuchFile, NoSuchRun, PublicError, StillLoading, UnloadableRun
+from ..present import tab, timeline
+from ..read.cache import cache_dir, load_view, store_view
 from ..read.discover import RunSources, discover
+from . import loadworker
 
 __all__ = ["OpModePlugin", "PLUGIN_NAME", "STATIC_FILES", "MAX_RESPONSE_BYTES", "file_signature"]
 

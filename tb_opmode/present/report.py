@@ -31,8 +31,8 @@ from typing import Any, Optional, Union
 
 from .. import __version__
 from ..errors import UnknownOpType
-from ..vocab import MODES, REMOVED, UNKNOWN
 from ..read.discover import display
+from ..vocab import MODES, REMOVED, UNKNOWN
 
 __all__ = ["Redaction", "Code", "Strong", "Inline", "Heading", "Para", "Bullets", "Table", "Block",
            "DEFAULT_FOCUS", "TOP_OP_TYPES", "MAX_ROWS", "focus_ops", "select_op_types",

@@ -78,8 +78,9 @@ import datetime
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Iterable, Iterator, Optional
+from typing import BinaryIO, Callable, Optional
 
 from ..errors import Problem
 

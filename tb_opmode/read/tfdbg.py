@@ -41,16 +41,17 @@ import pickle
 import re
 import struct
 import threading
-from sys import intern
 from array import array
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from sys import intern
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from .schema import EVENT_KINDS, LEN, VARINT, DebugEvent, message_fields, read_varint
 from ..errors import Problem
+from .schema import EVENT_KINDS, LEN, VARINT, DebugEvent, message_fields, read_varint
 from .tfrecord import ChunkVerifier, RecordReader, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "FileState", "find_dump_sets", "read_dump_set",

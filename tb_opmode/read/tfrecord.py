@@ -27,8 +27,9 @@ import ctypes
 import glob
 import os
 import struct
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generator, Iterable, Iterator, Sequence
+from typing import Any
 
 import google_crc32c
 

@@ -21,11 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import Problem
 from . import wire
 from .schema import walk_fields
-from ..errors import Problem
-from .xtypes import (_ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile,
-                     _event_kinds)
+from .xtypes import _ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile, _event_kinds
 
 __all__ = ["HostPlane", "locate", "decode"]
 

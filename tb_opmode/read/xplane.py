@@ -94,8 +94,7 @@ def read_profile(path: str) -> Profile:
     """Read one ``.xplane.pb``. Never raises for unreadable or bad content."""
     # The decoder and numpy (40 ms to import) load only when a profile is read:
     # a summary served from the cache never needs them.
-    from . import wire
-    from . import xevents
+    from . import wire, xevents
 
     prof = Profile(path=path, host=_host(path))
     try:
@@ -140,8 +139,8 @@ def read_profile(path: str) -> Profile:
         prof.function_calls = [(n, s + shift, d) for n, s, d in prof.function_calls]
         prof.start_ns += shift
         prof.end_ns += shift
-        prof.notes.append((
+        prof.notes.append(
             "no profile_start_time in the file (TF 2.13 writes none): absolute times "
             "estimated as file mtime minus the span of the events; off by the time TF took "
-            "to write the file (milliseconds), more if the file was copied without its mtime"))
+            "to write the file (milliseconds), more if the file was copied without its mtime")
     return prof

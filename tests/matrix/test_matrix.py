@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from tb_opmode.analyze.assemble import load
-from tb_opmode.present.contract import summary
 from tb_opmode.analyze.explain import function_graphs
+from tb_opmode.present.contract import summary
 from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu
 from tests.matrix.truth import parse_log, score, truth_of
 from tests.matrix.workloads import CELLS, MissingPackages, make_cell
@@ -54,11 +54,13 @@ FLOORS: dict[str, tuple[dict[str, float], str]] = {
     "fit_spe": ({'2.21': 0.973, '2.17': 0.973, '2.13': 0.942}, _CHEAP),
     "fit_vmodule": ({'2.21': 0.977, '2.17': 0.977, '2.13': 0.943}, _CHEAP),
     "hf_bert": ({'2.21': 0.955, '2.17': 0.956, '2.13': 0.945}, _CHEAP),
-    "mirrored": ({'2.21': 0.932, '2.17': 0.932, '2.13': 0.847}, _CHEAP + '; one replica\'s constants and IdentityN folded or removed'),
+    "mirrored": ({'2.21': 0.932, '2.17': 0.932, '2.13': 0.847},
+                 _CHEAP + '; one replica\'s constants and IdentityN folded or removed'),
     "mixed_bf16": ({'2.21': 0.979, '2.17': 0.979, '2.13': 0.945}, _CHEAP),
     "mixed_f16": ({'2.21': 0.958, '2.17': 0.958, '2.13': 0.945}, _CHEAP),
     "tf_keras": ({'2.21': 0.981, '2.17': 0.981, '2.13': 0.974}, _CHEAP),
-    "tfdata_map": ({'2.21': 0.95, '2.17': 0.95, '2.13': 0.95}, 'constants grappler deduplicated (the dump cannot tell which copy ran)'),
+    "tfdata_map": ({'2.21': 0.95, '2.17': 0.95, '2.13': 0.95},
+                   'constants grappler deduplicated (the dump cannot tell which copy ran)'),
 }
 # With the log, every execution is right but for these (the floor, why).
 WITH_LOG_GAPS: dict[str, tuple[dict[str, float], str]] = {
