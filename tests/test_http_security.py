@@ -43,7 +43,9 @@ from tensorboard.plugins import base_plugin
 from werkzeug import test as wtest
 from werkzeug.wrappers import Response
 
+from tb_opmode.plugin import loader
 from tb_opmode.plugin import routes as plugin_module
+from tb_opmode.plugin.loader import RunLoader
 from tb_opmode.plugin.routes import STATIC_FILES, OpModePlugin
 from tb_opmode.read.tfrecord import encode_record
 
@@ -494,17 +496,17 @@ def test_one_unloadable_run_does_not_stop_the_others(tmp_path: Path, cnn_logdir:
     link_tree(cnn_logdir, logdir / "a_bad")
     link_tree(cnn_logdir, logdir / "b_good")
     if where == "loader thread":
-        monkeypatch.setattr(OpModePlugin, "WORKERS", 1)
-        real_build = plugin_module.build_run
+        monkeypatch.setattr(RunLoader, "WORKERS", 1)
+        real_build = loader.build_run
 
         def build(sources: Any, logdir: str) -> Any:
             if sources.name == "a_bad":
                 raise OverflowError("cannot convert float infinity to integer")
             return real_build(sources, logdir)
 
-        monkeypatch.setattr(plugin_module, "build_run", build)
+        monkeypatch.setattr(loader, "build_run", build)
     else:
-        monkeypatch.setattr(OpModePlugin, "WORKERS", 2)
+        monkeypatch.setattr(RunLoader, "WORKERS", 2)
         (tmp_path / "site").mkdir()
         (tmp_path / "site" / "sitecustomize.py").write_text(_FAILING_WORKER)
         monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))

@@ -27,7 +27,7 @@ from werkzeug import test as wtest
 from werkzeug.wrappers import Response
 
 from tb_opmode.analyze.assemble import load
-from tb_opmode.plugin import routes
+from tb_opmode.plugin import loader, routes
 from tb_opmode.plugin.routes import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
 from tb_opmode.present import tab, timeline
 from tb_opmode.present.contract import summary
@@ -443,13 +443,13 @@ def test_run_still_loading_is_503_then_200(bert_logdir: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A run found but not built yet answers 503 (with Retry-After), not 404; once built, 200."""
     release = threading.Event()
-    real_build = routes.build_run
+    real_build = loader.build_run
 
     def slow_build(sources: Any, logdir: str) -> Any:
         assert release.wait(300), "the test never released the build"
         return real_build(sources, logdir)
 
-    monkeypatch.setattr(routes, "build_run", slow_build)
+    monkeypatch.setattr(loader, "build_run", slow_build)
     plugin = OpModePlugin(base_plugin.TBContext(logdir=str(bert_logdir)))
     api = Api(plugin)
     try:

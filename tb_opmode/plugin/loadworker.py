@@ -1,9 +1,9 @@
 """A process that builds runs for the plugin's loader, so runs load on every core.
 
 In (stdin): length-prefixed pickles ``(RunSources, signature, logdir, full)``, one per run.
-Out (stdout): one length-prefixed pickle per job, in order: ``("ok", view,
-seconds)`` (the light view is also kept in the cache, ``cache.store_view``) where
-``view`` is the ``tab.RunView`` (``full``) or its light form
+Out (stdout): one length-prefixed pickle per job, in order: ``("ok", view)``
+(the light view is also kept in the cache, ``cache.store_view``) where ``view``
+is the ``tab.RunView`` (``full``) or its light form
 (``light_view``: what the run list shows, without the dump, profile and
 timeline data), or ``("error", type name, message, traceback text, expected)``.
 EOF on stdin ends the process, so a worker never outlives its TensorBoard.
@@ -22,7 +22,6 @@ import os
 import pickle
 import struct
 import sys
-import time
 import traceback
 from typing import Any, BinaryIO, Optional
 
@@ -103,12 +102,11 @@ def main() -> int:
             sources, signature, logdir, full = receive(inp)
         except EOFError:
             return 0
-        began = time.monotonic()
         try:
             view = _build(sources, logdir)
             light = light_view(view)
             store_view(logdir, sources.name, signature, light)
-            reply: tuple[Any, ...] = ("ok", view if full else light, time.monotonic() - began)
+            reply: tuple[Any, ...] = ("ok", view if full else light)
         except Exception as err:  # noqa: BLE001 - reported to the parent, which logs it
             reply = ("error", type(err).__name__, str(err), traceback.format_exc(),
                      isinstance(err, expected))
