@@ -1,7 +1,7 @@
 # Two entry points, both work on a fresh machine:
 #   make demo   build a real logdir with TensorFlow and open TensorBoard with the Op Mode tab
-#   make test   install everything and run every test, on TF 2.21 and on TF 2.13, and the
-#               truth matrix on TF 2.17 too
+#   make test   install everything, lint and type-check (make lint), and run every test,
+#               on TF 2.21 and on TF 2.13, and the truth matrix on TF 2.17 too
 PYTHON ?= python3
 VENV ?= .venv
 VENV213 ?= .venv-tf213
@@ -10,7 +10,7 @@ DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-213 matrix venv venv213 venv217 browser bench clean
+.PHONY: demo test lint test-213 matrix venv venv213 venv217 browser bench clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -49,7 +49,12 @@ demo: venv
 	$(VENV)/bin/tb-opmode summary $(DEMO_DIR)
 	$(VENV)/bin/tensorboard --logdir $(DEMO_DIR) --port $(PORT)
 
-test: venv venv213 venv217 browser
+# Lint and strict types first (settings in pyproject.toml); `test` runs it before anything.
+lint: venv
+	$(VENV)/bin/ruff check tb_opmode tests bench
+	$(VENV)/bin/mypy --strict tb_opmode
+
+test: lint venv venv213 venv217 browser
 	$(VENV)/bin/python -m pytest -q tests
 	$(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
 	$(VENV217)/bin/python -m pytest -q tests/matrix

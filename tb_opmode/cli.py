@@ -256,7 +256,8 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     stderr = stderr or sys.stderr
     args = _parser().parse_args(argv)
     try:
-        return args.func(args, stdout, stderr)
+        status: int = args.func(args, stdout, stderr)
+        return status
     except PublicError as err:  # errors.py: each a message for the user
         stderr.write(f"tb-opmode: error: {display(str(err))}\n")
         return 2

@@ -55,7 +55,7 @@ class RunModel:
     onednn_source: str = ""
     counts_from: str = ""
     sources: dict[str, list[str]] = field(default_factory=dict)
-    functions: Counter = field(default_factory=Counter)
+    functions: Counter[str] = field(default_factory=Counter)
     op_types: dict[str, OpTypeRow] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     dumps: list[DumpSet] = field(default_factory=list)

@@ -171,7 +171,7 @@ def _apply_kernels(model: RunModel) -> None:
 def _graph_kernels_without_dump(model: RunModel) -> None:
     """No dump: each kernel seen is its row's, with the executions its evidence counts
     (the log's Process node lines, else the profile's events)."""
-    counted: Counter = Counter()
+    counted: Counter[str] = Counter()
     evidence: dict[str, str] = {}
     for log in model.logs:
         for kernel, n in log.kernel_executions.items():
@@ -286,8 +286,10 @@ def build_run(sources: RunSources, logdir: str) -> RunModel:
     for dump in dumps:
         model.problems.extend(dump.problems)
         model.problems.extend(_dump_checks(dump))
-    for part in (*model.profiles, *model.logs):
-        model.problems.extend(part.problems)
+    for prof in model.profiles:
+        model.problems.extend(prof.problems)
+    for log in model.logs:
+        model.problems.extend(log.problems)
     model.problems.extend(read_problems)
     model.problems.extend(_log_run_checks(model))
     if model.dumps:

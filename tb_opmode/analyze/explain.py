@@ -104,8 +104,8 @@ def call_sites(model: RunModel, op_type: str, mode: str, limit: Optional[int] = 
     side; with ``via``, ``via`` lists the frames between the user's code and the
     site (outermost first, TF internals left out, the last few).
     """
-    stacks: Counter = Counter()      # (dump index, stack) -> executions
-    created_ops: Counter = Counter()  # (dump index, stack) -> graph ops created there
+    stacks: Counter[tuple[int, tuple[str, ...]]] = Counter()       # (dump index, stack) -> executions
+    created_ops: Counter[tuple[int, tuple[str, ...]]] = Counter()  # (dump index, stack) -> graph ops created there
     if mode == "eager":
         for i, dump in enumerate(model.dumps):
             for (t, stack), n in dump.execution_sites.items():
@@ -262,7 +262,7 @@ def explain(model: RunModel, op_type: str) -> dict[str, Any]:
     """Per mode: explanation (a paragraph) and reasons (structured)."""
     row = model.op_types[op_type]
     out: dict[str, Any] = {}
-    dtypes = {"eager": Counter(), "graph": Counter()}
+    dtypes: dict[str, Counter[str]] = {"eager": Counter(), "graph": Counter()}
     for e in model.eager_ops:
         if e.op_type == op_type:
             dtypes["eager"][e.dtype] += e.executions
@@ -378,10 +378,10 @@ def op_times(model: RunModel) -> dict[tuple[str, str, str], list[int]]:
             cell[0] += 1
             cell[1] += dur
         for node, kernel, _start, dur in prof.graph_ops:
-            op_type = op_of.get(node)
-            if op_type is None:
+            graph_op = op_of.get(node)
+            if graph_op is None:
                 continue  # tfdbg's own nodes and executor plumbing
-            cell = out[(op_type, "graph", kernel)]
+            cell = out[(graph_op, "graph", kernel)]
             cell[0] += 1
             cell[1] += dur
     return dict(out)
@@ -389,7 +389,7 @@ def op_times(model: RunModel) -> dict[tuple[str, str, str], list[int]]:
 
 def class_times(times: dict[tuple[str, str, str], list[int]]) -> dict[tuple[str, str], int]:
     """(mode, kernel class) -> profiled op time in ns, from ``op_times``."""
-    totals: Counter = Counter()
+    totals: Counter[tuple[str, str]] = Counter()
     for (_op, mode, kernel), (_n, ns) in times.items():
         totals[(mode, kernel_class(kernel))] += ns
     return dict(totals)

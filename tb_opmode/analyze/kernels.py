@@ -352,7 +352,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                            profiled_debug: tuple[set[str], set[str]],
                            no_node: set[tuple[str, str]]) -> None:
     # This run's own observations: (op type, dtype) -> kernel seen in its graphs.
-    seen: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for op in resolved:
         if op.kernel != REMOVED and not op.fused_into and op.evidence in ("log", "profile"):
             seen[(op.op_type, op.dtype)][op.kernel] += 1
@@ -644,7 +644,7 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str) -> tup
 def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssignment]:
     """The kernel of eager executions, per (op type, dtype of the first output)."""
 
-    per_dtype: Counter = Counter()
+    per_dtype: Counter[tuple[str, str]] = Counter()
     for dump in model.dumps:
         for (op_type, dtype), n in dump.execution_dtypes.items():
             if not is_function(op_type):
@@ -653,7 +653,8 @@ def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssign
         for op_type, row in model.op_types.items():
             if row.eager.executions:
                 per_dtype[(op_type, "")] += row.eager.executions
-    log_kernels: dict[str, Counter] = defaultdict(Counter)  # op type -> (kernel, dtype, dispatch)
+    # op type -> (kernel, dtype, dispatch)
+    log_kernels: dict[str, Counter[tuple[str, str, str]]] = defaultdict(Counter)
     for log in model.logs:
         for ek, n in log.eager_kernels.items():
             if not is_function(ek.dispatch):
@@ -661,7 +662,7 @@ def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssign
     # What the graph pass did to the same op type and dtype in this run's graphs.
     # Grappler does not run on an eager op's one-node function, so grappler's
     # rewrites and fusions (RealDiv -> Mul, ...WithBias) say nothing about eager.
-    seen: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for op in graph_ops:
         if (op.evidence in ("log", "profile") and not op.fused_into
                 and canonical_op(op.kernel) == op.op_type):
@@ -701,7 +702,7 @@ def _dtype_words(dtype: str) -> str:
 
 
 def _eager_from_log(op_type: str, dtype: str, n: int,
-                    candidates: Counter) -> list[EagerAssignment]:
+                    candidates: Counter[tuple[str, str, str]]) -> list[EagerAssignment]:
     """Eager executions of one (op type, dtype) labelled from the log's wrapper kernels.
 
     The health tensor's dtype is the output's; T= is the input's. They agree for

@@ -23,7 +23,7 @@ import pickle
 import struct
 import sys
 import traceback
-from typing import Any, BinaryIO, Optional
+from typing import IO, Any, Optional
 
 from google.protobuf.message import DecodeError
 
@@ -37,14 +37,14 @@ __all__ = ["main", "send", "receive", "light_view", "expected_errors"]
 _HEADER = struct.Struct("<Q")
 
 
-def send(stream: BinaryIO, value: Any) -> None:
+def send(stream: IO[bytes], value: Any) -> None:
     """Write one message (a pickle with its length in front) and flush it."""
     body = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_HEADER.pack(len(body)) + body)
     stream.flush()
 
 
-def _exactly(stream: BinaryIO, n: int) -> Optional[bytes]:
+def _exactly(stream: IO[bytes], n: int) -> Optional[bytes]:
     chunks, got = [], 0
     while got < n:
         chunk = stream.read(n - got)
@@ -55,7 +55,7 @@ def _exactly(stream: BinaryIO, n: int) -> Optional[bytes]:
     return b"".join(chunks)
 
 
-def receive(stream: BinaryIO) -> Any:
+def receive(stream: IO[bytes]) -> Any:
     """Read one message; raises EOFError when the other side has gone."""
     head = _exactly(stream, _HEADER.size)
     if head is None:

@@ -19,7 +19,8 @@ import json
 import logging
 import os
 import re
-from typing import Any, Callable, Optional
+from collections.abc import Iterable
+from typing import Any, Callable, Optional, cast
 
 from tensorboard import errors as tb_errors
 from tensorboard.backend import http_util
@@ -54,7 +55,12 @@ _JSON = "application/json"
 
 logger = logging.getLogger(__name__)
 
-Handler = Callable[[wrappers.Request], wrappers.Response]
+# What get_plugin_apps maps a path to: a WSGI application (environ, start_response).
+Handler = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+# A route as written: a method taking the request, returning the response.
+_Method = Callable[["OpModePlugin", wrappers.Request], wrappers.Response]
+# The same method made a WSGI app by _route (bound, it is a Handler).
+_App = Callable[["OpModePlugin", dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 class _Unavailable(tb_errors.PublicError):
@@ -78,7 +84,7 @@ _INTERNAL = ("Internal error: a bug in the opmode plugin answering this request;
              "its traceback is in TensorBoard's log")
 
 
-def _route(handler: Callable[[OpModePlugin, wrappers.Request], wrappers.Response]) -> Any:
+def _route(handler: _Method) -> _App:
     """A route: the WSGI app of ``handler`` (``Request.application``), with errors mapped
     to HTTP in this one place. An ``errors.PublicError`` answers with its status and
     message; any other exception is a bug: its traceback is logged and the answer is a
@@ -92,13 +98,21 @@ def _route(handler: Callable[[OpModePlugin, wrappers.Request], wrappers.Response
             public = _TB_ERRORS.get(err.http_status)
             if public is None:
                 logger.exception("opmode: %s answering %s", type(err).__name__, request.path)
-                return http_util.Respond(request, _INTERNAL, "text/plain", code=500)
+                return _respond_text(request, _INTERNAL, 500)
             raise public(str(err)) from err
         except Exception:  # noqa: BLE001 - a bug: logged with its traceback, answered 500
             logger.exception("opmode: bug answering %s", request.path)
-            return http_util.Respond(request, _INTERNAL, "text/plain", code=500)
+            return _respond_text(request, _INTERNAL, 500)
 
-    return wrappers.Request.application(answer)
+    # werkzeug types application() for a function of the request alone (and so its
+    # result as an app of environ and start_response); it passes the request as the
+    # last argument, so a method (plugin, request) works as well and stays a method.
+    return cast(_App, wrappers.Request.application(answer))  # type: ignore[arg-type]
+
+
+def _respond_text(request: wrappers.Request, text: str, code: int) -> wrappers.Response:
+    response: wrappers.Response = http_util.Respond(request, text, "text/plain", code=code)
+    return response
 
 
 class OpModePlugin(base_plugin.TBPlugin):
@@ -166,7 +180,8 @@ class OpModePlugin(base_plugin.TBPlugin):
         if len(text) > MAX_RESPONSE_BYTES:
             raise BadParameter(
                 "the answer would exceed 1 MB; ask for a smaller page or window")
-        return http_util.Respond(request, text, _JSON)
+        response: wrappers.Response = http_util.Respond(request, text, _JSON)
+        return response
 
     @staticmethod
     def _text(request: wrappers.Request, name: str, default: str = "") -> str:
@@ -213,32 +228,6 @@ class OpModePlugin(base_plugin.TBPlugin):
     def _serve_runs(self, request: wrappers.Request) -> wrappers.Response:
         """All runs, loaded or not: ``[{run, status, tensorflow_version, ...}]`` plus progress."""
         return self._respond(request, self.loader.runs())
-        with self._lock:
-            names = sorted(set(self._discovered) | set(self._runs))
-            runs = []
-            for name in names:
-                loaded = self._runs.get(name)
-                entry: dict[str, Any] = {"run": name}
-                if loaded is not None:
-                    doc = loaded.view.doc
-                    stale = (name in self._progress.pending)
-                    entry.update(status="ready", reloading=stale,
-                                 tensorflow_version=doc["tensorflow_version"],
-                                 onednn_enabled=doc["onednn_enabled"],
-                                 onednn_state=tab.onednn_state(loaded.view)[0],
-                                 counts_from=doc["counts_from"],
-                                 op_types=len(loaded.view.rows),
-                                 executions=sum(r["total"] for r in loaded.view.rows.values()),
-                                 has_profile=bool(loaded.view.model.profiles),
-                                 warnings=len(doc["warnings"]),
-                                 loaded_at=loaded.loaded_at)
-                elif name in self._errors:
-                    entry.update(status="error", error=self._errors[name])
-                else:
-                    entry.update(status="loading")
-                runs.append(entry)
-            progress = self._progress_json()
-        return self._respond(request, {"runs": runs, "progress": progress})
 
     @_route
     def _serve_progress(self, request: wrappers.Request) -> wrappers.Response:
@@ -322,7 +311,8 @@ class OpModePlugin(base_plugin.TBPlugin):
             raise BadParameter(
                 "the export would exceed 1 MB; export a smaller timeline window")
         headers = [("Content-Disposition", f'attachment; filename="opmode-{safe}.{ext}"')]
-        return http_util.Respond(request, content, ctype, headers=headers)
+        response: wrappers.Response = http_util.Respond(request, content, ctype, headers=headers)
+        return response
 
     @_route
     def _serve_static(self, request: wrappers.Request) -> wrappers.Response:
@@ -340,4 +330,5 @@ class OpModePlugin(base_plugin.TBPlugin):
                 body = f.read()
         except OSError as err:
             raise NoSuchFile(f"no such file: {name!r}") from err
-        return http_util.Respond(request, body, ctype)
+        response: wrappers.Response = http_util.Respond(request, body, ctype)
+        return response

@@ -72,13 +72,14 @@ def _mode_json(m: RunModel, row: OpTypeRow, mode: str, explanation: str) -> dict
 
 def onednn_primitives(m: RunModel) -> dict[str, Any]:
     """ONEDNN_VERBOSE primitives executed, by kind and implementation (ISA)."""
-    counts: Counter = Counter()
-    times: Counter = Counter()
+    counts: Counter[tuple[str, str, str]] = Counter()
+    times: dict[tuple[str, str, str], float] = {}
     for log in m.logs:
         counts.update(log.onednn_primitives)
-        times.update(log.onednn_time_ms)
+        for key, ms in log.onednn_time_ms.items():
+            times[key] = times.get(key, 0.0) + ms
     rows = [{"kind": kind, "implementation": impl, "prop_kind": prop, "count": n,
-             "time_ms": round(times[(kind, impl, prop)], 3)}
+             "time_ms": round(times.get((kind, impl, prop), 0), 3)}
             for (kind, impl, prop), n in counts.most_common()]
     note = ""
     if rows and all(r["kind"] == "gemm_api" for r in rows):
@@ -94,7 +95,7 @@ def xla_functions(m: RunModel) -> list[dict[str, Any]]:
     of their own. Their ops run inside one XLA cluster, not as TF kernels, and tfdbg
     cannot instrument a cluster (its debug ops have no XLA kernel): with the dump on, TF
     refuses to compile such a function, so a dump holds none of its ops."""
-    launches: Counter = Counter()
+    launches: Counter[str] = Counter()
     for log in m.logs:
         launches.update(log.xla_launches)
     out = []

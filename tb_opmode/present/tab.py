@@ -92,7 +92,7 @@ _MODE_RECORDS = {"CURT_HEALTH": "float tensors only", "CONCISE_HEALTH": "float t
 def dump_modes(model: RunModel) -> list[str]:
     """The tensor_debug_mode of the run's dumps (tfdbg ``DumpSet.tensor_debug_modes``),
     by name, most used first."""
-    counts: Counter = Counter()
+    counts: Counter[int] = Counter()
     for dump in model.dumps:
         counts.update(dump.tensor_debug_modes)
     return [_DEBUG_MODE_NAMES.get(n, str(n)) for n, _c in counts.most_common()]
@@ -108,10 +108,10 @@ def dump_gap(modes: list[str]) -> str:
             "this op's (an op without outputs is never traced)")
 
 
-def _log_graph_counts(model: RunModel) -> Counter:
+def _log_graph_counts(model: RunModel) -> Counter[str]:
     """Graph executions per op type as the TensorFlow log counted them (its window): per
     Process node line's kernel, as a run without a dump counts them."""
-    out: Counter = Counter()
+    out: Counter[str] = Counter()
     for log in model.logs:
         for kernel, n in log.kernel_executions.items():
             if is_user_op(kernel):
@@ -229,14 +229,14 @@ def prepare(model: RunModel, logdir: str) -> RunView:
     logdir = os.path.abspath(logdir)
     # Explanations are long and per op: made on request (op detail, JSON export).
     doc = run_json(model, logdir, explanations=False)
-    time_ns: Counter = Counter()
+    time_ns: Counter[tuple[str, str]] = Counter()
     for (op_type, mode, _kernel), (_events, ns) in model.times.items():
         time_ns[(op_type, mode)] += ns
     rows = {r["op_type"]: _row_json(r, time_ns) for r in doc["op_types"]}
     modes = dump_modes(model)
     _uncounted(model, rows, modes)
-    outside: Counter = Counter()
-    kind_time: Counter = Counter()
+    outside: Counter[tuple[str, str]] = Counter()
+    kind_time: Counter[tuple[str, str]] = Counter()
     for (op_type, mode, kernel), (_events, ns) in model.times.items():
         if op_type in rows:
             kind_time[(mode, kernel_kind(kernel))] += ns
@@ -271,7 +271,7 @@ def _capped_verbose(verbose: Any) -> Optional[dict[str, Any]]:
 def _class_of_mode(stats: ModeStats, classify: Callable[[str], str] = kernel_class
                    ) -> dict[str, int]:
     """Executions of one op type in one mode per kernel class (+ ``unknown``)."""
-    out: Counter = Counter()
+    out: Counter[str] = Counter()
     known = sum(k.executions for k in stats.kernels)
     # A log can count more executions than the dump saw (it ran longer): scale down.
     scale = stats.executions / known if known > stats.executions else 1.0
@@ -285,7 +285,7 @@ def _class_of_mode(stats: ModeStats, classify: Callable[[str], str] = kernel_cla
 
 def _fused_of_mode(stats: ModeStats) -> dict[str, int]:
     """Executions of fused kernels per kind (scaled as ``_class_of_mode`` scales)."""
-    out: Counter = Counter()
+    out: Counter[str] = Counter()
     known = sum(k.executions for k in stats.kernels)
     scale = stats.executions / known if known > stats.executions else 1.0
     for k in stats.kernels:
@@ -310,9 +310,9 @@ def overview(view: RunView) -> dict[str, Any]:
     matrix = []
     kinds = []
     for mode in MODES:
-        classes: Counter = Counter()
-        by_kind: Counter = Counter()
-        fused: Counter = Counter()
+        classes: Counter[str] = Counter()
+        by_kind: Counter[str] = Counter()
+        fused: Counter[str] = Counter()
         for row in model.op_types.values():
             classes.update(_class_of_mode(row.mode(mode)))
             by_kind.update(_class_of_mode(row.mode(mode), kernel_kind))
@@ -454,7 +454,8 @@ def _passes(row: dict[str, Any], filters: tuple[str, ...], query: str) -> bool:
 
 def _sort_key(sort: str) -> Callable[[dict[str, Any]], Any]:
     def time_of(row: dict[str, Any], mode: str) -> int:
-        return row[mode].get("time_ns", 0)
+        ns: int = row[mode].get("time_ns", 0)
+        return ns
     keys = {
         "total": lambda r: (r["total"], r["op_type"]),
         "eager": lambda r: (r["eager"]["executions"], r["op_type"]),

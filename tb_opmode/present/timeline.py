@@ -107,14 +107,14 @@ def build(model: RunModel) -> Timeline:
     for name, events in raw.items():
         events.sort(key=lambda e: (e[0], -e[1]))
         lane = _Lane()
-        for start, dur, label, kernel, op_type, cls in events:
+        for start, dur, label, kernel, op_type, cls_id in events:
             lane.starts.append(start - t0)
             lane.durs.append(max(0, dur))
             lane.names.append(label)
             lane.kernels.append(kernel)
             lane.ops.append(op_type)
-            lane.classes.append(cls)
-            if cls == _CLS["debug"]:
+            lane.classes.append(cls_id)
+            if cls_id == _CLS["debug"]:
                 debug_time += max(0, dur)
         lane.max_dur = max(lane.durs, default=0)
         lanes[name] = lane

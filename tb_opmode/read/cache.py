@@ -328,7 +328,7 @@ def cached_dump_set(directory: str, prefix: str, files: dict[str, str]) -> DumpS
     return assemble_dump_set(directory, prefix, files, states)
 
 
-def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type) -> T:
+def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type[T]) -> T:
     where = cache_dir()
     identity = file_identity(path)
     if where is None or identity is None:

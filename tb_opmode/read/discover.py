@@ -385,7 +385,8 @@ _memo: dict[tuple[str, str], tuple[Any, Any]] = {}
 def _memoized(key: tuple[str, str], identity: Any, compute: Callable[[], T]) -> T:
     found = _memo.get(key)
     if found is not None and identity is not None and found[0] == identity:
-        return found[1]
+        known: T = found[1]
+        return known
     value = compute()
     _memo[key] = (identity, value)
     return value

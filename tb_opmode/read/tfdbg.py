@@ -180,18 +180,18 @@ class DumpSet:
     graphs: dict[str, GraphInfo] = field(default_factory=dict)
     devices: dict[int, str] = field(default_factory=dict)
     # (op type, graph id or "") -> count; a non-empty graph id is a tf.function call
-    executions: Counter = field(default_factory=Counter)
+    executions: Counter[tuple[str, str]] = field(default_factory=Counter)
     # (op type, stack frame ids) -> count
-    execution_sites: Counter = field(default_factory=Counter)
+    execution_sites: Counter[tuple[str, tuple[str, ...]]] = field(default_factory=Counter)
     # (op type, dtype of the first output as the health tensor says, "" if none) -> count
-    execution_dtypes: Counter = field(default_factory=Counter)
+    execution_dtypes: Counter[tuple[str, str]] = field(default_factory=Counter)
     # (graph id, op name, output slot) -> count
-    traces: Counter = field(default_factory=Counter)
+    traces: Counter[tuple[str, str, int]] = field(default_factory=Counter)
     # (graph id, op name, output slot) -> dtype its first health tensor names
     trace_dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
     # (graph id, op name, slot) -> health_digest of its first trace
     trace_digests: dict[tuple[str, str, int], int] = field(default_factory=dict)
-    tensor_debug_modes: Counter = field(default_factory=Counter)
+    tensor_debug_modes: Counter[int] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
     records: int = 0
     bytes_read: int = 0
@@ -446,7 +446,7 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
     """Records of ``path`` from ``start`` up to the first one at or after ``stop``,
     decoded one by one."""
     part = _Part(start=start)
-    counts: Counter = Counter()
+    counts: Counter[tuple[str, str, int]] = Counter()
     dtypes = part.dtypes
     reader = RecordReader(path, start=start, stop=stop)
     for event in _decoded(reader, _TRACES, part.read_problems):
@@ -532,7 +532,7 @@ def _first_payload(path: str, start: int) -> bytes | None:
     except OSError:
         return None
     finally:
-        records.close()  # type: ignore[attr-defined]  (a generator: closes the file)
+        records.close()  # type: ignore[attr-defined]  # a generator (RecordReader.__iter__): closes the file
     return None
 
 
@@ -754,7 +754,7 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
     for part in parts:
         if not part.fast:
             continue
-        exact: Counter = Counter()
+        exact: Counter[tuple[str, str, int]] = Counter()
         for key, n in part.counts.items():
             info = infos.get(key)
             if info is None:

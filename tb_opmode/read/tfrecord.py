@@ -54,7 +54,7 @@ _ALL_ONES = 0xFFFFFFFF
 
 
 def masked_crc32c(data: bytes) -> int:
-    crc = google_crc32c.value(data)
+    crc: int = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
@@ -160,7 +160,7 @@ class RecordReader:
                 # The length verified, but the record may still be torn (bytes lost
                 # inside it, a writer that died mid-record): go on after it only if
                 # a verified header starts there, else search for the next record.
-                nxt: int | None = end
+                nxt = end
                 if end + _HEADER <= self._size:
                     after = self._bytes_at(data, base, end, _HEADER)
                     if len(after) == _HEADER and crc(after[:8]) != u32(after, 8)[0]:
@@ -248,10 +248,11 @@ class RecordReader:
         if end > self._size:
             return False
         if end <= base + len(data):
-            return masked_crc32c(data[rel + _HEADER:end - base - _FOOTER]) == \
-                _U32.unpack_from(data, end - base - _FOOTER)[0]
+            stored_crc: int = _U32.unpack_from(data, end - base - _FOOTER)[0]
+            return masked_crc32c(data[rel + _HEADER:end - base - _FOOTER]) == stored_crc
         # Runs past the bytes in hand: stream its payload's CRC from the file.
-        crc, at = 0, pos + _HEADER
+        crc: int = 0
+        at = pos + _HEADER
         while at < end - _FOOTER:
             chunk = self._pread(at, min(_WINDOW, end - _FOOTER - at))
             if not chunk:
@@ -262,7 +263,8 @@ class RecordReader:
         if len(stored) < _FOOTER:
             return False
         masked = (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
-        return masked == _U32.unpack(stored)[0]
+        expected: int = _U32.unpack(stored)[0]
+        return masked == expected
 
 
 def next_intact_record(buf: Any, size: int, pos: int, limit: int | None = None) -> int | None:
@@ -286,7 +288,10 @@ def _intact_at(buf: Any, size: int, pos: int) -> bool:
         return False
     (length,) = _U64.unpack(header)
     end = pos + _HEADER + length + _FOOTER
-    return end <= size and masked_crc32c(buf[pos + _HEADER:end - _FOOTER]) == _U32.unpack_from(buf, end - _FOOTER)[0]
+    if end > size:
+        return False
+    stored: int = _U32.unpack_from(buf, end - _FOOTER)[0]
+    return masked_crc32c(buf[pos + _HEADER:end - _FOOTER]) == stored
 
 
 def _candidates(buf: Any, size: int, pos: int, stop: int) -> Iterable[int]:
@@ -404,6 +409,7 @@ class ChunkVerifier:
             words[where] = ((stored << np.uint32(15)) | (stored >> np.uint32(17))) ^ zero
         # CRC32C with its initial and final inversions undone (start from ~0, compare
         # with ~0): zero exactly when the buffer's polynomial remainder is zero.
+        crc: int
         if self._extend is not None:  # straight from the array, no copy
             crc = self._extend(_ALL_ONES, work.ctypes.data, n)
         else:
