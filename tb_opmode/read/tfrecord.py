@@ -327,7 +327,7 @@ class ChunkVerifier:
     all (the CRC with its inversions undone is then zero); a damaged record
     changes the result (as surely as a per-record check would catch a single
     damaged record; two damaged records could cancel out with probability
-    2^-32). Needs numpy; ``available()`` says if it is.
+    2^-32). Needs numpy.
     On False, re-read the run record by record to learn what is damaged.
     """
 
@@ -341,14 +341,6 @@ class ChunkVerifier:
         self._zeros = bytes(1 << 20)
         self._scratch: Any = np.zeros(0, dtype=np.uint8)
         self._extend = _c_extend()
-
-    @staticmethod
-    def available() -> bool:
-        try:
-            import numpy  # noqa: F401
-        except ImportError:
-            return False
-        return True
 
     def _crc_of_zeros(self, n: int) -> int:
         crc = 0
