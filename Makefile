@@ -1,8 +1,9 @@
 # Two entry points, both work on a fresh machine:
 #   make demo   build a real logdir with TensorFlow and open TensorBoard with the Op Mode tab
 #   make test   install everything and run every test: first the tier without TensorFlow
-#               (tests/unit, in .venv-notf, and the wheel's smoke test), then on TF 2.21 and
-#               on TF 2.13, and the truth matrix on TF 2.17 too
+#               (tests/unit, in .venv-notf, and the wheel's smoke test), then lint and strict
+#               types (make lint), then on TF 2.21 and on TF 2.13, and the truth matrix on
+#               TF 2.17 too
 PYTHON ?= python3
 VENV ?= .venv
 VENV213 ?= .venv-tf213
@@ -12,7 +13,7 @@ DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-notf test-213 matrix venv venv213 venv217 venv-notf browser bench clean
+.PHONY: demo test test-notf lint test-213 matrix venv venv213 venv217 venv-notf browser bench clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -66,9 +67,14 @@ demo: venv
 	$(VENV)/bin/tb-opmode summary $(DEMO_DIR)
 	$(VENV)/bin/tensorboard --logdir $(DEMO_DIR) --port $(PORT)
 
+# Lint and strict types (settings in pyproject.toml).
+lint: venv
+	$(VENV)/bin/ruff check tb_opmode tests bench
+	$(VENV)/bin/mypy --strict tb_opmode
+
 # The no-TF tier first: it needs only the small venv, so it answers before TF is installed.
 test: test-notf
-	$(MAKE) venv venv213 venv217 browser
+	$(MAKE) lint venv venv213 venv217 browser
 	$(VENV)/bin/python -m pytest -q tests
 	$(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
 	$(VENV217)/bin/python -m pytest -q tests/matrix

@@ -8,7 +8,9 @@ setup(
     package_data={"tb_opmode": ["static/*"]},
     python_requires=">=3.9",
     install_requires=["tensorboard>=2.13", "werkzeug", "protobuf>=4.21,<8", "google-crc32c", "numpy"],
-    extras_require={"test": ["tensorflow-cpu", "pytest", "playwright", "hypothesis", "dask[distributed]"],
+    # ruff and mypy (with protobuf's stubs) run first in `make test` (`make lint`).
+    extras_require={"test": ["tensorflow-cpu", "pytest", "playwright", "hypothesis",
+                             "ruff", "mypy", "types-protobuf", "dask[distributed]"],
                     # tb-opmode summary --dask ADDRESS
                     "dask": ["dask[distributed]"]},
     entry_points={

@@ -108,7 +108,7 @@ def generate_xplane(steps: int) -> Path:
 
 COUNT_RECORDS = """
 import sys
-from tb_opmode.tfrecord import RecordReader
+from tb_opmode.read.tfrecord import RecordReader
 reader = RecordReader(sys.argv[1], verify=False)
 for _ in reader:
     pass
@@ -215,7 +215,7 @@ def ddr_cmd(logdir: Path) -> list[str]:
 XPLANE_READ = """
 import sys, time
 t = time.perf_counter()
-from tb_opmode.{module} import {func}
+from tb_opmode.read.{module} import {func}
 p = {func}(sys.argv[1])
 print(time.perf_counter() - t, len(p.eager_ops), len(p.graph_ops), len(p.problems))
 """
@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     for s in dumps:
         judge = s == "2m"
 
-        def verdict(ok: bool) -> str:
+        def verdict(ok: bool, judge: bool = judge) -> str:
             return f": {_verdict(ok)}" if judge else ""
 
         if (s, "ddr") in series:

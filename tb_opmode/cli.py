@@ -18,13 +18,17 @@ import textwrap
 from typing import Any, Callable, TextIO
 
 from . import __version__
-from .export import render_csv
-from .join import MODES, LogdirError, RunModel, load, run_json, summary
-from .partials import Partial, Unit, read_dask, read_pool, read_serial
-from .report import DEFAULT_FOCUS, FORMATS, Redaction, UnknownOpType, build, focus_ops, render
-from .runs import UnreadableLogdir, display
-from .why import call_sites, explain
-from .workers import render_workers
+from .analyze.assemble import load
+from .analyze.explain import call_sites, explain
+from .errors import DaskError, LogdirError, PublicError, ReportOutputError, UnknownOpType
+from .model import RunModel
+from .present.contract import run_json, summary
+from .present.csv import render_csv
+from .present.report import DEFAULT_FOCUS, FORMATS, Redaction, build, focus_ops, render
+from .present.workers import render_workers
+from .read.discover import display
+from .read.partials import Partial, Unit, read_dask, read_pool, read_serial
+from .vocab import MODES
 
 __all__ = ["main", "render_table", "render_csv"]
 
@@ -87,14 +91,10 @@ def _nothing_readable(logdir: str, models: list[RunModel]) -> LogdirError:
 
 
 def _run_name(run: str | None) -> str | None:
-    """``--run`` as the run's name: names are display text (see ``runs.display``), and
+    """``--run`` as the run's name: names are display text (see ``discover.display``), and
     ``display`` leaves display text as it is, so both the name as printed and the
     directory's raw name (a newline, a bidi control, undecodable bytes) select it."""
     return None if run is None else display(run)
-
-
-class DaskError(RuntimeError):
-    """``--dask ADDRESS``: dask.distributed is missing or the scheduler cannot be reached."""
 
 
 def _reader(args: argparse.Namespace) -> Callable[[list[Unit]], Partial]:
@@ -147,7 +147,7 @@ def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         near = sorted(t for t in model.op_types if t.lower() == args.op_type.lower()
                       or args.op_type.lower() in t.lower())
         hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
-        raise LogdirError(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
+        raise UnknownOpType(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
     _write_explanation(model, args.op_type, args.top, stdout)
     return 0
 
@@ -180,10 +180,6 @@ def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) 
                 if user:
                     stdout.write(f"             from {display(user['file'])}:{user['line']}  "
                                  f"{display(user['function'])}\n")
-
-
-class ReportOutputError(OSError):
-    """``--output FILE`` cannot be written."""
 
 
 def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -287,8 +283,9 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     stderr = stderr or sys.stderr
     args = _parser().parse_args(argv)
     try:
-        return args.func(args, stdout, stderr)
-    except (LogdirError, UnreadableLogdir, UnknownOpType, ReportOutputError, DaskError) as err:
+        status: int = args.func(args, stdout, stderr)
+        return status
+    except PublicError as err:  # errors.py: each a message for the user
         stderr.write(f"tb-opmode: error: {display(str(err))}\n")
         return 2
     except BrokenPipeError:  # `tb-opmode summary ... | head`

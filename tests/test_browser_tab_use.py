@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any

@@ -8,7 +8,9 @@ damaged files, it gives exactly what the record-by-record reader gives.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
 import os
 import shutil
 import struct
@@ -17,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from tb_opmode import cache, join, tfdbg
+from tb_opmode.analyze import assemble
 from tb_opmode.cli import main
-from tb_opmode.tfdbg import DumpSet, find_dump_sets, read_dump_set
+from tb_opmode.read import cache, tfdbg
+from tb_opmode.read.tfdbg import DumpSet, find_dump_sets, read_dump_set
 
 from .conftest import dump_files
 
@@ -102,7 +105,7 @@ def test_cache_hit_gives_identical_model_without_reading(
     monkeypatch.setattr(cache, "read_log", no_read)
     assert _summary(bert_logdir, capsys) == reference  # warm
     assert spy.starts == []
-    (warm,) = [m for m in join.load(str(bert_logdir)) if m.dumps]
+    (warm,) = [m for m in assemble.load(str(bert_logdir)) if m.dumps]
     prefix, files = _only_set(bert_logdir)
     _assert_same(warm.dumps[0], _exact(bert_logdir, monkeypatch))
 
@@ -189,26 +192,75 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
 
 def test_nothing_is_written_into_the_logdir(bert_logdir: Path, cache_env: Path) -> None:
     before = _snapshot(bert_logdir)
-    join.load(str(bert_logdir))
-    join.load(str(bert_logdir))
+    assemble.load(str(bert_logdir))
+    assemble.load(str(bert_logdir))
     assert _snapshot(bert_logdir) == before
     assert list(cache_env.glob("*.pickle"))
 
 
 def test_corrupt_cache_file_is_ignored(bert_logdir: Path, cache_env: Path,
                                        monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture) -> None:
+                                       capsys: pytest.CaptureFixture,
+                                       caplog: pytest.LogCaptureFixture) -> None:
     reference = _summary(bert_logdir, capsys)
     entries = sorted(cache_env.glob("*.pickle"))
     assert entries
     for i, entry in enumerate(entries):
         raw = entry.read_bytes()
         entry.write_bytes([b"", b"not a pickle", raw[:len(raw) // 2], raw[::-1]][i % 4])
-    assert _summary(bert_logdir, capsys) == reference
+    with caplog.at_level(logging.WARNING, logger=cache.__name__):
+        assert _summary(bert_logdir, capsys) == reference
+    # Not swallowed: each entry that could not be loaded is named in the log.
+    named = {str(e) for e in entries if any(str(e) in r.getMessage() for r in caplog.records
+                                            if "cannot load" in r.getMessage())}
+    assert len(named) >= min(len(entries), 2), caplog.text
     # Rewritten: the next run is a hit again.
     spy = _Spy(monkeypatch)
     assert _summary(bert_logdir, capsys) == reference
     assert spy.starts == []
+
+
+def _package_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the package's sources that the cache fingerprints instead of the real one."""
+    copy = tmp_path / "tb_opmode"
+    shutil.copytree(Path(cache._PACKAGE_DIR), copy,
+                    ignore=shutil.ignore_patterns("static", "__pycache__"))
+    monkeypatch.setattr(cache, "_PACKAGE_DIR", str(copy))
+    monkeypatch.setattr(cache, "_fingerprints", {})
+    return copy
+
+
+def test_code_fingerprint_follows_content_not_names(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit of a reader that keeps its size and mtime still makes its entries stale;
+    an edit of a module that does not read the kind does not."""
+    copy = _package_copy(tmp_path, monkeypatch)
+    before = {kind: cache._code_fingerprint(kind) for kind in cache._READERS}
+    source = copy / "read" / "textlog.py"
+    st = source.stat()
+    text = source.read_text()
+    edited = text.replace("from __future__ import annotations", "from __future__ import annotations"[::-1], 1)
+    assert edited != text and len(edited) == len(text)
+    source.write_text(edited)
+    os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+    monkeypatch.setattr(cache, "_fingerprints", {})
+    after = {kind: cache._code_fingerprint(kind) for kind in cache._READERS}
+    assert after["log"] != before["log"] and after["view"] != before["view"]
+    assert after["dump"] == before["dump"] and after["profile"] == before["profile"]
+
+
+def test_a_fingerprinted_module_that_is_gone_is_an_error(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every module the cache fingerprints exists; one renamed away fails loudly instead
+    of silently leaving stale entries valid."""
+    for kind, names in cache._READERS.items():
+        for name in names:
+            assert importlib.util.find_spec(f"tb_opmode.{name}") is not None, (kind, name)
+    copy = _package_copy(tmp_path, monkeypatch)
+    (copy / "read" / "xevents.py").rename(copy / "read" / "xevents_renamed.py")
+    assert cache._code_fingerprint("log")  # xevents does not read logs
+    with pytest.raises(FileNotFoundError):
+        cache._code_fingerprint("profile")
 
 
 # ---------------------------------------------------------------- fast traces reader

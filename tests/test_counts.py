@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tb_opmode.analyze.assemble import load
 from tb_opmode.cli import main
-from tb_opmode.join import load, summary
+from tb_opmode.present.contract import summary
 
 from .conftest import ddr_counts
 
@@ -66,7 +67,7 @@ def test_profile_run_of_keras_callback_attaches_to_dump(bert_logdir: Path) -> No
 def test_table_and_csv(bert_logdir: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["summary", str(bert_logdir)]) == 0
     table = capsys.readouterr().out
-    line = next(l for l in table.splitlines() if l.strip().startswith("Transpose "))
+    line = next(t for t in table.splitlines() if t.strip().startswith("Transpose "))
     assert "_MklTranspose (log)" in line
     assert main(["summary", str(bert_logdir), "--format", "csv"]) == 0
     rows = capsys.readouterr().out.splitlines()

@@ -25,21 +25,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 import google_crc32c
-from google.protobuf.internal.encoder import _VarintBytes
 import pytest
+from google.protobuf.internal.encoder import _VarintBytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tb_opmode import textlog
-from tb_opmode.schema import DebugEvent, XSpace
-from tb_opmode.tfdbg import find_dump_sets, read_dump_set
-from tb_opmode.tfrecord import Problem, RecordReader, encode_record
-from tb_opmode.textlog import LogFacts, parse_lines, read_log
-from tb_opmode.xplane import read_profile
-
-from .xplane_reference import reference_profile
+from tb_opmode.read import textlog
+from tb_opmode.read.schema import DebugEvent, XSpace
+from tb_opmode.read.textlog import LogFacts, parse_lines, read_log
+from tb_opmode.read.tfdbg import find_dump_sets, read_dump_set
+from tb_opmode.read.tfrecord import Problem, RecordReader, encode_record
+from tb_opmode.read.xplane import read_profile
 
 from .conftest import dump_files
+from .xplane_reference import reference_profile
 
 DATA = Path(__file__).resolve().parent / "data"
 _CHECKS = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
@@ -212,7 +211,8 @@ def _record_reader_mutated(real: dict[str, Any], tmp_path_factory: pytest.TempPa
         assert reader.problems
 
 
-test_record_reader_mutated_real_files, test_record_reader_mutated_real_files_long = both(_record_reader_mutated, data=st.data())
+test_record_reader_mutated_real_files, test_record_reader_mutated_real_files_long = both(
+    _record_reader_mutated, data=st.data())
 
 
 # ---------------------------------------------------------------- DebugEvent payloads (tfdbg)

@@ -22,12 +22,12 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import pytest
 
 from tb_opmode.cli import main
-from tb_opmode.runs import display
+from tb_opmode.read.discover import display
 
 from .conftest import link_tree, needs_tensorflow
 from .test_plugin import make_api
@@ -91,7 +91,7 @@ def warm_imports(bert_logdir: Path) -> None:
     """Every module the CLI imports lazily, imported before ``cli_as_nobody`` forks."""
     # The profile decoder (and its thread pool) loads only when a profile is read, which a
     # warm cache skips: import it whatever an earlier test left in the cache.
-    importlib.import_module("tb_opmode.xevents")
+    importlib.import_module("tb_opmode.read.xevents")
     importlib.import_module("concurrent.futures.thread")
     for fmt in ("json", "table", "csv"):
         assert cli("summary", str(bert_logdir), "--format", fmt)[0] == 0

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode.join import RunModel, load
-from tb_opmode.kernels import REMOVED
-from tb_opmode.why import explain
+from tb_opmode.analyze.assemble import load
+from tb_opmode.analyze.explain import explain
+from tb_opmode.model import RunModel
+from tb_opmode.vocab import REMOVED
 
 _EXECUTING = re.compile(r"(?:\] |\s)Executing op (\S+) in device")
 _INSTANTIATING = re.compile(r"Instantiating kernel for node: \{\{node ([^}]+)\}\} = ([A-Za-z0-9_]+)\[")

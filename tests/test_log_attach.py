@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from tb_opmode.analyze.assemble import load
 from tb_opmode.cli import main
-from tb_opmode.join import load
-from tb_opmode.runs import discover
+from tb_opmode.read.discover import discover
 
 from .conftest import MAKE_LOGDIR, link_tree, needs_tensorflow
 
@@ -39,7 +39,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [sys.executable, str(MAKE_LOGDIR), str(root / f"onednn_{flag}"), "--workload", "cnn",
          "--onednn", flag], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for flag in ("on", "off")}
-    for flag, proc in procs.items():
+    for proc in procs.values():
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
     return root

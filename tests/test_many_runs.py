@@ -17,33 +17,39 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tensorboard.plugins import base_plugin
 
-from tb_opmode import cache, views
-from tb_opmode.join import build_run
-from tb_opmode.plugin import OpModePlugin, file_signature
-from tb_opmode.runs import discover
+from tb_opmode.analyze.assemble import build_run
+from tb_opmode.plugin.loader import RunLoader, file_signature
+from tb_opmode.present import tab
+from tb_opmode.read import cache
+from tb_opmode.read.discover import discover
 
 from .conftest import link_tree
 
 SMALL_RUNS = 12
 
 
-class Recording(OpModePlugin):
-    """The plugin, noting at each publication which runs were ready then."""
+class Recording(RunLoader):
+    """The plugin's loader, noting at each publication which runs were ready then, and
+    each worker process it starts."""
 
     RESIDENT_VIEWS = 3
     WORKERS = 2
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.published: list[tuple[str, set[str], bool]] = []
+        self.workers_started = 0
         super().__init__(*args, **kwargs)
 
-    def _publish(self, sources: Any, signature: Any, view: Any, seconds: float, full: bool) -> None:
+    def _publish(self, sources: Any, signature: Any, view: Any, full: bool) -> None:
         with self._lock:
             ready = set(self._runs)
         self.published.append((sources.name, ready, full))
-        super()._publish(sources, signature, view, seconds, full)
+        super()._publish(sources, signature, view, full)
+
+    def _start_worker(self) -> Any:
+        self.workers_started += 1
+        return super()._start_worker()
 
 
 @pytest.fixture()
@@ -65,7 +71,8 @@ def many(tmp_path: Path, cnn_logdir: Path, bert_logdir: Path) -> Path:
 
 
 def _plugin(logdir: Path) -> Iterator[Recording]:
-    plugin = Recording(base_plugin.TBContext(logdir=str(logdir)))
+    plugin = Recording(str(logdir))
+    plugin.start()
     try:
         assert plugin.wait_idle(600), "background load did not finish"
         yield plugin
@@ -91,7 +98,7 @@ def test_many_runs_all_ready_and_a_huge_one_last(many: Path, cache_env: Path) ->
         assert plugin._workers == []  # workers stop once the scan's loads are done
         # More runs than RESIDENT_VIEWS: they arrived light, to be rebuilt on request.
         assert not any(full for _n, _r, full in plugin.published)
-        progress = plugin._progress_json()
+        progress = plugin.progress()
         assert progress["runs_done"] == progress["runs_total"] == SMALL_RUNS + 1
         assert progress["pending"] == [] and progress["loading"] == ""
 
@@ -101,13 +108,13 @@ def test_views_beyond_the_resident_ones_are_rebuilt_identically(
     for plugin in _plugin(many):
         # Every run's answers equal those of a view built directly, whichever is held.
         for name in ["huge", *(f"small_{i:02d}" for i in range(SMALL_RUNS)), "huge"]:
-            view = plugin._view(name)
+            view = plugin.view(name)
             (sources,) = [r for r in discover(str(many)) if r.name == name]
-            direct = views.prepare(build_run(sources, str(many)), str(many))
-            assert json.dumps(views.overview(view), sort_keys=True) == \
-                json.dumps(views.overview(direct), sort_keys=True), name
-            assert views.op_page(view, "total", True, (), "", 0, 50) == \
-                views.op_page(direct, "total", True, (), "", 0, 50)
+            direct = tab.prepare(build_run(sources, str(many)), str(many))
+            assert json.dumps(tab.overview(view), sort_keys=True) == \
+                json.dumps(tab.overview(direct), sort_keys=True), name
+            assert tab.op_page(view, "total", True, (), "", 0, 50) == \
+                tab.op_page(direct, "total", True, (), "", 0, 50)
             with plugin._lock:
                 held = [n for n, loaded in plugin._runs.items() if loaded.full]
             assert len(held) <= Recording.RESIDENT_VIEWS and name in held
@@ -118,12 +125,12 @@ def test_views_beyond_the_resident_ones_are_rebuilt_identically(
         for name in light:
             loaded = plugin._runs[name]
             assert loaded.view.doc["run"] == name and loaded.view.rows
-            assert views.onednn_state(loaded.view)[0] == "on"
+            assert tab.onednn_state(loaded.view)[0] == "on"
 
 
 def test_the_cache_holds_every_run_and_drops_deleted_files(
         many: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for _plugin_ in _plugin(many):
+    for _ in _plugin(many):
         pass
     entries = list(cache_env.glob("*.pickle"))
     runs = discover(str(many))
@@ -135,8 +142,8 @@ def test_the_cache_holds_every_run_and_drops_deleted_files(
         assert plugin._errors == {}
         assert len(plugin.published) == SMALL_RUNS + 1
         assert all(not full for _n, _r, full in plugin.published)
-        assert all(loaded.seconds == 0.0 for loaded in plugin._runs.values())
-        assert plugin._view("small_03").timeline is not None  # the full view on request
+        assert plugin.workers_started == 0   # nothing was built: all from the view cache
+        assert plugin.view("small_03").timeline is not None  # the full view on request
     assert sorted(cache_env.glob("*.pickle")) == sorted(entries)
     # Delete runs: the next sweep removes their entries, and only theirs.
     for i in range(SMALL_RUNS // 2):
@@ -150,7 +157,7 @@ def test_the_cache_holds_every_run_and_drops_deleted_files(
 
 def test_a_full_disk_evicts_the_least_recently_used(
         many: Path, cache_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for _plugin_ in _plugin(many):
+    for _ in _plugin(many):
         pass
     entries = sorted(cache_env.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
     newest = entries[-1]

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode.join import load, summary
+from tb_opmode.analyze.assemble import load
+from tb_opmode.present.contract import summary
 
 from .conftest import free_port, get_json
 from .unit.conftest import unpack

@@ -2,7 +2,8 @@
 
 In: the session fixtures of conftest.py (BERT-like model.fit; a CNN custom
 loop with oneDNN on and off). Out: assertions on every route's answer, its
-errors (404 for unknown runs and ops, 400 for bad parameters), the static
+errors (404 for unknown runs and ops, 400 for bad parameters, 503 for a run still
+loading, 500 with a logged traceback for a bug), the static
 route's refusal of path traversal, the 1 MB cap, the exports, and the
 background loader (reload on change, consistent answers while it reloads).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import shutil
 import threading
 import time
@@ -24,10 +26,12 @@ from tensorboard.plugins import base_plugin
 from werkzeug import test as wtest
 from werkzeug.wrappers import Response
 
-from tb_opmode import timeline, views
-from tb_opmode.export import render_csv
-from tb_opmode.join import load, summary
-from tb_opmode.plugin import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
+from tb_opmode.analyze.assemble import load
+from tb_opmode.plugin import loader, routes
+from tb_opmode.plugin.routes import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
+from tb_opmode.present import tab, timeline
+from tb_opmode.present.contract import summary
+from tb_opmode.present.csv import render_csv
 
 from .conftest import link_tree
 
@@ -272,7 +276,7 @@ def test_timeline_full_window_and_zoom(bert: Api) -> None:
     assert full["level"] == "events"
     starts = [e[1] for e in full["events"]]
     names = full["names"]
-    for lane, start, dur, name, kernel, cls in full["events"]:
+    for lane, _start, dur, name, kernel, cls in full["events"]:
         assert 0 <= lane < 3 and dur >= 0 and 0 <= cls < len(full["classes"])
         assert names[name] and isinstance(names[kernel], str)
         if full["classes"][cls].startswith("graph_"):
@@ -299,7 +303,7 @@ def test_timeline_bins_when_zoomed_out(bert: Api) -> None:
     assert binned["level"] == "bins" and binned["total"] == full["total"]
     # An event counts in every bin it spans (a long op is not a 1-px tick): at least once.
     assert sum(b[3] for b in binned["bins"]) >= full["total"]
-    for lane, start, end, count, busy, cls, name, onednn in binned["bins"]:
+    for _lane, start, end, count, busy, _cls, name, onednn in binned["bins"]:
         assert start < end and count >= 1 and 0 <= onednn <= count and busy >= 0
         assert binned["names"][name]
 
@@ -435,6 +439,61 @@ def test_bad_parameter_is_400_with_message(bert: Api, path: str, params: dict[st
     assert needle in response.get_data(as_text=True)
 
 
+def test_run_still_loading_is_503_then_200(bert_logdir: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run found but not built yet answers 503 (with Retry-After), not 404; once built, 200."""
+    release = threading.Event()
+    real_build = loader.build_run
+
+    def slow_build(sources: Any, logdir: str) -> Any:
+        assert release.wait(300), "the test never released the build"
+        return real_build(sources, logdir)
+
+    monkeypatch.setattr(loader, "build_run", slow_build)
+    plugin = OpModePlugin(base_plugin.TBContext(logdir=str(bert_logdir)))
+    api = Api(plugin)
+    try:
+        for _ in range(600):
+            if [r["status"] for r in api.json("/runs")["runs"]] == ["loading"]:
+                break
+            time.sleep(0.05)
+        response = api.get("/overview", run=".")
+        text = response.get_data(as_text=True)
+        assert response.status_code == 503, text
+        assert "still loading" in text and response.headers["Retry-After"]
+        assert api.status("/overview", run="nope") == 404     # unknown is still a 404
+        release.set()
+        assert plugin.wait_idle(120)
+        assert api.json("/overview", run=".")["run"] == "."
+    finally:
+        release.set()
+        plugin.close()
+
+
+@pytest.mark.parametrize("error", [RuntimeError("injected bug"), KeyError("injected bug"),
+                                   ValueError("injected bug")])
+def test_a_bug_in_a_route_is_500_with_its_traceback_logged(
+        bert: Api, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        error: Exception) -> None:
+    """Any exception that is not one of errors.py's is a bug: a 500, never a 404 (a KeyError
+    inside the view is not "no such op type") nor a 400 (a ValueError is not a bad
+    parameter), and its traceback is in the log."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise error
+
+    monkeypatch.setattr(tab, "op_detail", broken)
+    with caplog.at_level(logging.ERROR, logger=routes.__name__):
+        response = bert.get("/op", run=".", op="Transpose")
+    assert response.status_code == 500, response.get_data(as_text=True)
+    assert "injected" not in response.get_data(as_text=True)     # details stay in the log
+    (record,) = [r for r in caplog.records if r.name == routes.__name__]
+    assert record.exc_info is not None and record.exc_info[1] is error
+    assert "Traceback" in caplog.text and "broken" in caplog.text
+    monkeypatch.undo()                       # the plugin goes on answering
+    assert bert.json("/op", run=".", op="Transpose")["op_type"] == "Transpose"
+
+
 # ---------------------------------------------------------------- static files
 
 def test_static_files_served(bert: Api) -> None:
@@ -474,7 +533,7 @@ def test_static_route_refuses_traversal(bert: Api, path: str) -> None:
 
 def test_largest_answers_stay_under_one_megabyte(bert: Api) -> None:
     # Api.get asserts the cap on every response; ask for the largest pages allowed.
-    bert.json("/optypes", run=".", page_size=views.MAX_PAGE_SIZE)
+    bert.json("/optypes", run=".", page_size=tab.MAX_PAGE_SIZE)
     bert.json("/timeline", run=".", max_events=timeline.MAX_EVENTS, debug=1)
     bert.json("/op", run=".", op="AddV2", sites=50)
     bert.json("/export", run=".", format="trace", max_events=timeline.MAX_TRACE_EVENTS, debug=1)

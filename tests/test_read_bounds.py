@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode import tfdbg, tfrecord
-from tb_opmode.tfrecord import RecordReader
+from tb_opmode.read import tfdbg, tfrecord
+from tb_opmode.read.tfrecord import RecordReader
 
 from .conftest import dump_files
 
@@ -50,8 +50,8 @@ def _repeated(src: Path, dst: Path, size: int) -> int:
 RSS_SCRIPT = r"""
 import resource, sys
 import numpy  # imported by the search anyway: its own size is not the reading's
-from tb_opmode.tfrecord import RecordReader
-from tb_opmode.tfdbg import read_file_states
+from tb_opmode.read.tfrecord import RecordReader
+from tb_opmode.read.tfdbg import read_file_states
 path, how = sys.argv[1], sys.argv[2]
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 if how == "reader":
@@ -159,7 +159,7 @@ def test_windowed_resync_finds_what_the_whole_file_search_found(
 # another thread: a file cut short, or replaced, in the middle of being read.
 CHANGE_SCRIPT = r"""
 import io, os, shutil, sys, threading
-from tb_opmode import tfdbg
+from tb_opmode.read import tfdbg
 from tb_opmode.cli import main
 path, how, keep, spare, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 real_pread = os.pread

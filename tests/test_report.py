@@ -24,10 +24,19 @@ from typing import Any, Optional
 
 import pytest
 
+from tb_opmode.analyze.assemble import load
 from tb_opmode.cli import main
-from tb_opmode.join import load, run_json
-from tb_opmode.report import (MAX_ROWS, Redaction, UnknownOpType, build, focus_ops,
-                              render_html, render_markdown, select_op_types)
+from tb_opmode.errors import UnknownOpType
+from tb_opmode.present.contract import run_json
+from tb_opmode.present.report import (
+    MAX_ROWS,
+    Redaction,
+    build,
+    focus_ops,
+    render_html,
+    render_markdown,
+    select_op_types,
+)
 
 from .conftest import ROOT, link_tree
 

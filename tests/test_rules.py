@@ -21,10 +21,21 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode import rules
-from tb_opmode.rules import (
-    FIRST_VERSION, LAST_VERSION, MECHANISMS, MODES, RULES, Rule, covers, eager_dispatch_name,
-    expected_kernel, matching_rules, normalize_dtype, parse_version, stock_reason,
+from tb_opmode.analyze import rules
+from tb_opmode.analyze.rules import (
+    FIRST_VERSION,
+    LAST_VERSION,
+    MECHANISMS,
+    MODES,
+    RULES,
+    Rule,
+    covers,
+    eager_dispatch_name,
+    expected_kernel,
+    matching_rules,
+    normalize_dtype,
+    parse_version,
+    stock_reason,
 )
 from tests.conftest import machine_cpu
 

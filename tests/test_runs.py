@@ -5,8 +5,8 @@ import os
 import shutil
 from pathlib import Path
 
-from tb_opmode.join import load
-from tb_opmode.runs import discover
+from tb_opmode.analyze.assemble import load
+from tb_opmode.read.discover import discover
 
 
 def _profile(logdir: Path) -> Path:

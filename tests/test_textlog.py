@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode.textlog import (MAX_LINE, EagerKernel, LogFacts, looks_like_log, parse_lines,
-                               read_log)
+from tb_opmode.read.textlog import MAX_LINE, EagerKernel, LogFacts, looks_like_log, parse_lines, read_log
 
 DATA = Path(__file__).resolve().parent / "data"
 TF221 = DATA / "vlog_tf221.txt"
@@ -206,7 +205,7 @@ def test_binary_and_non_utf8_bytes(tmp_path: Path) -> None:
 
 
 def test_utf8_is_not_a_problem(tmp_path: Path) -> None:
-    data = TF221.read_bytes() + "path /tmp/dönnées ok\n".encode("utf-8")
+    data = TF221.read_bytes() + "path /tmp/dönnées ok\n".encode()
     assert read_log(_write(tmp_path, "utf8.txt", data)).problems == []
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 
-from tb_opmode import tfrecord
-from tb_opmode.tfrecord import RecordReader, encode_record, masked_crc32c
+from tb_opmode.read import tfrecord
+from tb_opmode.read.tfrecord import RecordReader, encode_record, masked_crc32c
 
 from .conftest import dump_files
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from google.protobuf.internal.encoder import _VarintBytes
 
-from tb_opmode import wire
-from tb_opmode.schema import XSpace, message_fields, walk_fields
+from tb_opmode.read import wire
+from tb_opmode.read.schema import XSpace, message_fields, walk_fields
 
 XEvent = type(XSpace().planes.add().lines.add().events.add())
 

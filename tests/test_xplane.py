@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tb_opmode import wire, xevents
-from tb_opmode.xplane import Profile, find_profiles, read_profile
+from tb_opmode.read import wire, xevents
+from tb_opmode.read.xplane import Profile, find_profiles, read_profile
 
 from .conftest import needs_tensorflow
 from .xplane_reference import reference_profile

@@ -20,8 +20,8 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
-from tb_opmode import xplane
-from tb_opmode.schema import XSpace
+from tb_opmode.read import xplane, xtypes
+from tb_opmode.read.schema import XSpace
 
 __all__ = ["reference_profile"]
 
@@ -49,18 +49,18 @@ def reference_profile(data: bytes, mtime_ns: int) -> dict[str, Any] | None:
         space.ParseFromString(data)
     except DecodeError:
         return None
-    planes = [p for p in space.planes if p.name == xplane.HOST_PLANE]
+    planes = [p for p in space.planes if p.name == xtypes.HOST_PLANE]
     base = xplane._profile_start(space)
     shift_to_mtime = base is None and not all(
-        line.timestamp_ns >= xplane._EPOCH_MIN_NS for p in planes for line in p.lines)
+        line.timestamp_ns >= xtypes._EPOCH_MIN_NS for p in planes for line in p.lines)
     base = base or 0
     out: dict[str, Any] = {"eager": [], "graph": [], "calls": [], "start": 0, "end": 0}
     for plane in planes:
-        kinds = xplane._event_kinds(plane)
+        kinds = xtypes._event_kinds(plane)
         names = {e.key: e.value.name for e in plane.stat_metadata}
         ids = {name: key for key, name in names.items()}  # a repeated name: its last id
         for line in plane.lines:
-            t0 = line.timestamp_ns if line.timestamp_ns >= xplane._EPOCH_MIN_NS else base + line.timestamp_ns
+            t0 = line.timestamp_ns if line.timestamp_ns >= xtypes._EPOCH_MIN_NS else base + line.timestamp_ns
             events = []
             for ev in line.events:
                 off, dur = float(ev.offset_ps), float(ev.duration_ps)
@@ -72,7 +72,7 @@ def reference_profile(data: bytes, mtime_ns: int) -> dict[str, Any] | None:
                                    ev.duration_ps // 1000, stats))
             execs = [(ev.offset_ps, ev.offset_ps + ev.duration_ps,
                       any(k == ids.get("id") and v in (-1, (1 << 64) - 1) for k, v in stats))
-                     for (kind, *_), ev, _, _, stats in events if kind == xplane._EXEC]
+                     for (kind, *_), ev, _, _, stats in events if kind == xtypes._EXEC]
             folding = [(s, e) for s, e, own in execs if own]
             while True:  # an executor started inside a folding one folds too
                 widened = [(s, e) for s, e, own in execs
@@ -85,13 +85,13 @@ def reference_profile(data: bytes, mtime_ns: int) -> dict[str, Any] | None:
                 out["end"] = max(out["end"], start + dur)
                 folded = any(s <= ev.offset_ps < e for s, e in folding)
                 last = {name: v for k, v in stats for name in [names.get(k)] if ids.get(name) == k}
-                if kind == xplane._OP and not folded:
+                if kind == xtypes._OP and not folded:
                     out["graph"].append((node, kernel, start, dur))
-                elif kind == xplane._ASYNC and not folded:
+                elif kind == xtypes._ASYNC and not folded:
                     node, kernel = last.get("name"), last.get("kernel_type")
                     if isinstance(node, str) and isinstance(kernel, str) and node and kernel:
                         out["graph"].append((node, kernel, start, dur))
-                elif kind == xplane._OTHER:
+                elif kind == xtypes._OTHER:
                     if "eager_op" in last:
                         out["eager"].append((_text(last["eager_op"]), bool(last.get("is_func")),
                                              start, dur))

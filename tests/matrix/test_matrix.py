@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tb_opmode.join import load, summary
-from tb_opmode.tfdbg import digest_rank
-from tb_opmode.why import function_graphs
+from tb_opmode.analyze.assemble import load
+from tb_opmode.analyze.explain import function_graphs
+from tb_opmode.present.contract import summary
+from tb_opmode.read.tfdbg import digest_rank
 from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu, needs_tensorflow
 from tests.matrix.truth import parse_log, score, truth_of
 from tests.matrix.workloads import CELLS, MissingPackages, make_cell

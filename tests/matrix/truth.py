@@ -34,9 +34,10 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = ["Truth", "truth_of", "score", "parse_log", "REMOVED", "CONST", "UNKNOWN", "NOT_RUN"]
 
@@ -134,7 +135,7 @@ def parse_log(paths: Iterable[Path]) -> LogRuns:
     handle_kernel: dict[tuple[str, str], str] = {}
     pending: list[list[Any]] = []
     for path in paths:
-        with open(path, "r", encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
                 m = _LINE.match(line.rstrip("\n"))
                 if m is None:

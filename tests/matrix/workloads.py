@@ -318,8 +318,9 @@ class _Child:
         tf.config.threading.set_inter_op_parallelism_threads(1)
         tf.config.threading.set_intra_op_parallelism_threads(1)
         self.meta["keras_version"] = self.keras_version(tf)
-        import numpy as np
         import random
+
+        import numpy as np
         random.seed(0)
         np.random.seed(0)
         tf.random.set_seed(0)

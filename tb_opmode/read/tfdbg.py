@@ -41,16 +41,18 @@ import pickle
 import re
 import struct
 import threading
-from sys import intern
 from array import array
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from sys import intern
+from typing import Any
 
 from google.protobuf.message import DecodeError
 
+from ..errors import Problem
 from .schema import EVENT_KINDS, LEN, VARINT, DebugEvent, message_fields, read_varint
-from .tfrecord import ChunkVerifier, Problem, RecordReader, next_intact_record
+from .tfrecord import ChunkVerifier, RecordReader, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
@@ -211,13 +213,13 @@ class DumpSet:
     graphs: dict[str, GraphInfo] = field(default_factory=dict)
     devices: dict[int, str] = field(default_factory=dict)
     # (op type, graph id or "") -> count; a non-empty graph id is a tf.function call
-    executions: Counter = field(default_factory=Counter)
+    executions: Counter[tuple[str, str]] = field(default_factory=Counter)
     # (op type, stack frame ids) -> count
-    execution_sites: Counter = field(default_factory=Counter)
+    execution_sites: Counter[tuple[str, tuple[str, ...]]] = field(default_factory=Counter)
     # (op type, dtype of the first output as the health tensor says, "" if none) -> count
-    execution_dtypes: Counter = field(default_factory=Counter)
+    execution_dtypes: Counter[tuple[str, str]] = field(default_factory=Counter)
     # (graph id, op name, output slot) -> count
-    traces: Counter = field(default_factory=Counter)
+    traces: Counter[tuple[str, str, int]] = field(default_factory=Counter)
     # (graph id, op name, output slot) -> dtype its first health tensor names
     trace_dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
     # (graph id, op name, slot) -> health_digest of its first trace
@@ -227,9 +229,9 @@ class DumpSet:
     # -> count of executions, and
     # (graph id, op name, slot) -> device name of its first trace (an op of a graph is
     # placed on one device).
-    execution_devices: Counter = field(default_factory=Counter)
+    execution_devices: Counter[tuple[str, str, int, str]] = field(default_factory=Counter)
     trace_devices: dict[tuple[str, str, int], str] = field(default_factory=dict)
-    tensor_debug_modes: Counter = field(default_factory=Counter)
+    tensor_debug_modes: Counter[int] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
     records: int = 0
     bytes_read: int = 0
@@ -487,7 +489,7 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
     """Records of ``path`` from ``start`` up to the first one at or after ``stop``,
     decoded one by one."""
     part = _Part(start=start)
-    counts: Counter = Counter()
+    counts: Counter[tuple[str, str, int]] = Counter()
     dtypes = part.dtypes
     reader = RecordReader(path, start=start, stop=stop)
     for event in _decoded(reader, _TRACES, part.read_problems):
@@ -574,7 +576,7 @@ def _first_payload(path: str, start: int) -> bytes | None:
     except OSError:
         return None
     finally:
-        records.close()  # type: ignore[attr-defined]  (a generator: closes the file)
+        records.close()  # type: ignore[attr-defined]  # a generator (RecordReader.__iter__): closes the file
     return None
 
 
@@ -796,7 +798,7 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
     for part in parts:
         if not part.fast:
             continue
-        exact: Counter = Counter()
+        exact: Counter[tuple[str, str, int]] = Counter()
         for key, n in part.counts.items():
             info = infos.get(key)
             if info is None:

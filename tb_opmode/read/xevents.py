@@ -21,11 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import Problem
 from . import wire
 from .schema import walk_fields
-from .tfrecord import Problem
-from .xplane import (_ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile,
-                     _event_kinds)
+from .xtypes import _ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile, _event_kinds
 
 __all__ = ["HostPlane", "locate", "decode"]
 
@@ -96,7 +95,8 @@ class _Stats:
 
     def numeric(self) -> np.ndarray:
         """Whether the value is a number (no ref_value, no str_value)."""
-        return (self.ref == 0) & (self.str_len == 0)
+        numeric: np.ndarray = (self.ref == 0) & (self.str_len == 0)
+        return numeric
 
     def truthy(self, i: np.ndarray, names: dict[int, str]) -> np.ndarray:
         """``bool(value)`` of the stats ``i``: an interned string by its text,
@@ -180,7 +180,8 @@ def _line_events(raw: Any, buf: np.ndarray, run: tuple[int, int] | None
     lens = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
     if run is not None:
         first, line_end = run
-        heads = 2 + sum((lens >= (1 << (7 * k))).astype(np.int64) for k in range(1, 5))
+        # A sum of arrays (from 0) is an array; mypy types sum() of them as ndarray | int.
+        heads: np.ndarray = 2 + sum((lens >= (1 << (7 * k))).astype(np.int64) for k in range(1, 5))  # type: ignore[assignment]
         tags = first + np.cumsum(heads + lens) - (heads + lens)
         if tags[-1] + heads[-1] + lens[-1] <= line_end and (buf[tags] == 0x22).all():
             got, sizes = wire.varints(buf, tags + 1)

@@ -1,13 +1,12 @@
-"""The TensorBoard plugin "opmode": routes over runs loaded in a background thread.
+"""The plugin's loader: runs read in a background thread, published whole.
 
-In: a ``TBContext`` whose ``logdir`` holds tfdbg2 dumps, profiles and logs
-(found by ``runs.discover``). Out: small JSON answers under
-``/data/plugin/opmode/`` (runs, progress, overview, a page of the op table,
-one op's detail, a timeline window, a comparison of two runs, exports) and the
-tab's static files (``index.js`` and friends, from a fixed list).
+In: a logdir holding tfdbg2 dumps, profiles and logs (found by
+``discover.discover``). Out: per run a finished, never-changed ``tab.RunView``
+(``view``), the run list (``runs``) and the loading progress (``progress``), for
+``routes`` to serve.
 
 Loading never happens in a request: a daemon thread scans the logdir, builds
-each run (``join.build_run`` then ``views.prepare``) and publishes it under a
+each run (``assemble.build_run`` then ``tab.prepare``) and publishes it under a
 lock as one finished, never-changed object, so a request sees either the old
 model or the new one, never half of one. Every ``RESCAN_SECONDS`` it scans
 again and rebuilds a run whose files changed (size or mtime) or appeared,
@@ -21,16 +20,12 @@ thread (no process to start). Memory: at most ``RESIDENT_VIEWS`` runs' full
 views are held (a small dump's view is ~27 MB; 200 would be 5 GB); the
 others keep only what the run list shows, and a route asking for one rebuilds
 its view from the on-disk cache (tens of milliseconds), evicting the least
-recently used. Without the cache every view is held. Routes turn bad
-parameters into 400 (``InvalidArgumentError``) and unknown runs or ops into
-404 (``NotFoundError``).
+recently used. Without the cache every view is held.
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 import selectors
 import subprocess
 import sys
@@ -38,43 +33,20 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Optional
+from typing import IO, Any, Optional
 
 from google.protobuf.message import DecodeError
-from tensorboard import errors
-from tensorboard.backend import http_util
-from tensorboard.plugins import base_plugin
-from werkzeug import wrappers
 
-from . import loadworker, timeline, views
-from .cache import cache_dir, load_view, store_view
-from .join import build_run
-from .runs import RunSources, discover
+from ..analyze.assemble import build_run
+from ..errors import BadParameter, NoSuchRun, StillLoading, UnloadableRun
+from ..present import tab
+from ..read.cache import cache_dir, load_view, store_view
+from ..read.discover import RunSources, discover
+from . import loadworker
 
-__all__ = ["OpModePlugin", "PLUGIN_NAME", "STATIC_FILES", "MAX_RESPONSE_BYTES", "file_signature"]
-
-PLUGIN_NAME = "opmode"
-_STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
-# The only files the static routes serve; nothing from the request becomes a path.
-STATIC_FILES: dict[str, str] = {
-    "index.js": "text/javascript",
-    "data.js": "text/javascript",
-    "views.js": "text/javascript",
-    "timeline.js": "text/javascript",
-    "colors.js": "text/javascript",
-    "style.css": "text/css",
-}
-MAX_RESPONSE_BYTES = 1 << 20
-_MAX_TEXT_PARAM = 200
-# Run names are paths relative to the logdir, as display text: a path can be
-# PATH_MAX (4096) bytes and ``display`` writes an escaped byte as 4 characters.
-_MAX_RUN_PARAM = 4 * 4096
-_RUN_PARAMS = ("run", "a", "b")
-_JSON = "application/json"
+__all__ = ["RunLoader", "Signature", "file_signature"]
 
 logger = logging.getLogger(__name__)
-
-Handler = Callable[[wrappers.Request], wrappers.Response]
 
 
 def file_signature(sources: RunSources) -> tuple[tuple[str, int, int], ...]:
@@ -100,10 +72,9 @@ class _Loaded:
     ``full``, else its light form (``loadworker.light_view``), which only the run
     list reads; ``_view`` gives routes the full one."""
 
-    view: views.RunView
+    view: tab.RunView
     signature: Signature
     loaded_at: float
-    seconds: float
     sources: Optional[RunSources] = None
     full: bool = True
 
@@ -117,13 +88,12 @@ class _Worker:
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tb_opmode.loadworker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "tb_opmode.plugin.loadworker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=None, close_fds=True,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+                [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
                 + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])})
         self.job: Optional[tuple[RunSources, Signature]] = None
-        self.began = 0.0
 
     @property
     def stdout(self) -> IO[bytes]:
@@ -134,7 +104,6 @@ class _Worker:
         assert self.proc.stdin is not None
         loadworker.send(self.proc.stdin, (sources, signature, logdir, full))
         self.job = (sources, signature)
-        self.began = time.monotonic()
 
     def stop(self) -> None:
         """Close its stdin (it exits at EOF); kill it if it does not go."""
@@ -168,19 +137,17 @@ class _Progress:
     pending: list[str] = field(default_factory=list)
 
 
-class OpModePlugin(base_plugin.TBPlugin):
-    """Which ops ran eagerly or in graphs, and which oneDNN or stock kernel ran them."""
+class RunLoader:
+    """Runs of one logdir, loaded in a background thread (``start``) and published whole."""
 
-    plugin_name = PLUGIN_NAME
     RESCAN_SECONDS = 30.0
     # Full views held at once when others can be rebuilt from the cache.
     RESIDENT_VIEWS = 8
     # Worker processes for a scan with several runs to load: one per core.
     WORKERS: Optional[int] = None
 
-    def __init__(self, context: base_plugin.TBContext, rescan_seconds: Optional[float] = None,
-                 start: bool = True) -> None:
-        self._logdir = os.path.abspath(context.logdir) if context.logdir else ""
+    def __init__(self, logdir: str, rescan_seconds: Optional[float] = None) -> None:
+        self._logdir = os.path.abspath(logdir) if logdir else ""
         self._rescan = self.RESCAN_SECONDS if rescan_seconds is None else rescan_seconds
         self._lock = threading.Lock()
         self._runs: dict[str, _Loaded] = {}
@@ -190,15 +157,22 @@ class OpModePlugin(base_plugin.TBPlugin):
         self._workers: list[_Worker] = []
         self._discovered: dict[str, RunSources] = {}
         self._errors: dict[str, str] = {}
-        self._failed: dict[str, tuple[tuple[str, int, int], ...]] = {}
+        self._failed: dict[str, Signature] = {}
         self._progress = _Progress()
         self._active = False
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        if start and self._logdir:
-            self.start()
+
+    @property
+    def logdir(self) -> str:
+        return self._logdir
+
+    @property
+    def active(self) -> bool:
+        """Whether the last scan found a run."""
+        return self._active
 
     # ------------------------------------------------------------ loading
 
@@ -372,7 +346,7 @@ class OpModePlugin(base_plugin.TBPlugin):
             if light is None:
                 left.append((sources, signature))
             else:
-                self._publish(sources, signature, light, 0.0, False)
+                self._publish(sources, signature, light, False)
         return left
 
     def _show_loading(self, selector: selectors.BaseSelector) -> None:
@@ -409,8 +383,8 @@ class OpModePlugin(base_plugin.TBPlugin):
                 f"the process loading it died (exit status {code}; out of memory?)"))
             return False
         if reply[0] == "ok":
-            _kind, view, seconds = reply
-            self._publish(sources, signature, view, seconds, full)
+            _kind, view = reply
+            self._publish(sources, signature, view, full)
         else:
             _kind, type_name, message, trace, expected = reply
             if expected:
@@ -422,9 +396,9 @@ class OpModePlugin(base_plugin.TBPlugin):
                 self._failed[sources.name] = signature
         return True
 
-    def _publish(self, sources: RunSources, signature: Signature, view: views.RunView,
-                 seconds: float, full: bool) -> None:
-        loaded = _Loaded(view, signature, time.time(), seconds, sources, full)
+    def _publish(self, sources: RunSources, signature: Signature, view: tab.RunView,
+                 full: bool) -> None:
+        loaded = _Loaded(view, signature, time.time(), sources, full)
         with self._lock:
             self._runs[sources.name] = loaded
             self._errors.pop(sources.name, None)
@@ -445,9 +419,9 @@ class OpModePlugin(base_plugin.TBPlugin):
             loaded = self._runs.get(old)
             if loaded is not None and loaded.full and loaded.sources is not None:
                 self._runs[old] = _Loaded(loadworker.light_view(loaded.view), loaded.signature,
-                                          loaded.loaded_at, loaded.seconds, loaded.sources, False)
+                                          loaded.loaded_at, loaded.sources, False)
 
-    def _full_view(self, name: str, loaded: _Loaded) -> views.RunView:
+    def _full_view(self, name: str, loaded: _Loaded) -> tab.RunView:
         """The full view of a published run, rebuilt from the cache if only its light
         form is held (a route asked for a run beyond the resident ones)."""
         if loaded.full:
@@ -465,23 +439,22 @@ class OpModePlugin(base_plugin.TBPlugin):
             assert loaded.sources is not None
             began = time.monotonic()
             try:
-                view = views.prepare(build_run(loaded.sources, self._logdir), self._logdir)
+                view = tab.prepare(build_run(loaded.sources, self._logdir), self._logdir)
             except Exception as err:  # noqa: BLE001 - answered as 404 and logged
                 logger.exception("opmode: cannot rebuild run %s from the cache", name)
-                raise errors.NotFoundError(f"run {name!r} could not be reloaded: {err}") from err
+                raise UnloadableRun(f"run {name!r} could not be reloaded: {err}") from err
             logger.info("opmode: rebuilt run %s in %.2f s", name, time.monotonic() - began)
             with self._lock:
                 if self._runs.get(name) is loaded:
                     self._runs[name] = _Loaded(view, loaded.signature, loaded.loaded_at,
-                                               loaded.seconds, loaded.sources, True)
+                                               loaded.sources, True)
                     self._hold(name)
             return view
 
     def _load(self, sources: RunSources, signature: Signature) -> None:
-        began = time.monotonic()
         try:
             model = build_run(sources, self._logdir)
-            view = views.prepare(model, self._logdir)
+            view = tab.prepare(model, self._logdir)
         except (OSError, ValueError, DecodeError) as err:
             logger.warning("opmode: cannot load run %s: %s", sources.name, err)
             self._failed_run(sources.name, signature, err)
@@ -491,7 +464,7 @@ class OpModePlugin(base_plugin.TBPlugin):
             logger.exception("opmode: bug while loading run %s", sources.name)
             self._failed_run(sources.name, signature, err)
             return
-        self._publish(sources, signature, view, time.monotonic() - began, True)
+        self._publish(sources, signature, view, True)
         store_view(self._logdir, sources.name, signature, loadworker.light_view(view))
 
     def _failed_run(self, name: str, signature: Signature, err: BaseException) -> None:
@@ -517,43 +490,14 @@ class OpModePlugin(base_plugin.TBPlugin):
             else:
                 p.pending.append(name)
 
-    # ------------------------------------------------------------ TBPlugin
+    # ------------------------------------------------------------ what routes read
 
-    def get_plugin_apps(self) -> dict[str, Handler]:
-        apps: dict[str, Handler] = {
-            "/runs": self._serve_runs,
-            "/progress": self._serve_progress,
-            "/overview": self._serve_overview,
-            "/optypes": self._serve_optypes,
-            "/op": self._serve_op,
-            "/timeline": self._serve_timeline,
-            "/compare": self._serve_compare,
-            "/export": self._serve_export,
-            "/static/*": self._serve_static,
-        }
-        for name in STATIC_FILES:
-            apps["/" + name] = self._serve_static
-        return apps
-
-    def is_active(self) -> bool:
-        return self._active
-
-    def frontend_metadata(self) -> base_plugin.FrontendMetadata:
-        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Op Mode",
-                                            disable_reload=True)
-
-    # ------------------------------------------------------------ helpers
-
-    def _respond(self, request: wrappers.Request, body: Any) -> wrappers.Response:
-        text = json.dumps(body, separators=(",", ":"), ensure_ascii=True)
-        if len(text) > MAX_RESPONSE_BYTES:
-            raise errors.InvalidArgumentError(
-                "the answer would exceed 1 MB; ask for a smaller page or window")
-        return http_util.Respond(request, text, _JSON)
-
-    def _view(self, name: Optional[str], param: str = "run") -> views.RunView:
+    def view(self, name: Optional[str], param: str = "run") -> tab.RunView:
+        """The full view of run ``name`` (the request parameter ``param``), or the
+        error that says why there is none: ``BadParameter`` (no name), ``NoSuchRun``,
+        ``StillLoading`` or ``UnloadableRun``."""
         if not name:
-            raise errors.InvalidArgumentError(f"missing parameter {param!r}")
+            raise BadParameter(f"missing parameter {param!r}")
         with self._lock:
             loaded = self._runs.get(name)
             known = name in self._discovered
@@ -561,63 +505,14 @@ class OpModePlugin(base_plugin.TBPlugin):
         if loaded is not None:
             return self._full_view(name, loaded)
         if error:
-            raise errors.NotFoundError(f"run {name!r} could not be loaded: {error}")
+            raise UnloadableRun(f"run {name!r} could not be loaded: {error}")
         if known:
-            raise errors.NotFoundError(f"run {name!r} is still loading")
-        raise errors.NotFoundError(f"no run named {name!r}")
+            raise StillLoading(f"run {name!r} is still loading")
+        raise NoSuchRun(f"no run named {name!r}")
 
-    @staticmethod
-    def _text(request: wrappers.Request, name: str, default: str = "") -> str:
-        value = request.args.get(name, default)
-        cap = _MAX_RUN_PARAM if name in _RUN_PARAMS else _MAX_TEXT_PARAM
-        if len(value) > cap:
-            raise errors.InvalidArgumentError(f"{name} is longer than {cap} characters")
-        return value
-
-    @staticmethod
-    def _int(request: wrappers.Request, name: str, default: Optional[int], lo: int,
-             hi: int) -> Optional[int]:
-        raw = request.args.get(name)
-        if raw is None or raw == "":
-            return default
-        if not re.fullmatch(r"-?\d{1,19}", raw.strip()):
-            raise errors.InvalidArgumentError(f"{name} must be an integer; got {raw[:40]!r}")
-        value = int(raw)
-        if not lo <= value <= hi:
-            raise errors.InvalidArgumentError(f"{name} must be between {lo} and {hi}; got {value}")
-        return value
-
-    @classmethod
-    def _window(cls, request: wrappers.Request) -> tuple[Optional[int], Optional[int]]:
-        """The ``start`` and ``end`` of a timeline window (ns from the run's first event)."""
-        limit = 1 << 62
-        return (cls._int(request, "start", None, -limit, limit),
-                cls._int(request, "end", None, -limit, limit))
-
-    @staticmethod
-    def _bool(request: wrappers.Request, name: str, default: bool) -> bool:
-        raw = request.args.get(name)
-        if raw is None or raw == "":
-            return default
-        if raw.lower() in ("1", "true", "yes"):
-            return True
-        if raw.lower() in ("0", "false", "no"):
-            return False
-        raise errors.InvalidArgumentError(f"{name} must be 0 or 1; got {raw[:40]!r}")
-
-    def _progress_json(self) -> dict[str, Any]:
-        p = self._progress
-        return {"scans": p.scans, "runs_total": p.runs_total, "runs_done": p.runs_done,
-                "files_total": p.files_total, "files_done": p.files_done,
-                "bytes_total": p.bytes_total, "bytes_done": p.bytes_done,
-                "loading": p.loading, "scanning": p.scanning, "pending": list(p.pending),
-                "error": p.error, "logdir_set": bool(self._logdir)}
-
-    # ------------------------------------------------------------ routes
-
-    @wrappers.Request.application
-    def _serve_runs(self, request: wrappers.Request) -> wrappers.Response:
-        """All runs, loaded or not: ``[{run, status, tensorflow_version, ...}]`` plus progress."""
+    def runs(self) -> dict[str, Any]:
+        """All runs, loaded or not: ``{"runs": [{run, status, tensorflow_version, ...}],
+        "progress": ...}``, read under one lock so that both agree."""
         with self._lock:
             names = sorted(set(self._discovered) | set(self._runs))
             runs = []
@@ -630,7 +525,7 @@ class OpModePlugin(base_plugin.TBPlugin):
                     entry.update(status="ready", reloading=stale,
                                  tensorflow_version=doc["tensorflow_version"],
                                  onednn_enabled=doc["onednn_enabled"],
-                                 onednn_state=views.onednn_state(loaded.view)[0],
+                                 onednn_state=tab.onednn_state(loaded.view)[0],
                                  counts_from=doc["counts_from"],
                                  op_types=len(loaded.view.rows),
                                  executions=sum(r["total"] for r in loaded.view.rows.values()),
@@ -642,126 +537,18 @@ class OpModePlugin(base_plugin.TBPlugin):
                 else:
                     entry.update(status="loading")
                 runs.append(entry)
-            progress = self._progress_json()
-        return self._respond(request, {"runs": runs, "progress": progress})
+            progress = self._progress_locked()
+        return {"runs": runs, "progress": progress}
 
-    @wrappers.Request.application
-    def _serve_progress(self, request: wrappers.Request) -> wrappers.Response:
+    def progress(self) -> dict[str, Any]:
         """Runs, files and bytes loaded of those found."""
         with self._lock:
-            body = self._progress_json()
-        return self._respond(request, body)
+            return self._progress_locked()
 
-    @wrappers.Request.application
-    def _serve_overview(self, request: wrappers.Request) -> wrappers.Response:
-        """``?run=``: run facts, mode shares, oneDNN coverage, the mode x class matrix."""
-        view = self._view(self._text(request, "run"))
-        return self._respond(request, views.overview(view))
-
-    @wrappers.Request.application
-    def _serve_optypes(self, request: wrappers.Request) -> wrappers.Response:
-        """``?run=&sort=&order=asc|desc&filter=a,b&q=&page=&page_size=``: a page of the op table."""
-        view = self._view(self._text(request, "run"))
-        order = self._text(request, "order", "desc")
-        if order not in ("asc", "desc"):
-            raise errors.InvalidArgumentError(f"order must be asc or desc; got {order[:40]!r}")
-        raw_filters = self._text(request, "filter")
-        filters = tuple(f for f in raw_filters.split(",") if f) if raw_filters else ()
-        page = self._int(request, "page", 0, 0, 1_000_000)
-        page_size = self._int(request, "page_size", 50, 1, views.MAX_PAGE_SIZE)
-        try:
-            body = views.op_page(view, self._text(request, "sort", "total"), order == "desc",
-                                 filters, self._text(request, "q"), page or 0, page_size or 50)
-        except ValueError as err:
-            raise errors.InvalidArgumentError(str(err)) from err
-        return self._respond(request, body)
-
-    @wrappers.Request.application
-    def _serve_op(self, request: wrappers.Request) -> wrappers.Response:
-        """``?run=&op=&sites=``: kernels, evidence, call sites with source lines, graphs."""
-        view = self._view(self._text(request, "run"))
-        op = self._text(request, "op")
-        if not op:
-            raise errors.InvalidArgumentError("missing parameter 'op'")
-        sites = self._int(request, "sites", 10, 1, 50)
-        try:
-            body = views.op_detail(view, op, sites or 10)
-        except KeyError as err:
-            raise errors.NotFoundError(f"run {view.doc['run']!r} has no op type {op!r}") from err
-        except ValueError as err:
-            raise errors.InvalidArgumentError(str(err)) from err
-        return self._respond(request, body)
-
-    @wrappers.Request.application
-    def _serve_timeline(self, request: wrappers.Request) -> wrappers.Response:
-        """``?run=&start=&end=&max_events=&debug=``: events or bins of a window (ns from start)."""
-        view = self._view(self._text(request, "run"))
-        start, end = self._window(request)
-        max_events = self._int(request, "max_events", 5000, 1, timeline.MAX_EVENTS)
-        debug = self._bool(request, "debug", False)
-        try:
-            body = timeline.timeline_window(view.timeline, start, end, max_events or 5000, debug)
-        except ValueError as err:
-            raise errors.InvalidArgumentError(str(err)) from err
-        return self._respond(request, body)
-
-    @wrappers.Request.application
-    def _serve_compare(self, request: wrappers.Request) -> wrappers.Response:
-        """``?a=&b=&changed_only=&page=&page_size=``: op types whose modes or kernels differ."""
-        a = self._view(self._text(request, "a"), "a")
-        b = self._view(self._text(request, "b"), "b")
-        changed_only = self._bool(request, "changed_only", True)
-        page = self._int(request, "page", 0, 0, 1_000_000)
-        page_size = self._int(request, "page_size", 100, 1, views.MAX_PAGE_SIZE)
-        try:
-            body = views.compare(a, b, changed_only, page or 0, page_size or 100)
-        except ValueError as err:
-            raise errors.InvalidArgumentError(str(err)) from err
-        return self._respond(request, body)
-
-    @wrappers.Request.application
-    def _serve_export(self, request: wrappers.Request) -> wrappers.Response:
-        """``?run=&format=csv|json|trace`` (trace also takes start, end, max_events, debug)."""
-        view = self._view(self._text(request, "run"))
-        fmt = self._text(request, "format", "csv")
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", view.doc["run"]).strip("._") or "logdir"
-        if fmt == "csv":
-            content, ctype, ext = views.export_csv(view), "text/csv", "csv"
-        elif fmt == "json":
-            content, ctype, ext = views.dumps_json(views.export_json(view)), _JSON, "json"
-        elif fmt == "trace":
-            start, end = self._window(request)
-            max_events = self._int(request, "max_events", timeline.MAX_TRACE_EVENTS, 1,
-                                   timeline.MAX_TRACE_EVENTS)
-            try:
-                trace = timeline.export_trace(view.timeline, view.doc["run"],
-                                              view.doc["tensorflow_version"], start, end,
-                                              max_events or 1, self._bool(request, "debug", False))
-            except ValueError as err:
-                raise errors.InvalidArgumentError(str(err)) from err
-            content, ctype, ext = views.dumps_json(trace), _JSON, "trace.json"
-        else:
-            raise errors.InvalidArgumentError(f"format must be csv, json or trace; got {fmt[:40]!r}")
-        if len(content) > MAX_RESPONSE_BYTES:
-            raise errors.InvalidArgumentError(
-                "the export would exceed 1 MB; export a smaller timeline window")
-        headers = [("Content-Disposition", f'attachment; filename="opmode-{safe}.{ext}"')]
-        return http_util.Respond(request, content, ctype, headers=headers)
-
-    @wrappers.Request.application
-    def _serve_static(self, request: wrappers.Request) -> wrappers.Response:
-        """A file of the tab, by its name in ``STATIC_FILES``; anything else is 404."""
-        prefix = f"/data/plugin/{PLUGIN_NAME}/"
-        path = request.path
-        name = path[len(prefix):] if path.startswith(prefix) else ""
-        if name.startswith("static/"):
-            name = name[len("static/"):]
-        ctype = STATIC_FILES.get(name)
-        if ctype is None:
-            raise errors.NotFoundError(f"no such file: {name[:80]!r}")
-        try:
-            with open(os.path.join(_STATIC_DIR, name), "rb") as f:
-                body = f.read()
-        except OSError as err:
-            raise errors.NotFoundError(f"no such file: {name!r}") from err
-        return http_util.Respond(request, body, ctype)
+    def _progress_locked(self) -> dict[str, Any]:
+        p = self._progress
+        return {"scans": p.scans, "runs_total": p.runs_total, "runs_done": p.runs_done,
+                "files_total": p.files_total, "files_done": p.files_done,
+                "bytes_total": p.bytes_total, "bytes_done": p.bytes_done,
+                "loading": p.loading, "scanning": p.scanning, "pending": list(p.pending),
+                "error": p.error, "logdir_set": bool(self._logdir)}

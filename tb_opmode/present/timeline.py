@@ -1,15 +1,15 @@
 """The tab's timeline: a run's profiled events in lanes, windows of them, a Perfetto trace.
 
-In: a ``RunModel`` with profiles (``join.build_run``), turned once by ``build``
+In: a ``RunModel`` with profiles (``assemble.build_run``), turned once by ``build``
 into a ``Timeline``: per lane (tf.function calls, eager ops, graph ops) its
 events sorted by start, in ns from the run's first event. Out: ``timeline_window``
 (the events overlapping a window, or bins of them when there are too many) and
 ``export_trace`` (Chrome trace-event JSON that opens in Perfetto).
 
 Which op type a graph node ran for, and which kernel an eager event is put down
-to, come from ``why.node_op_types`` and ``why.eager_kernels``: the same
+to, come from ``explain.node_op_types`` and ``explain.eager_kernels``: the same
 mapping that gives the op table and the mode x class matrix their time, so the
-three agree. Bad parameters raise ``ValueError`` (the plugin answers 400).
+three agree. Bad parameters raise ``errors.BadParameter`` (a ``ValueError``; the plugin answers 400).
 """
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .join import RunModel, is_function
-from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
-from .nodes import canonical_op
-from .why import PLUMBING_KERNELS, eager_kernels, is_debug_kernel, node_op_types
+from ..analyze.explain import eager_kernels, node_op_types
+from ..analyze.kernels import is_fused
+from ..analyze.nodes import canonical_op
+from ..errors import BadParameter
+from ..model import RunModel
+from ..vocab import PLUMBING_KERNELS, REMOVED, UNKNOWN, is_debug_kernel, is_function, is_onednn
 
 __all__ = ["Timeline", "build", "timeline_window", "export_trace", "LANES", "CLASSES",
            "MAX_EVENTS", "MAX_TRACE_EVENTS"]
@@ -105,14 +107,14 @@ def build(model: RunModel) -> Timeline:
     for name, events in raw.items():
         events.sort(key=lambda e: (e[0], -e[1]))
         lane = _Lane()
-        for start, dur, label, kernel, op_type, cls in events:
+        for start, dur, label, kernel, op_type, cls_id in events:
             lane.starts.append(start - t0)
             lane.durs.append(max(0, dur))
             lane.names.append(label)
             lane.kernels.append(kernel)
             lane.ops.append(op_type)
-            lane.classes.append(cls)
-            if cls == _CLS["debug"]:
+            lane.classes.append(cls_id)
+            if cls_id == _CLS["debug"]:
                 debug_time += max(0, dur)
         lane.max_dur = max(lane.durs, default=0)
         lanes[name] = lane
@@ -123,7 +125,7 @@ def _bounds(tl: Timeline, start: Optional[int], end: Optional[int]) -> tuple[int
     lo = 0 if start is None else start
     hi = tl.span_ns + 1 if end is None else end
     if hi <= lo:
-        raise ValueError("end must be greater than start")
+        raise BadParameter("end must be greater than start")
     return lo, hi
 
 
@@ -156,7 +158,7 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
     marks their boxes; their colour stays mode x oneDNN).
     """
     if not 1 <= max_events <= MAX_EVENTS:
-        raise ValueError(f"max_events must be between 1 and {MAX_EVENTS}")
+        raise BadParameter(f"max_events must be between 1 and {MAX_EVENTS}")
     lo, hi = _bounds(tl, start, end)
     picked = list(_overlapping(tl, lo, hi, debug))
     names: dict[str, int] = {}
@@ -250,7 +252,7 @@ def export_trace(tl: Timeline, run: str, tensorflow_version: str, start: Optiona
                  debug: bool = False) -> dict[str, Any]:
     """Chrome trace-event JSON (opens in Perfetto): one track per lane, mode and kernel in names."""
     if not 1 <= max_events <= MAX_TRACE_EVENTS:
-        raise ValueError(f"max_events must be between 1 and {MAX_TRACE_EVENTS}")
+        raise BadParameter(f"max_events must be between 1 and {MAX_TRACE_EVENTS}")
     lo, hi = _bounds(tl, start, end)
     events = sorted((tl.lanes[LANES[li]].starts[i], li, i)
                     for li, i in _overlapping(tl, lo, hi, debug))

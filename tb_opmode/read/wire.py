@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from io import BufferedIOBase
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def padded(data: bytes) -> np.ndarray:
     return np.frombuffer(data + bytes(PAD), dtype=np.uint8)
 
 
-def read_padded(f: BinaryIO) -> tuple[bytearray, int]:
+def read_padded(f: BufferedIOBase) -> tuple[bytearray, int]:
     """The file's bytes (as many as its size when opened; fewer if it shrank
     meanwhile) followed by ``PAD`` zero bytes, read without a second copy;
     and the number of bytes read."""
@@ -122,8 +122,11 @@ def _slow_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _fixed(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """Little-endian fixed-width integers (4 or 8 bytes) at ``pos``, as uint64."""
-    words = _words(buf)[pos]
-    return words if width == 8 else words & _U64(0xFFFFFFFF)
+    words: np.ndarray = _words(buf)[pos]
+    if width == 8:
+        return words
+    low: np.ndarray = words & _U64(0xFFFFFFFF)
+    return low
 
 
 _Pass = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -208,7 +211,7 @@ def scan(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         chunk = slice(i, i + _CHUNK)
         for msg, *rest in _scan_chunk(buf, starts[chunk], ends[chunk], prefix, bad[chunk],
                                       {k: (v[chunk], p[chunk]) for k, (v, p) in dense.items()}):
-            passes.append((msg + i, *rest))
+            passes.append((msg + i, rest[0], rest[1], rest[2], rest[3]))
     return Fields(n, bad, dense, passes)
 
 

@@ -27,12 +27,15 @@ import ctypes
 import glob
 import os
 import struct
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generator, Iterable, Iterator, Sequence
+from typing import Any
 
 import google_crc32c
 
-__all__ = ["Problem", "RecordReader", "ChunkVerifier", "masked_crc32c", "encode_record"]
+from ..errors import Problem
+
+__all__ = ["RecordReader", "ChunkVerifier", "next_intact_record", "masked_crc32c", "encode_record"]
 
 _HEADER = 12
 _FOOTER = 4
@@ -50,20 +53,8 @@ _MASK_DELTA = 0xA282EAD8
 _ALL_ONES = 0xFFFFFFFF
 
 
-@dataclass(frozen=True)
-class Problem:
-    """Something in a file that could not be read as intended."""
-
-    path: str
-    offset: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: byte {self.offset}: {self.message}"
-
-
 def masked_crc32c(data: bytes) -> int:
-    crc = google_crc32c.value(data)
+    crc: int = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
@@ -169,7 +160,7 @@ class RecordReader:
                 # The length verified, but the record may still be torn (bytes lost
                 # inside it, a writer that died mid-record): go on after it only if
                 # a verified header starts there, else search for the next record.
-                nxt: int | None = end
+                nxt = end
                 if end + _HEADER <= self._size:
                     after = self._bytes_at(data, base, end, _HEADER)
                     if len(after) == _HEADER and crc(after[:8]) != u32(after, 8)[0]:
@@ -257,10 +248,11 @@ class RecordReader:
         if end > self._size:
             return False
         if end <= base + len(data):
-            return masked_crc32c(data[rel + _HEADER:end - base - _FOOTER]) == \
-                _U32.unpack_from(data, end - base - _FOOTER)[0]
+            stored_crc: int = _U32.unpack_from(data, end - base - _FOOTER)[0]
+            return masked_crc32c(data[rel + _HEADER:end - base - _FOOTER]) == stored_crc
         # Runs past the bytes in hand: stream its payload's CRC from the file.
-        crc, at = 0, pos + _HEADER
+        crc: int = 0
+        at = pos + _HEADER
         while at < end - _FOOTER:
             chunk = self._pread(at, min(_WINDOW, end - _FOOTER - at))
             if not chunk:
@@ -271,7 +263,8 @@ class RecordReader:
         if len(stored) < _FOOTER:
             return False
         masked = (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
-        return masked == _U32.unpack(stored)[0]
+        expected: int = _U32.unpack(stored)[0]
+        return masked == expected
 
 
 def next_intact_record(buf: Any, size: int, pos: int, limit: int | None = None) -> int | None:
@@ -295,7 +288,10 @@ def _intact_at(buf: Any, size: int, pos: int) -> bool:
         return False
     (length,) = _U64.unpack(header)
     end = pos + _HEADER + length + _FOOTER
-    return end <= size and masked_crc32c(buf[pos + _HEADER:end - _FOOTER]) == _U32.unpack_from(buf, end - _FOOTER)[0]
+    if end > size:
+        return False
+    stored: int = _U32.unpack_from(buf, end - _FOOTER)[0]
+    return masked_crc32c(buf[pos + _HEADER:end - _FOOTER]) == stored
 
 
 def _candidates(buf: Any, size: int, pos: int, stop: int) -> Iterable[int]:
@@ -331,7 +327,7 @@ class ChunkVerifier:
     all (the CRC with its inversions undone is then zero); a damaged record
     changes the result (as surely as a per-record check would catch a single
     damaged record; two damaged records could cancel out with probability
-    2^-32). Needs numpy; ``available()`` says if it is.
+    2^-32). Needs numpy.
     On False, re-read the run record by record to learn what is damaged.
     """
 
@@ -345,14 +341,6 @@ class ChunkVerifier:
         self._zeros = bytes(1 << 20)
         self._scratch: Any = np.zeros(0, dtype=np.uint8)
         self._extend = _c_extend()
-
-    @staticmethod
-    def available() -> bool:
-        try:
-            import numpy  # noqa: F401
-        except ImportError:
-            return False
-        return True
 
     def _crc_of_zeros(self, n: int) -> int:
         crc = 0
@@ -413,6 +401,7 @@ class ChunkVerifier:
             words[where] = ((stored << np.uint32(15)) | (stored >> np.uint32(17))) ^ zero
         # CRC32C with its initial and final inversions undone (start from ~0, compare
         # with ~0): zero exactly when the buffer's polynomial remainder is zero.
+        crc: int
         if self._extend is not None:  # straight from the array, no copy
             crc = self._extend(_ALL_ONES, work.ctypes.data, n)
         else:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["suffixes", "match_nodes", "canonical_op"]
+__all__ = ["suffixes", "canonical_op"]
 
 # Prefixes TF puts on kernels that replace a stock op, longest first.
 _MKL_PREFIXES = ("_MklNative", "_Mkl")
@@ -36,13 +36,3 @@ def suffixes(node: str) -> Iterable[str]:
         yield node[start + 1:]
         start = node.find("/", start + 1)
 
-
-def match_nodes(op_names: set[str], nodes: Iterable[str]) -> dict[str, list[str]]:
-    """Dump op name -> the executed node names whose longest matching suffix it is."""
-    out: dict[str, list[str]] = {}
-    for node in nodes:
-        for suffix in suffixes(node):
-            if suffix in op_names:
-                out.setdefault(suffix, []).append(node)
-                break
-    return out

@@ -47,35 +47,18 @@ from __future__ import annotations
 
 import glob
 import os
-import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf.message import DecodeError
 
+from ..errors import Problem
 from .schema import XSpaceRawEvents
-from .tfrecord import Problem
+from .xtypes import _EPOCH_MIN_NS, HOST_PLANE, Profile
 
 __all__ = ["Profile", "read_profile", "find_profiles", "HOST_PLANE", "CONSTANT_FOLDING_STEP_ID"]
 
-HOST_PLANE = "/host:CPU"
 _TASK_ENV_PLANE = "Task Environment"
 _SUFFIX = ".xplane.pb"
-
-# Graph op event name: a TF node name, ':', an op/kernel type name. Node names
-# follow TF's node-name rule, so they hold no ':' and no space; that alone
-# rejects every framework event we saw, all spelled with '::' or ': ':
-#   ExecutorState::Process (the executor's per-node-batch wrapper),
-#   ExecutorState::ProcessAsync::Done, ThreadpoolListener::{StartRegion,
-#   StopRegion,Record} (2.21 thread-pool bookkeeping, zero duration),
-#   KernelAndDeviceFunc::Run, IteratorGetNextOp::DoCompute, Iterator::Root...
-#   (tf.data pipeline stages, not ops), EagerLocalExecute: <op> (eager
-#   dispatch; the op is taken from EagerExecute's stat instead).
-# Names without ':' (ExecutorDoneCallback, FunctionRun, PrefetchConsume,
-# TFE_*, convert_to_tensor, tf.constant, ...) are not op executions either.
-# OpKernel::TraceString may append "#k=v,...#" details (TfOpDetailsEnabled);
-# not seen even with host_tracer_level=3 in 2.13/2.21, but cut off if there.
-_OP_NAME = re.compile(r"([A-Za-z0-9.][A-Za-z0-9_.\-/>]*):([A-Za-z_][A-Za-z0-9_]*)")
 
 # Step id of executors run by GraphRunner / shape inference to evaluate a
 # constant subgraph while a function is traced (LogMemory::SpecialStepIds).
@@ -84,38 +67,6 @@ _OP_NAME = re.compile(r"([A-Za-z0-9.][A-Za-z0-9_.\-/>]*):([A-Za-z_][A-Za-z0-9_]*
 # the user's graph, so ops under an ExecutorState::Process with this id are
 # excluded.
 CONSTANT_FOLDING_STEP_ID = -1
-
-_PROCESS = "ExecutorState::Process"
-_ASYNC_START = "ExecutorState::ProcessAsync::Start"
-# A line timestamp above this (year 1973) is already an epoch, not relative.
-_EPOCH_MIN_NS = 10 ** 17
-
-# Kinds of event metadata. _SCOPE: C++ scopes named "Class::Method" (the
-# bulk of non-op events, e.g. ThreadpoolListener::Record); in 2.13/2.21 they
-# never carry eager_op or tf_function_call, so their stats are not decoded.
-_OTHER, _OP, _EXEC, _ASYNC, _SCOPE = 0, 1, 2, 3, 4
-
-
-@dataclass
-class Profile:
-    """Op executions of one ``<host>.xplane.pb``; all times are epoch ns."""
-
-    path: str
-    host: str
-    start_ns: int = 0
-    end_ns: int = 0
-    eager_ops: list[tuple[str, bool, int, int]] = field(default_factory=list)
-    """(op type from stat eager_op, is_func, start_ns, duration_ns)"""
-    graph_ops: list[tuple[str, str, int, int]] = field(default_factory=list)
-    """(node_name as written, incl. call prefixes; kernel_type, start_ns, duration_ns)"""
-    function_calls: list[tuple[str, int, int]] = field(default_factory=list)
-    """(Python function name, start_ns, duration_ns), tracing included"""
-    problems: list[Problem] = field(default_factory=list)
-    # Facts about how the file was read that are not damage (e.g. estimated times).
-    notes: list[str] = field(default_factory=list)
-    time_source: str = ""
-    """"profile_start_time" (exact), "line_timestamps" (already epoch),
-    "file_mtime" (estimated, TF 2.13) or "" (nothing read)."""
 
 
 def find_profiles(root: str) -> list[str]:
@@ -188,28 +139,8 @@ def read_profile(path: str) -> Profile:
         prof.function_calls = [(n, s + shift, d) for n, s, d in prof.function_calls]
         prof.start_ns += shift
         prof.end_ns += shift
-        prof.notes.append((
+        prof.notes.append(
             "no profile_start_time in the file (TF 2.13 writes none): absolute times "
             "estimated as file mtime minus the span of the events; off by the time TF took "
-            "to write the file (milliseconds), more if the file was copied without its mtime"))
+            "to write the file (milliseconds), more if the file was copied without its mtime")
     return prof
-
-
-def _event_kinds(plane: Any) -> dict[int, tuple[int, str, str, str]]:
-    """metadata id -> (kind, event name, node, kernel); node and kernel only for _OP."""
-    kinds: dict[int, tuple[int, str, str, str]] = {}
-    for entry in plane.event_metadata:
-        md = entry.value
-        name = md.name
-        match = _OP_NAME.fullmatch(name.split("#", 1)[0])
-        if match and (not md.display_name or md.display_name == match.group(2)):
-            kinds[entry.key] = (_OP, name, match.group(1), match.group(2))
-        elif name == _PROCESS:
-            kinds[entry.key] = (_EXEC, name, "", "")
-        elif name == _ASYNC_START:
-            kinds[entry.key] = (_ASYNC, name, "", "")
-        elif "::" in name:
-            kinds[entry.key] = (_SCOPE, name, "", "")
-        else:
-            kinds[entry.key] = (_OTHER, name, "", "")
-    return kinds

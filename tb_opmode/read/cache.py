@@ -35,7 +35,7 @@ import tempfile
 import time
 from typing import Any, Callable, Optional, TypeVar
 
-from . import __version__
+from .. import __version__
 from .textlog import LogFacts, read_log
 from .tfdbg import DumpSet, FileState, assemble_dump_set, file_identity, read_file_states
 from .xplane import Profile, read_profile
@@ -81,31 +81,41 @@ def cache_dir() -> str | None:
     return os.path.join(base, "tb_opmode")
 
 
-# The modules whose code decides what each kind of entry holds: an entry is stale
-# once any of them changes (other modules, e.g. the plugin's, may change freely).
-_READERS = {
-    "dump": ("tfdbg.py", "tfrecord.py", "schema.py", "cache.py"),
-    "profile": ("xplane.py", "xevents.py", "wire.py", "tfrecord.py", "schema.py", "cache.py"),
-    "log": ("textlog.py", "tfrecord.py", "cache.py"),
+# The modules whose code decides what each kind of entry holds (dotted, under the
+# package): an entry is stale once the content of any of them changes (other modules,
+# e.g. the plugin's, may change freely). A module listed here that does not exist is
+# an error, not a module skipped: a rename must not silently stop the invalidation.
+_READERS: dict[str, tuple[str, ...]] = {
+    "dump": ("read.tfdbg", "read.tfrecord", "read.schema", "read.cache", "errors"),
+    "profile": ("read.xplane", "read.xevents", "read.xtypes", "read.wire", "read.tfrecord",
+                "read.schema", "read.cache", "errors"),
+    "log": ("read.textlog", "read.tfrecord", "read.cache", "errors"),
     # A run's light view (what the tab's run list shows) comes from all of the code.
     "view": (),
 }
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _fingerprints: dict[str, str] = {}
 
 
+def _reader_files(kind: str) -> list[str]:
+    """The source files of the modules that read ``kind``, relative to the package."""
+    names = _READERS[kind]
+    if names:
+        return [os.path.join(*name.split(".")) + ".py" for name in names]
+    return sorted(os.path.relpath(os.path.join(d, n), _PACKAGE_DIR)
+                  for d, _dirs, files in os.walk(_PACKAGE_DIR) for n in files if n.endswith(".py"))
+
+
 def _code_fingerprint(kind: str) -> str:
-    """Version, size and mtime of the modules that read ``kind`` (stat, not a hash)."""
+    """The version and a hash of the content of the modules that read ``kind`` (once per
+    process: about 1 ms for the whole package). Raises ``FileNotFoundError`` if a module
+    ``_READERS`` names is missing."""
     found = _fingerprints.get(kind)
     if found is None:
         h = hashlib.sha256(__version__.encode())
-        here = os.path.dirname(os.path.abspath(__file__))
-        names = _READERS[kind] or tuple(sorted(n for n in os.listdir(here) if n.endswith(".py")))
-        for name in names:
-            try:
-                st = os.stat(os.path.join(here, name))
-            except OSError:
-                continue
-            h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+        for name in _reader_files(kind):
+            with open(os.path.join(_PACKAGE_DIR, name), "rb") as f:
+                h.update(name.encode() + b"\0" + hashlib.sha256(f.read()).digest())
         found = _fingerprints[kind] = h.hexdigest()
     return found
 
@@ -116,31 +126,42 @@ def _entry_path(directory: str, key: tuple[str, ...]) -> str:
 
 
 def _load(path: str, key: tuple[str, ...]) -> Any:
-    """The value stored under ``key`` at ``path``, or None (missing, corrupt, stale)."""
+    """The value stored under ``key`` at ``path``, or None (missing, corrupt, stale).
+    A failure to read or unpickle an entry is logged (with its traceback when it is not
+    plain I/O or a truncated file) and the files are read instead; only the unpickling
+    is guarded, so a bug in this module is not mistaken for a damaged entry."""
+    code = _code_fingerprint(key[0])
     try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            if hasattr(os, "getuid") and st.st_uid != os.getuid():
-                logger.warning("opmode cache: %s is not owned by this user: not loaded", path)
-                return None
-            header = pickle.load(f)
-            if (not isinstance(header, dict) or header.get("format") != _FORMAT
-                    or header.get("code") != _code_fingerprint(key[0]) or header.get("key") != key):
-                return None  # another version's, or another key's (a hash clash): rewritten
-            # Many small objects: the cyclic GC would run over and over while they load.
-            enabled = gc.isenabled()
-            gc.disable()
-            try:
-                value = pickle.load(f)
-            finally:
-                if enabled:
-                    gc.enable()
+        f = open(path, "rb")
     except FileNotFoundError:
         return None
-    except _LOAD_ERRORS as err:
-        logger.warning("opmode cache: cannot load %s (%s: %s); reading the files instead",
-                       path, type(err).__name__, err)
+    except OSError as err:
+        logger.warning("opmode cache: cannot open %s (%s); reading the files instead", path, err)
         return None
+    with f:
+        st = os.fstat(f.fileno())
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            logger.warning("opmode cache: %s is not owned by this user: not loaded", path)
+            return None
+        # Many small objects: the cyclic GC would run over and over while they load.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            header = pickle.load(f)
+            if (not isinstance(header, dict) or header.get("format") != _FORMAT
+                    or header.get("code") != code or header.get("key") != key):
+                return None  # another version's, or another key's (a hash clash): rewritten
+            value = pickle.load(f)
+        except _LOAD_ERRORS as err:
+            # Unpickling damaged or foreign bytes can raise any of these; I/O errors and
+            # truncation say enough in one line, anything else gets its traceback.
+            plain = isinstance(err, (OSError, EOFError, pickle.UnpicklingError))
+            logger.warning("opmode cache: cannot load %s (%s: %s); reading the files instead",
+                           path, type(err).__name__, err, exc_info=not plain)
+            return None
+        finally:
+            if enabled:
+                gc.enable()
     _touch(path)
     return value
 
@@ -180,8 +201,12 @@ def _store(directory: str, path: str, key: tuple[str, ...], value: Any,
             pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
         tmp = ""
-    except (OSError, pickle.PicklingError, RecursionError) as err:
+    except OSError as err:
         logger.warning("opmode cache: cannot write %s: %s", path, err)
+    except (pickle.PicklingError, RecursionError, TypeError, AttributeError) as err:
+        # A value that cannot be pickled is a bug of ours: say where, and go on uncached.
+        logger.warning("opmode cache: cannot store %s (%s: %s)", path, type(err).__name__, err,
+                       exc_info=True)
     finally:
         if tmp:
             _unlink(tmp)
@@ -324,7 +349,7 @@ def cached_dump_set(directory: str, prefix: str, files: dict[str, str]) -> DumpS
     return assemble_dump_set(directory, prefix, files, states)
 
 
-def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type) -> T:
+def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type[T]) -> T:
     where = cache_dir()
     identity = file_identity(path)
     if where is None or identity is None:

@@ -28,15 +28,15 @@ import pickle
 import threading
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
+from . import tfdbg
 from .cache import cached_dump_set, cached_log, cached_profile
+from .discover import RunSources, dump_location
 from .textlog import LogFacts
 from .tfdbg import DumpSet
 from .xplane import Profile
-
-if TYPE_CHECKING:
-    from .runs import RunSources
 
 __all__ = ["Unit", "Partial", "units_of", "read_unit", "merge", "merge_all", "read_serial",
            "read_pool", "read_dask"]
@@ -97,10 +97,8 @@ class Partial:
         return found
 
 
-def units_of(runs: Iterable["RunSources"]) -> list[Unit]:
+def units_of(runs: Iterable[RunSources]) -> list[Unit]:
     """The sources of ``runs``, each once."""
-    from .runs import dump_location  # runs imports the cache, as we do; no cycle at import
-
     seen: dict[tuple[str, str, str], Unit] = {}
     for sources in runs:
         for key, files in sorted(sources.dump_sets.items()):
@@ -180,8 +178,6 @@ def _pool_worker() -> None:
     """A pool process reads each traces file in one process: the pool already keeps the
     cores busy, and each of its processes forking two trace readers of its own
     (``tfdbg._TraceJob``) would put three processes on every core."""
-    from . import tfdbg
-
     tfdbg._WORKERS = 1
 
 

@@ -1,7 +1,7 @@
 """CSV of the summary contract: the one writer behind ``tb-opmode summary --format csv``
 and the tab's CSV export.
 
-In: a document shaped like ``join.summary()`` (``{"runs": [{"run", "op_types": [...]}]}``).
+In: a document shaped like ``contract.summary()`` (``{"runs": [{"run", "op_types": [...]}]}``).
 Out: CSV text, one line per (run, op type, mode, kernel); a mode that ran with no
 kernel named gets one line with the kernel cells empty.
 """
@@ -11,8 +11,8 @@ import csv
 import io
 from typing import Any
 
-from .join import MODES
-from .why import kernel_class
+from ..analyze.explain import kernel_class
+from ..vocab import MODES
 
 __all__ = ["render_csv", "CSV_COLUMNS", "CSV_TIME_COLUMNS"]
 
@@ -25,7 +25,7 @@ CSV_TIME_COLUMNS = ("kernel_class", "time_ns", "kernel_time_ns")
 
 def render_csv(doc: dict[str, Any], with_time: bool = False) -> str:
     """The CSV text of ``doc``. With ``with_time``, each line also carries the kernel's
-    ``why.kernel_class``; the mode's profiled op time in ns (``time_ns`` of the mode) is on
+    ``explain.kernel_class``; the mode's profiled op time in ns (``time_ns`` of the mode) is on
     the first line of the mode only, empty on its other kernels' lines, so that summing the
     column gives the total; ``kernel_time_ns`` is the kernel's own profiled time (the
     kernel's ``time.total_ms``), empty when the profile has none for it."""

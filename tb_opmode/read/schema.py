@@ -218,7 +218,8 @@ def _classes(fd: descriptor_pb2.FileDescriptorProto) -> dict[str, Any]:
         if hasattr(message_factory, "GetMessageClass"):
             out[msg.name] = message_factory.GetMessageClass(desc)
         else:  # pragma: no cover - protobuf < 4.22
-            out[msg.name] = message_factory.MessageFactory(pool).GetPrototype(desc)
+            # GetPrototype is gone from protobuf >= 4.22, whose stubs mypy reads.
+            out[msg.name] = message_factory.MessageFactory(pool).GetPrototype(desc)  # type: ignore[attr-defined]
     return out
 
 

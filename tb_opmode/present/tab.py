@@ -14,8 +14,8 @@ Shared with the CLI, not recomputed here: rows and explanations are the summary 
 times ``model.times`` (``why.op_times``), call sites and graphs
 ``why.call_sites`` and ``why.function_graphs``, the CSV ``export.render_csv``.
 Nothing here reads a file or touches the network; bad parameters raise
-``ValueError`` with a message, unknown ops raise ``KeyError``; the plugin
-turns them into 400 and 404.
+``errors.BadParameter`` (a ``ValueError``) with a message, unknown ops
+``errors.UnknownOpType`` (a ``LookupError``); the plugin turns them into 400 and 404.
 """
 from __future__ import annotations
 
@@ -26,12 +26,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from ..analyze.assemble import is_user_op, row_op
+from ..analyze.explain import call_sites, class_times, explain, function_graphs, kernel_class
+from ..analyze.kernels import is_fused
+from ..analyze.nodes import canonical_op
+from ..errors import BadParameter, UnknownOpType
+from ..model import ModeStats, OpTypeRow, RunModel
+from ..vocab import KERNEL_KINDS, MODES, REMOVED, UNKNOWN, is_onednn
+from ..vocab import onednn_state as _onednn_word
 from . import timeline as _timeline
-from .export import render_csv
-from .join import MODES, ModeStats, OpTypeRow, RunModel, is_user_op, row_op, run_json, summary
-from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
-from .nodes import canonical_op
-from .why import call_sites, class_times, explain, function_graphs, kernel_class
+from .contract import run_json, summary
+from .csv import render_csv
 
 __all__ = [
     "RunView", "prepare", "onednn_state", "overview", "op_rows", "op_page", "op_detail",
@@ -45,7 +50,7 @@ MAX_PAGE_SIZE = 200
 # What the tab colours a kernel by (with the mode): oneDNN or stock when a kernel ran;
 # "removed" when grappler took the op out (no kernel ran); "unknown" when no evidence
 # decides. Fusion is a separate mark (a kernel's ``fused``), never a colour of its own.
-KINDS = ("onednn", "stock", "removed", "unknown")
+KINDS = KERNEL_KINDS
 _MAX_SITES = 50
 _MAX_GRAPHS = 50
 _SNIPPET_CONTEXT = 3
@@ -87,7 +92,7 @@ _MODE_RECORDS = {"CURT_HEALTH": "float tensors only", "CONCISE_HEALTH": "float t
 def dump_modes(model: RunModel) -> list[str]:
     """The tensor_debug_mode of the run's dumps (tfdbg ``DumpSet.tensor_debug_modes``),
     by name, most used first."""
-    counts: Counter = Counter()
+    counts: Counter[int] = Counter()
     for dump in model.dumps:
         counts.update(dump.tensor_debug_modes)
     return [_DEBUG_MODE_NAMES.get(n, str(n)) for n, _c in counts.most_common()]
@@ -103,10 +108,10 @@ def dump_gap(modes: list[str]) -> str:
             "this op's (an op without outputs is never traced)")
 
 
-def _log_graph_counts(model: RunModel) -> Counter:
+def _log_graph_counts(model: RunModel) -> Counter[str]:
     """Graph executions per op type as the TensorFlow log counted them (its window): per
     Process node line's kernel, as a run without a dump counts them."""
-    out: Counter = Counter()
+    out: Counter[str] = Counter()
     for log in model.logs:
         for kernel, n in log.kernel_executions.items():
             if is_user_op(kernel):
@@ -224,14 +229,14 @@ def prepare(model: RunModel, logdir: str) -> RunView:
     logdir = os.path.abspath(logdir)
     # Explanations are long and per op: made on request (op detail, JSON export).
     doc = run_json(model, logdir, explanations=False)
-    time_ns: Counter = Counter()
+    time_ns: Counter[tuple[str, str]] = Counter()
     for (op_type, mode, _kernel), (_events, ns) in model.times.items():
         time_ns[(op_type, mode)] += ns
     rows = {r["op_type"]: _row_json(r, time_ns) for r in doc["op_types"]}
     modes = dump_modes(model)
     _uncounted(model, rows, modes)
-    outside: Counter = Counter()
-    kind_time: Counter = Counter()
+    outside: Counter[tuple[str, str]] = Counter()
+    kind_time: Counter[tuple[str, str]] = Counter()
     for (op_type, mode, kernel), (_events, ns) in model.times.items():
         if op_type in rows:
             kind_time[(mode, kernel_kind(kernel))] += ns
@@ -247,7 +252,7 @@ def prepare(model: RunModel, logdir: str) -> RunView:
 def onednn_state(view: RunView) -> tuple[str, str]:
     """("on" | "off" | "unknown", how we know), as ``kernels.detect_onednn`` decided."""
     model = view.model
-    state = {True: "on", False: "off", None: "unknown"}[model.onednn_enabled]
+    state = _onednn_word(model.onednn_enabled)
     if model.onednn_source:
         return state, model.onednn_source
     return state, ("no log banner, and no kernel seen says whether oneDNN's custom "
@@ -266,7 +271,7 @@ def _capped_verbose(verbose: Any) -> Optional[dict[str, Any]]:
 def _class_of_mode(stats: ModeStats, classify: Callable[[str], str] = kernel_class
                    ) -> dict[str, int]:
     """Executions of one op type in one mode per kernel class (+ ``unknown``)."""
-    out: Counter = Counter()
+    out: Counter[str] = Counter()
     known = sum(k.executions for k in stats.kernels)
     # A log can count more executions than the dump saw (it ran longer): scale down.
     scale = stats.executions / known if known > stats.executions else 1.0
@@ -280,7 +285,7 @@ def _class_of_mode(stats: ModeStats, classify: Callable[[str], str] = kernel_cla
 
 def _fused_of_mode(stats: ModeStats) -> dict[str, int]:
     """Executions of fused kernels per kind (scaled as ``_class_of_mode`` scales)."""
-    out: Counter = Counter()
+    out: Counter[str] = Counter()
     known = sum(k.executions for k in stats.kernels)
     scale = stats.executions / known if known > stats.executions else 1.0
     for k in stats.kernels:
@@ -305,9 +310,9 @@ def overview(view: RunView) -> dict[str, Any]:
     matrix = []
     kinds = []
     for mode in MODES:
-        classes: Counter = Counter()
-        by_kind: Counter = Counter()
-        fused: Counter = Counter()
+        classes: Counter[str] = Counter()
+        by_kind: Counter[str] = Counter()
+        fused: Counter[str] = Counter()
         for row in model.op_types.values():
             classes.update(_class_of_mode(row.mode(mode)))
             by_kind.update(_class_of_mode(row.mode(mode), kernel_kind))
@@ -449,7 +454,8 @@ def _passes(row: dict[str, Any], filters: tuple[str, ...], query: str) -> bool:
 
 def _sort_key(sort: str) -> Callable[[dict[str, Any]], Any]:
     def time_of(row: dict[str, Any], mode: str) -> int:
-        return row[mode].get("time_ns", 0)
+        ns: int = row[mode].get("time_ns", 0)
+        return ns
     keys = {
         "total": lambda r: (r["total"], r["op_type"]),
         "eager": lambda r: (r["eager"]["executions"], r["op_type"]),
@@ -466,10 +472,10 @@ def op_rows(view: RunView, sort: str = "total", descending: bool = True,
             filters: tuple[str, ...] = (), query: str = "") -> list[dict[str, Any]]:
     """Every row that passes the filters (AND) and the search, sorted."""
     if sort not in SORT_KEYS:
-        raise ValueError(f"sort must be one of {', '.join(SORT_KEYS)}; got {sort!r}")
+        raise BadParameter(f"sort must be one of {', '.join(SORT_KEYS)}; got {sort!r}")
     for f in filters:
         if f not in FILTERS:
-            raise ValueError(f"filter must be one of {', '.join(FILTERS)}; got {f!r}")
+            raise BadParameter(f"filter must be one of {', '.join(FILTERS)}; got {f!r}")
     q = query.strip().lower()
     rows = [r for r in view.rows.values() if _passes(r, filters, q)]
     rows.sort(key=_sort_key(sort), reverse=descending)
@@ -481,9 +487,9 @@ def op_page(view: RunView, sort: str = "total", descending: bool = True,
             page_size: int = 50) -> dict[str, Any]:
     """One page of the op table."""
     if page < 0:
-        raise ValueError("page must be >= 0")
+        raise BadParameter("page must be >= 0")
     if not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValueError(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
+        raise BadParameter(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
     rows = op_rows(view, sort, descending, filters, query)
     start = page * page_size
     return {"run": view.doc["run"], "total": len(rows), "all_total": len(view.rows),
@@ -536,11 +542,11 @@ def short_why(explanation: str) -> str:
 
 
 def op_detail(view: RunView, op_type: str, sites: int = 10) -> dict[str, Any]:
-    """Everything about one op type; ``KeyError`` if the run has no such op type."""
+    """Everything about one op type; ``UnknownOpType`` if the run has no such op type."""
     if op_type not in view.rows:
-        raise KeyError(op_type)
+        raise UnknownOpType(f"run {view.doc['run']!r} has no op type {op_type!r}")
     if not 1 <= sites <= _MAX_SITES:
-        raise ValueError(f"sites must be between 1 and {_MAX_SITES}")
+        raise BadParameter(f"sites must be between 1 and {_MAX_SITES}")
     model = view.model
     row = model.op_types[op_type]
     out = dict(view.rows[op_type])
@@ -583,9 +589,9 @@ def compare(a: RunView, b: RunView, changed_only: bool = True, page: int = 0,
             page_size: int = 100) -> dict[str, Any]:
     """Op types whose mode counts or kernels differ between runs ``a`` and ``b``."""
     if page < 0:
-        raise ValueError("page must be >= 0")
+        raise BadParameter("page must be >= 0")
     if not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise ValueError(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
+        raise BadParameter(f"page_size must be between 1 and {MAX_PAGE_SIZE}")
     rows = []
     for op_type in sorted(set(a.rows) | set(b.rows)):
         ra, rb = a.rows.get(op_type), b.rows.get(op_type)

@@ -1,7 +1,7 @@
 """A report to paste into an issue: one run's facts, kernel table and explanations.
 
-In: one run of the summary contract (``join.run_json``, with explanations), the
-call sites of the op types it explains (``why.call_sites``, per op type and mode),
+In: one run of the summary contract (``contract.run_json``, with explanations), the
+call sites of the op types it explains (``explain.call_sites``, per op type and mode),
 the instruction sets the run's logs name, and a ``Redaction``. Out: Markdown
 (``render_markdown``) or one self-contained HTML page (``render_html``: inline
 CSS, no script, no external resource).
@@ -29,14 +29,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-from . import __version__
-from .runs import display
+from .. import __version__
+from ..errors import UnknownOpType
+from ..read.discover import display
+from ..vocab import MODES, REMOVED, UNKNOWN
 
-__all__ = ["UnknownOpType", "Redaction", "Code", "Strong", "Inline", "Heading", "Para", "Bullets", "Table", "Block",
+__all__ = ["Redaction", "Code", "Strong", "Inline", "Heading", "Para", "Bullets", "Table", "Block",
            "DEFAULT_FOCUS", "TOP_OP_TYPES", "MAX_ROWS", "focus_ops", "select_op_types",
            "kernels_differ", "build", "render_markdown", "render_html", "render", "FORMATS"]
 
-MODES = ("eager", "graph")
 FORMATS = ("md", "html")
 # The seed question: is eager Transpose stock while graphs run _MklTranspose, and MatMul?
 DEFAULT_FOCUS = ("Transpose", "MatMul")
@@ -45,12 +46,6 @@ MAX_ROWS = 30           # table rows at most: an issue is read, not scrolled
 MAX_LIST = 10           # warnings, unknown kernels, XLA functions shown at most
 MAX_SITES = 3           # call sites per op type and mode
 MAX_FUNCTIONS = 5       # tf.functions named in the facts
-UNKNOWN = "(unknown)"   # kernels.UNKNOWN, as the contract spells it
-REMOVED = "(optimized away)"
-
-
-class UnknownOpType(LookupError):
-    """``--op`` names an op type the run does not have."""
 
 
 # ---------------------------------------------------------------- redaction
@@ -254,7 +249,7 @@ def select_op_types(run: dict[str, Any], asked: list[str], top: int = TOP_OP_TYP
     """(rows shown, rows left out). Shown: the asked op types, then the ``top`` busiest,
     then every one whose kernel differs between modes or is oneDNN in a mode, busiest
     first, at most ``max_rows`` (asked ones always); in the contract's order."""
-    rows = run["op_types"]   # busiest first (join.run_json)
+    rows = run["op_types"]   # busiest first (contract.run_json)
     wanted: list[str] = list(dict.fromkeys(asked))
     for i, row in enumerate(rows):
         if i < top or kernels_differ(row) or _onednn(row):
@@ -376,9 +371,9 @@ def _explanations(run: dict[str, Any], focus: list[str],
 def build(run: dict[str, Any], *, asked: list[str], call_sites: dict[str, dict[str, list[dict[str, Any]]]],
           cpu_features: Optional[list[str]], redaction: Redaction,
           other_runs: Optional[list[str]] = None) -> list[Block]:
-    """The report of one run (``join.run_json`` with explanations) as blocks.
+    """The report of one run (``contract.run_json`` with explanations) as blocks.
     ``asked``: the ``--op`` op types (checked with ``focus_ops``); ``call_sites``: op
-    type -> mode -> ``why.call_sites`` of the op types explained; ``cpu_features``: the
+    type -> mode -> ``explain.call_sites`` of the op types explained; ``cpu_features``: the
     logs' instruction sets (None: no start-up line)."""
     red = redaction
     focus = focus_ops(run, asked)

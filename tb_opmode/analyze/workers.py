@@ -18,53 +18,26 @@ belongs to exactly one worker's dump.
 
 The task of a dump is read from the device names TF recorded in it
 (``/job:worker/replica:0/task:1/device:CPU:0`` is task ``worker:1``); a one-process
-run's devices are ``/job:localhost/...``. Discovery (``runs.discover``) uses
-``dump_tasks`` to put the dumps of one job into one run.
+run's devices are ``/job:localhost/...``. Discovery (``read.discover``) uses
+``read.tasks.dump_tasks`` to put the dumps of one job into one run; ``present.workers``
+renders this as text.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .tfdbg import read_file_states
+from ..model import RunModel
+from ..read.discover import problem_text, relpath
+from ..read.tasks import task_of
+from ..vocab import is_function
 
-if TYPE_CHECKING:  # join imports this module; only the types are needed here
-    from .join import RunModel
+__all__ = ["is_collective", "breakdown", "collectives_across", "NO_DEVICE"]
 
-__all__ = ["task_of", "dump_tasks", "is_cluster_task", "is_collective", "breakdown",
-           "NO_DEVICE"]
-
-_TASK = re.compile(r"/job:(?P<job>[^/]+)(?:/replica:\d+)?/task:(?P<task>\d+)")
 # An eager execution with no output (AssignVariableOp, NoOp) records no device, nor
 # does a graph op whose traces and creation name none.
 NO_DEVICE = "(device not recorded)"
-
-
-def task_of(device: str) -> str:
-    """``job:task`` of a TF device name (``/job:worker/replica:0/task:1/device:CPU:0`` ->
-    ``worker:1``), or "" for a name without a job."""
-    m = _TASK.search(device)
-    return f"{m.group('job')}:{m.group('task')}" if m else ""
-
-
-def is_cluster_task(task: str) -> bool:
-    """Whether a task is a member of a cluster (``worker:1``, ``chief:0``), not the
-    single process of a local run (``localhost:0``)."""
-    return bool(task) and not task.startswith("localhost:")
-
-
-def dump_tasks(files: dict[str, str]) -> frozenset[str]:
-    """The tasks named by the devices a dump set's ``.graphs`` file records (kind ->
-    path, as ``tfdbg.find_dump_sets`` gives). Reads only that file; an unreadable or
-    damaged one names fewer tasks (its problems are reported when the run is built)."""
-    path = files.get("graphs")
-    if path is None:
-        return frozenset()
-    state = read_file_states({"graphs": path}).get("graphs")
-    if state is None:
-        return frozenset()
-    return frozenset(t for t in map(task_of, state.part.devices.values()) if t)
 
 
 def is_collective(op_type: str) -> bool:
@@ -88,7 +61,6 @@ def _kernel_list(counts: Counter) -> list[dict[str, Any]]:
 
 def _dump_breakdown(model: "RunModel", index: int) -> dict[str, Any]:
     """Executions per device, mode, op type and kernel of ``model.dumps[index]``."""
-    from .join import is_function  # join imports us: a late import avoids the cycle
 
     dump = model.dumps[index]
     # device -> mode -> op type -> executions; device -> mode -> op type -> (kernel, evidence) -> n
@@ -164,8 +136,6 @@ def breakdown(model: "RunModel", dumps: list[Any], missing: list[tuple[str, str]
     also those nothing could be read from) and per worker in ``missing`` ((directory,
     why) of workers whose dump is not there), sorted by task. Empty for a run of one
     dump on one device (its op table says it all)."""
-    from .join import _problem_text  # the run's own wording of a problem
-    from .runs import display, relpath
 
     usable = {id(d): i for i, d in enumerate(model.dumps)}
     entries = []
@@ -177,7 +147,7 @@ def breakdown(model: "RunModel", dumps: list[Any], missing: list[tuple[str, str]
             "directory": relpath(dump.directory, logdir),
             "source": relpath(f"{dump.directory}/{dump.prefix}", logdir),
             "tensorflow_version": dump.tensorflow_version,
-            "problems": [_problem_text(p, logdir) for p in dump.problems]}
+            "problems": [problem_text(p, logdir) for p in dump.problems]}
         index = usable.get(id(dump))
         if index is None:
             entry["status"] = "unreadable"
@@ -237,46 +207,3 @@ def collectives_across(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
             item["in_every_worker"] = all(v["eager"] or v["graph"] for v in per.values())
         out.append(item)
     return out
-
-
-def render_workers(run: dict[str, Any]) -> str:
-    """The ``workers`` and ``collectives`` of one run JSON as text for ``tb-opmode
-    summary``: per worker and device, executions per mode and the busiest op types with
-    their kernels. Every string from the files goes through ``display``."""
-    from .runs import display
-
-    workers = run.get("workers") or []
-    if not workers:
-        return ""
-    lines = [f"  workers: {len(workers)} dump(s)"]
-    for w in workers:
-        who = display(w["task"] or "task ?")
-        lines.append(f"  {who}  host {display(w['host']) or '?'}  {display(w['directory'])}  "
-                     f"[{w['status']}]")
-        for problem in w["problems"][:3]:
-            lines.append(f"    ! {display(problem)}")
-        if len(w["problems"]) > 3:
-            lines.append(f"    ! ... and {len(w['problems']) - 3} more problem(s)")
-        for d in w["devices"]:
-            lines.append(f"    {display(d['device'])}: eager {d['eager_executions']}, "
-                         f"graph {d['graph_executions']}"
-                         + (", tf.function calls " + ", ".join(
-                             f"{display(f['name'])} x{f['calls']}" for f in d["functions"])
-                            if d["functions"] else ""))
-            for row in d["op_types"][:8]:
-                parts = []
-                for mode in ("eager", "graph"):
-                    stats = row[mode]
-                    if stats["executions"]:
-                        kernels = ", ".join(f"{display(k['name'])} x{k['executions']} "
-                                            f"({k['evidence']})" for k in stats["kernels"])
-                        parts.append(f"{mode} {stats['executions']}: {kernels or '-'}")
-                lines.append(f"      {display(row['op_type'])}  " + "; ".join(parts))
-            if len(d["op_types"]) > 8:
-                lines.append(f"      ... {len(d['op_types']) - 8} more op types (--format json)")
-    for c in run.get("collectives") or []:
-        per = ", ".join(f"{display(task)} eager {v['eager']} graph {v['graph']}"
-                        for task, v in c["workers"].items())
-        flag = "" if c.get("in_every_worker", True) else "  (not in every worker)"
-        lines.append(f"  collective {display(c['op_type'])}: {per}{flag}")
-    return "\n".join(lines) + "\n"

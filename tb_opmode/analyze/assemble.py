@@ -1,9 +1,9 @@
 """Join dumps, profiles and logs into one model per run.
 
-In: a logdir (and optional extra log files). Out: ``RunModel``s, one per run,
-and ``summary()``, the JSON-ready contract that the CLI and the tab share:
-per op type and mode, execution counts and the kernels that ran, each with its
-evidence level.
+In: a logdir (and optional extra log files), or one run's ``RunSources``. Out:
+``RunModel``s, one per run (``model.py``): per op type and mode, execution counts
+and the kernels that ran, each with its evidence level. The JSON contract made
+of them is ``present.contract``.
 
 Counts come from the strongest source present: the tfdbg2 dump (eager
 ``execution`` records; graph ``graph_execution_trace`` records of the lowest
@@ -16,91 +16,21 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
 
-from . import __version__
-from .partials import Partial, Unit, read_serial, units_of
-from .kernels import EagerAssignment, OpKernel, assign_eager, assign_graph, detect_onednn, is_onednn
+from ..errors import LogdirError, NoSuchRun, Problem
+from ..model import KernelUse, ModeStats, RunModel
+from ..read.discover import RunSources, discover, display, dump_location, relpath
+from ..read.partials import Partial, Unit, read_serial, units_of
+from ..read.textlog import LogFacts
+from ..read.tfdbg import DumpSet
+from ..vocab import PLUMBING_KERNELS, is_debug_kernel, is_function, is_onednn
+from .explain import op_times
+from .kernels import assign_eager, assign_graph, detect_onednn
 from .nodes import canonical_op
-from .runs import RunSources, discover, display, dump_location, relpath
-from .textlog import LogFacts
-from .tfdbg import DumpSet
-from .tfrecord import Problem
-from .why import explain, is_debug_kernel, op_times, time_share
-from .workers import breakdown, collectives_across
-from .xplane import Profile
+from .workers import breakdown
 
-__all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "LogdirError", "build_run",
-           "load", "summary", "run_json", "row_op", "is_user_op", "onednn_primitives", "xla_functions", "is_function", "MODES"]
-
-MODES = ("eager", "graph")
-
-
-class LogdirError(FileNotFoundError):
-    """The logdir is missing or holds nothing we can read."""
-
-
-@dataclass
-class KernelUse:
-    name: str
-    executions: int
-    onednn: bool
-    evidence: str          # "log" | "profile" | "inferred"
-    notes: list[str] = field(default_factory=list)
-    fused_into: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ModeStats:
-    executions: int = 0
-    kernels: list[KernelUse] = field(default_factory=list)
-
-
-@dataclass
-class OpTypeRow:
-    op_type: str
-    eager: ModeStats = field(default_factory=ModeStats)
-    graph: ModeStats = field(default_factory=ModeStats)
-
-    def mode(self, mode: str) -> ModeStats:
-        return self.eager if mode == "eager" else self.graph
-
-
-@dataclass
-class RunModel:
-    run: str
-    directory: str
-    tensorflow_version: str = ""
-    hosts: list[str] = field(default_factory=list)
-    onednn_enabled: bool | None = None
-    onednn_source: str = ""
-    counts_from: str = ""
-    sources: dict[str, list[str]] = field(default_factory=dict)
-    functions: Counter = field(default_factory=Counter)
-    op_types: dict[str, OpTypeRow] = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
-    dumps: list[DumpSet] = field(default_factory=list)
-    profiles: list[Profile] = field(default_factory=list)
-    logs: list[LogFacts] = field(default_factory=list)
-    graph_ops: list[OpKernel] = field(default_factory=list)
-    eager_ops: list[EagerAssignment] = field(default_factory=list)
-    # (op type, mode, kernel) -> [profiler events, total ns]
-    times: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
-    # The run JSON's ``workers`` (workers.breakdown): per worker and device, for a run of
-    # several dumps (a multi-worker job) or devices (MirroredStrategy); else empty.
-    workers: list[dict[str, Any]] = field(default_factory=list)
-
-    def row(self, op_type: str) -> OpTypeRow:
-        row = self.op_types.get(op_type)
-        if row is None:
-            row = self.op_types[op_type] = OpTypeRow(op_type)
-        return row
-
-
-def is_function(name: str) -> bool:
-    # tf.function calls are dispatched as ops named after the traced function.
-    return name.startswith(("__inference_", "__forward_", "__backward_"))
+__all__ = ["build_run", "load", "row_op", "is_user_op"]
 
 
 def _dump_counts(model: RunModel) -> None:
@@ -179,15 +109,10 @@ def row_op(kernel: str) -> str:
     return canonical_op(kernel)
 
 
-# What a log or profile shows that is no op of the user's program: tfdbg's debug ops
-# and the executor's own nodes.
-_NOT_USER_OPS = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
-
-
 def is_user_op(kernel: str) -> bool:
     """Whether a kernel the log or profile names ran an op of the user's program, not
     tfdbg's instrumentation or the executor's plumbing."""
-    return bool(kernel) and kernel not in _NOT_USER_OPS and not is_debug_kernel(kernel)
+    return bool(kernel) and kernel not in PLUMBING_KERNELS and not is_debug_kernel(kernel)
 
 
 def _log_counts(model: RunModel) -> None:
@@ -248,7 +173,7 @@ def _apply_kernels(model: RunModel) -> None:
 def _graph_kernels_without_dump(model: RunModel) -> None:
     """No dump: each kernel seen is its row's, with the executions its evidence counts
     (the log's Process node lines, else the profile's events)."""
-    counted: Counter = Counter()
+    counted: Counter[str] = Counter()
     evidence: dict[str, str] = {}
     for log in model.logs:
         for kernel, n in log.kernel_executions.items():
@@ -367,8 +292,10 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
     for dump in dumps:
         model.problems.extend(dump.problems)
         model.problems.extend(_dump_checks(dump))
-    for part in (*model.profiles, *model.logs):
-        model.problems.extend(part.problems)
+    for prof in model.profiles:
+        model.problems.extend(prof.problems)
+    for log in model.logs:
+        model.problems.extend(log.problems)
     model.problems.extend(read_problems)
     model.problems.extend(_log_run_checks(model))
     if model.dumps:
@@ -403,142 +330,6 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
     if run is not None:
         found = [r for r in found if r.name == run]
         if not found:
-            raise LogdirError(f"{logdir}: no run named {run!r}")
+            raise NoSuchRun(f"{logdir}: no run named {run!r}")
     parts = read(units_of(found))
     return [build_run(sources, os.path.abspath(logdir), parts) for sources in found]
-
-
-def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:
-    out = []
-    for k in sorted(stats.kernels, key=lambda k: (-k.executions, k.name)):
-        item: dict[str, Any] = {"name": k.name, "executions": k.executions, "onednn": k.onednn,
-                                "evidence": k.evidence}
-        if k.notes:
-            item["notes"] = k.notes[:5]
-        if k.fused_into:
-            item["fused_into"] = k.fused_into[:20]
-        out.append(item)
-    return out
-
-
-def _problem_text(problem: Problem, logdir: str) -> str:
-    path = problem.path
-    if os.path.isabs(path) and path.startswith(logdir.rstrip(os.sep) + os.sep):
-        path = relpath(path, logdir)
-    return f"{display(path)}: byte {problem.offset}: {display(problem.message)}"
-
-
-def _mode_json(m: RunModel, row: OpTypeRow, mode: str, explanation: str) -> dict[str, Any]:
-    stats = row.mode(mode)
-    kernels = _kernels_json(stats)
-    total_events = total_ns = 0
-    timed: set[str] = set()
-    for k in kernels:
-        # Profiled time is per kernel name; a kernel listed twice (seen in the log for
-        # some executions, inferred for others) carries it once.
-        if k["name"] in timed:
-            continue
-        timed.add(k["name"])
-        events, ns = m.times.get((row.op_type, mode, k["name"]), (0, 0))
-        if events:
-            k["time"] = {"events": events, "total_ms": ns / 1e6, "mean_us": ns / events / 1e3}
-    # The mode's total holds every profiled event of the op type, also those of a kernel
-    # no execution was labelled with, so that it adds up to the overview's.
-    for (op_type, in_mode, _kernel), (events, ns) in m.times.items():
-        if op_type == row.op_type and in_mode == mode:
-            total_events += events
-            total_ns += ns
-    out: dict[str, Any] = {"executions": stats.executions, "kernels": kernels}
-    if total_events:
-        out["time"] = {"events": total_events, "total_ms": total_ns / 1e6,
-                       "mean_us": total_ns / total_events / 1e3}
-    if explanation:
-        out["explanation"] = explanation
-    return out
-
-
-def onednn_primitives(m: RunModel) -> dict[str, Any]:
-    """ONEDNN_VERBOSE primitives executed, by kind and implementation (ISA)."""
-    counts: Counter = Counter()
-    times: Counter = Counter()
-    for log in m.logs:
-        counts.update(log.onednn_primitives)
-        times.update(log.onednn_time_ms)
-    rows = [{"kind": kind, "implementation": impl, "prop_kind": prop, "count": n,
-             "time_ms": round(times[(kind, impl, prop)], 3)}
-            for (kind, impl, prop), n in counts.most_common()]
-    note = ""
-    if rows and all(r["kind"] == "gemm_api" for r in rows):
-        note = ("only gemm_api lines: stock MatMul also calls oneDNN's sgemm, so these alone do "
-                "not prove that TF's oneDNN ops are on")
-    elif any(r["kind"] == "gemm_api" for r in rows):
-        note = "gemm_api lines also occur with oneDNN off (stock MatMul calls oneDNN's sgemm)"
-    return {"primitives": rows, "note": note}
-
-
-def xla_functions(m: RunModel) -> list[dict[str, Any]]:
-    """tf.functions XLA compiled (jit_compile=True), from the log's XLA launches: a mode
-    of their own. Their ops run inside one XLA cluster, not as TF kernels, and tfdbg
-    cannot instrument a cluster (its debug ops have no XLA kernel): with the dump on, TF
-    refuses to compile such a function, so a dump holds none of its ops."""
-    launches: Counter = Counter()
-    for log in m.logs:
-        launches.update(log.xla_launches)
-    out = []
-    for name, n in sorted(launches.items()):
-        calls = m.functions.get(name, 0)
-        if m.dumps:
-            note = (f"compiled by XLA: its ops ran inside an XLA cluster, not as TF kernels; "
-                    f"tfdbg cannot instrument XLA clusters, so the dump holds none of its ops "
-                    f"({calls} of its calls are in the dump; with the dump on, TF fails to "
-                    f"compile it: no XLA kernel for tfdbg's debug ops). Run without the dump "
-                    f"and with the log (TF_CPP_MAX_VLOG_LEVEL=2) to see its kernels")
-        else:
-            note = "compiled by XLA: its ops ran inside an XLA cluster, not as TF kernels"
-        out.append({"name": name, "launches": n, "calls_in_dump": calls, "note": note})
-    return out
-
-
-def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, Any]:
-    """One run of the summary contract."""
-    warnings = [_problem_text(p, logdir) for p in m.problems]
-    rows = sorted(m.op_types.values(),
-                  key=lambda r: (-(r.eager.executions + r.graph.executions), r.op_type))
-    op_types = []
-    for r in rows:
-        why = explain(m, r.op_type) if explanations else {}
-        op_types.append({
-            "op_type": r.op_type,
-            "eager": _mode_json(m, r, "eager", why.get("eager", {}).get("explanation", "")
-                                if r.eager.executions else ""),
-            "graph": _mode_json(m, r, "graph", why.get("graph", {}).get("explanation", "")
-                                if r.graph.executions else ""),
-        })
-    return {
-        "run": m.run,
-        "tensorflow_version": m.tensorflow_version,
-        "hosts": m.hosts,
-        "onednn_enabled": m.onednn_enabled,
-        "onednn_source": m.onednn_source,
-        "counts_from": m.counts_from,
-        "sources": m.sources,
-        "warnings": warnings,
-        "notes": [f"{relpath(p.path, logdir)}: {n}" for p in m.profiles for n in p.notes],
-        "functions": [{"name": n, "calls": c} for n, c in sorted(
-            m.functions.items(), key=lambda kv: (-kv[1], kv[0]))],
-        "onednn_verbose": onednn_primitives(m),
-        "xla_functions": xla_functions(m),
-        "time_share": time_share(m.times),
-        "op_types": op_types,
-        # Only for a run of several workers or devices (workers.breakdown).
-        **({"workers": m.workers, "collectives": collectives_across(m.workers)}
-           if m.workers else {}),
-    }
-
-
-def summary(models: list[RunModel], logdir: str, explanations: bool = True) -> dict[str, Any]:
-    """The JSON contract of ``tb-opmode summary --format json``."""
-    logdir = os.path.abspath(logdir)
-    runs = [run_json(m, logdir, explanations) for m in models]
-    all_warnings = [f"{r['run']}: {w}" for r in runs for w in r["warnings"]]
-    return {"version": __version__, "warnings": all_warnings, "runs": runs}

@@ -1,6 +1,6 @@
 """Why each op ran in its mode and with its kernel, in words, with call sites and time.
 
-In: a ``RunModel`` whose kernels are assigned (``join`` + ``kernels``). Out:
+In: a ``RunModel`` whose kernels are assigned (``assemble`` + ``kernels``). Out:
 pure functions returning JSON-ready dicts: ``call_sites`` (Python lines that
 issued eager executions, or created graph ops while a tf.function was traced),
 ``function_graphs`` (the graphs holding an op type's graph executions),
@@ -17,23 +17,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-from .kernels import REMOVED, UNKNOWN, is_fused, is_onednn
+from ..model import RunModel
+from ..read.tfdbg import DumpSet
+from ..vocab import PLUMBING_KERNELS, REMOVED, UNKNOWN, is_debug_kernel, is_function, is_onednn
+from .kernels import is_fused
 from .nodes import canonical_op, suffixes
 from .rules import matching_rules, stock_reason
 
-if TYPE_CHECKING:
-    from .join import RunModel
-    from .tfdbg import DumpSet
-
 __all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
-           "kernel_class", "is_debug_kernel", "node_op_types", "eager_kernels", "KERNEL_CLASSES",
-           "PLUMBING_KERNELS"]
+           "kernel_class", "node_op_types", "eager_kernels"]
 
-KERNEL_CLASSES = ("onednn", "fused", "stock", "unknown")
-# Executor bookkeeping nodes: no op of the user's program.
-PLUMBING_KERNELS = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
 # Frames inside TF itself, or Keras' thin op wrappers, say nothing about why an op ran.
 _INTERNAL = re.compile(r"[/\\](tensorflow|tensorflow_core|tf_keras[/\\]src[/\\]backend|"
                        r"keras[/\\]src[/\\]backend|keras[/\\]src[/\\]ops|keras[/\\]backend|"
@@ -47,20 +42,14 @@ Frame = tuple[str, int, str]  # (file path, line, function)
 
 
 def kernel_class(kernel: str) -> str:
-    """``fused`` (a oneDNN kernel grappler's remapper fused from several ops), ``onednn``
-    (another ``_Mkl*`` kernel), ``stock``, or ``unknown`` (no kernel: none seen, or the op
-    was optimized away)."""
+    """One of ``vocab.KERNEL_CLASSES``: ``fused`` (a oneDNN kernel grappler's remapper
+    fused from several ops), ``onednn`` (another ``_Mkl*`` kernel), ``stock``, or
+    ``unknown`` (no kernel: none seen, or the op was optimized away)."""
     if not kernel or kernel in (REMOVED, UNKNOWN):
         return "unknown"
     if is_fused(kernel) and is_onednn(kernel):
         return "fused"
     return "onednn" if is_onednn(kernel) else "stock"
-
-
-def is_debug_kernel(kernel: str) -> bool:
-    """A kernel tfdbg inserted to dump tensors (``DebugIdentityV2``, ``DebugNumericSummaryV2``
-    and kin): instrumentation, not an op of the user's program."""
-    return kernel.startswith("Debug")
 
 
 def _frames(dump: DumpSet, stack: tuple[str, ...]) -> list[Frame]:
@@ -115,8 +104,8 @@ def call_sites(model: RunModel, op_type: str, mode: str, limit: Optional[int] = 
     side; with ``via``, ``via`` lists the frames between the user's code and the
     site (outermost first, TF internals left out, the last few).
     """
-    stacks: Counter = Counter()      # (dump index, stack) -> executions
-    created_ops: Counter = Counter()  # (dump index, stack) -> graph ops created there
+    stacks: Counter[tuple[int, tuple[str, ...]]] = Counter()       # (dump index, stack) -> executions
+    created_ops: Counter[tuple[int, tuple[str, ...]]] = Counter()  # (dump index, stack) -> graph ops created there
     if mode == "eager":
         for i, dump in enumerate(model.dumps):
             for (t, stack), n in dump.execution_sites.items():
@@ -262,7 +251,8 @@ def _fusion_blocked(model: RunModel, op_type: str, mode: str, kernels: list[Any]
     if not fused:
         return ""
     return (f"No fusion: TF {model.tensorflow_version} can fuse {op_type} with its neighbours "
-            f"into {' or '.join(fused)}, but grappler's remapper fuses only when the intermediate tensors have no other consumer, and this run's "
+            f"into {' or '.join(fused)}, but grappler's remapper fuses only when the intermediate "
+            f"tensors have no other consumer, and this run's "
             f"tfdbg dump (enable_dump_debug_info) gave every traced tensor one, a debug op. "
             f"Without the dump, this op may run fused (measured on TF 2.21: a Dense+ReLU model "
             f"runs _MklNativeFusedMatMul without the dump, _MklMatMul, BiasAdd and Relu with it).")
@@ -272,7 +262,7 @@ def explain(model: RunModel, op_type: str) -> dict[str, Any]:
     """Per mode: explanation (a paragraph) and reasons (structured)."""
     row = model.op_types[op_type]
     out: dict[str, Any] = {}
-    dtypes = {"eager": Counter(), "graph": Counter()}
+    dtypes: dict[str, Counter[str]] = {"eager": Counter(), "graph": Counter()}
     for e in model.eager_ops:
         if e.op_type == op_type:
             dtypes["eager"][e.dtype] += e.executions
@@ -376,7 +366,6 @@ def op_times(model: RunModel) -> dict[tuple[str, str, str], list[int]]:
     graph events to their own kernel and the op type ``node_op_types`` gives.
     tf.function calls, tfdbg's instrumentation and executor plumbing are left out.
     """
-    from .join import is_function  # join imports this module: import at call time
 
     out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     eager_kernel = eager_kernels(model)
@@ -389,10 +378,10 @@ def op_times(model: RunModel) -> dict[tuple[str, str, str], list[int]]:
             cell[0] += 1
             cell[1] += dur
         for node, kernel, _start, dur in prof.graph_ops:
-            op_type = op_of.get(node)
-            if op_type is None:
+            graph_op = op_of.get(node)
+            if graph_op is None:
                 continue  # tfdbg's own nodes and executor plumbing
-            cell = out[(op_type, "graph", kernel)]
+            cell = out[(graph_op, "graph", kernel)]
             cell[0] += 1
             cell[1] += dur
     return dict(out)
@@ -400,7 +389,7 @@ def op_times(model: RunModel) -> dict[tuple[str, str, str], list[int]]:
 
 def class_times(times: dict[tuple[str, str, str], list[int]]) -> dict[tuple[str, str], int]:
     """(mode, kernel class) -> profiled op time in ns, from ``op_times``."""
-    totals: Counter = Counter()
+    totals: Counter[tuple[str, str]] = Counter()
     for (_op, mode, kernel), (_n, ns) in times.items():
         totals[(mode, kernel_class(kernel))] += ns
     return dict(totals)

@@ -1,8 +1,9 @@
 """A process that builds runs for the plugin's loader, so runs load on every core.
 
 In (stdin): length-prefixed pickles ``(RunSources, signature, logdir, full)``, one per run.
-Out (stdout): one length-prefixed pickle per job, in order: ``("ok", view,
-seconds)`` (the light view is also kept in the cache, ``cache.store_view``) where ``view`` is the ``views.RunView`` (``full``) or its light form
+Out (stdout): one length-prefixed pickle per job, in order: ``("ok", view)``
+(the light view is also kept in the cache, ``cache.store_view``) where ``view``
+is the ``tab.RunView`` (``full``) or its light form
 (``light_view``: what the run list shows, without the dump, profile and
 timeline data), or ``("error", type name, message, traceback text, expected)``.
 EOF on stdin ends the process, so a worker never outlives its TensorBoard.
@@ -21,23 +22,29 @@ import os
 import pickle
 import struct
 import sys
-import time
 import traceback
-from typing import Any, BinaryIO, Optional
+from typing import IO, Any, Optional
+
+from google.protobuf.message import DecodeError
+
+from ..analyze.assemble import build_run
+from ..present import tab
+from ..read.cache import store_view
+from ..read.xplane import Profile
 
 __all__ = ["main", "send", "receive", "light_view", "expected_errors"]
 
 _HEADER = struct.Struct("<Q")
 
 
-def send(stream: BinaryIO, value: Any) -> None:
+def send(stream: IO[bytes], value: Any) -> None:
     """Write one message (a pickle with its length in front) and flush it."""
     body = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_HEADER.pack(len(body)) + body)
     stream.flush()
 
 
-def _exactly(stream: BinaryIO, n: int) -> Optional[bytes]:
+def _exactly(stream: IO[bytes], n: int) -> Optional[bytes]:
     chunks, got = [], 0
     while got < n:
         chunk = stream.read(n - got)
@@ -48,7 +55,7 @@ def _exactly(stream: BinaryIO, n: int) -> Optional[bytes]:
     return b"".join(chunks)
 
 
-def receive(stream: BinaryIO) -> Any:
+def receive(stream: IO[bytes]) -> Any:
     """Read one message; raises EOFError when the other side has gone."""
     head = _exactly(stream, _HEADER.size)
     if head is None:
@@ -66,8 +73,6 @@ def light_view(view: Any) -> Any:
     Profiles keep their path, host and time source but no events; the timeline
     is left out. Only the run list may be given one (the plugin's ``_view``
     gives routes the full view)."""
-    from .xplane import Profile
-
     model = view.model
     profiles = [Profile(path=p.path, host=p.host, start_ns=p.start_ns, end_ns=p.end_ns,
                         time_source=p.time_source) for p in model.profiles]
@@ -77,16 +82,11 @@ def light_view(view: Any) -> Any:
 
 
 def _build(sources: Any, logdir: str) -> Any:
-    from . import views
-    from .join import build_run
-
-    return views.prepare(build_run(sources, logdir), logdir)
+    return tab.prepare(build_run(sources, logdir), logdir)
 
 
 def expected_errors() -> tuple[type[BaseException], ...]:
     """What a bad run raises (as opposed to a bug): logged without a traceback."""
-    from google.protobuf.message import DecodeError
-
     return (OSError, ValueError, DecodeError)
 
 
@@ -102,13 +102,11 @@ def main() -> int:
             sources, signature, logdir, full = receive(inp)
         except EOFError:
             return 0
-        began = time.monotonic()
         try:
             view = _build(sources, logdir)
             light = light_view(view)
-            from .cache import store_view
             store_view(logdir, sources.name, signature, light)
-            reply: tuple[Any, ...] = ("ok", view if full else light, time.monotonic() - began)
+            reply: tuple[Any, ...] = ("ok", view if full else light)
         except Exception as err:  # noqa: BLE001 - reported to the parent, which logs it
             reply = ("error", type(err).__name__, str(err), traceback.format_exc(),
                      isinstance(err, expected))

@@ -78,10 +78,11 @@ import datetime
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Iterable, Iterator, Optional
+from typing import BinaryIO, Callable, Optional
 
-from .tfrecord import Problem
+from ..errors import Problem
 
 __all__ = ["EagerKernel", "LogFacts", "looks_like_log", "read_log", "parse_lines", "MAX_LINE"]
 
@@ -198,7 +199,7 @@ class LogFacts:
     # so per-kernel counts are taken per line, not through graph_kernels)
     kernel_executions: Counter[str] = field(default_factory=Counter)
     onednn_primitives: Counter[tuple[str, str, str]] = field(default_factory=Counter)
-    onednn_time_ms: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    onednn_time_ms: dict[tuple[str, str, str], float] = field(default_factory=dict)
     lines: int = 0
     bytes_read: int = 0
     problems: list[Problem] = field(default_factory=list)
@@ -367,7 +368,9 @@ class _Parser:
                     m = match(line)
                     if m is not None:
                         self._first(m)
-                if entry is _PLAIN or not line.startswith(entry[0], j + 2):
+                # entry is a (prefix, handler) tuple once _JUNK and _PLAIN are out; mypy cannot
+                # narrow the object() sentinels, and an isinstance check costs in this loop.
+                if entry is _PLAIN or not line.startswith(entry[0], j + 2):  # type: ignore[index]
                     # Not searched for lines written into it: TF writes whole lines,
                     # so a cut line starts with a oneDNN line (stdout) or has a
                     # location we read (checked below).
@@ -381,7 +384,7 @@ class _Parser:
                 self.last_matched = line
                 if ((line.find(b"] ", j + 2) < 0 and b"_verbose," not in line)
                         or not self._garbled(line, off)):
-                    entry[1](line, m.end(), m.group(6), off, False)
+                    entry[1](line, m.end(), m.group(6), off, False)  # type: ignore[index]  # as above
         self.lines = nlines
         self.last_prefixed = last_prefixed
 
@@ -707,7 +710,7 @@ class _Parser:
             skey = (_s(key[0]), _s(key[1]), _s(key[2]))
             facts.onednn_primitives[skey] += v
             if key in self.prim_ms:
-                facts.onednn_time_ms[skey] += self.prim_ms[key]
+                facts.onednn_time_ms[skey] = facts.onednn_time_ms.get(skey, 0.0) + self.prim_ms[key]
         for kind in (_NON_UTF8, _BINARY, _GARBLED, _LONG, _PARTIAL):
             entry = self.issues.get(kind)
             if entry is not None:

@@ -50,11 +50,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..vocab import MODES
+
 __all__ = [
     "Rule",
     "cpu_dependence",
     "RULES",
-    "MODES",
     "MECHANISMS",
     "FIRST_VERSION",
     "LAST_VERSION",
@@ -68,7 +69,6 @@ __all__ = [
     "stock_reason",
 ]
 
-MODES = ("eager", "graph")
 MECHANISMS = ("eager-rename", "eager-wrapper-graph-pass", "graph-pass", "remapper-fusion")
 FIRST_VERSION = "2.12"
 LAST_VERSION = "2.21"

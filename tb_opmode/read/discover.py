@@ -49,13 +49,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..errors import Problem, UnreadableLogdir
 from .cache import cached_dump_set, cached_log
 from .textlog import looks_like_log
 from .tfdbg import DUMP_FILE_RE, file_identity, find_dump_sets, read_file_states
-from .workers import dump_tasks, is_cluster_task, task_of
+from .tasks import dump_tasks, is_cluster_task, task_of
 
-__all__ = ["RunSources", "UnreadableLogdir", "discover", "LOG_SUFFIXES", "relpath", "display",
-           "dump_location"]
+__all__ = ["RunSources", "discover", "LOG_SUFFIXES", "relpath", "display", "dump_location",
+           "problem_text"]
 
 LOG_SUFFIXES = (".txt", ".log", ".out", ".err")
 # Clocks of the dump, the profiler and the log all read the same host clock,
@@ -87,19 +88,6 @@ def dump_location(sources: RunSources, key: str) -> tuple[str, str]:
     ``<sub-directory>/<prefix>`` (two workers on one host write the same prefix)."""
     sub, _, prefix = key.rpartition("/")
     return (os.path.join(sources.directory, sub) if sub else sources.directory), prefix
-
-
-class UnreadableLogdir(OSError):
-    """The logdir exists but cannot be listed (or nothing in it could be): saying
-    "nothing found" would send the user looking for files that are there."""
-
-    def __init__(self, logdir: str, reason: str) -> None:
-        super().__init__(f"{display(logdir)}: {reason}")
-        self.filename = logdir
-        self.strerror = reason
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 # C0 and C1 controls and the Unicode line/paragraph separators break or forge lines;
@@ -241,7 +229,8 @@ def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, l
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as err:
             if directory == logdir:
-                raise UnreadableLogdir(logdir, f"cannot list the directory: {_reason(err)}") from err
+                raise UnreadableLogdir(logdir, f"cannot list the directory: {_reason(err)}",
+                                       display(logdir)) from err
             warnings.append((directory, f"{_reason(err)}: directory not read"))
             continue
         subdirs: list[str] = []
@@ -379,7 +368,8 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
         path, message = walk_warnings[0]
         more = f" (and {len(walk_warnings) - 1} more)" if len(walk_warnings) > 1 else ""
         raise UnreadableLogdir(logdir, f"nothing found in what could be read; "
-                                       f"{relpath(path, logdir)}: {message}{more}")
+                                       f"{relpath(path, logdir)}: {message}{more}",
+                               display(logdir))
     for path, message in walk_warnings:
         report = reporter(os.path.dirname(path))
         if report is not None:
@@ -488,7 +478,8 @@ _memo: dict[tuple[str, str], tuple[Any, Any]] = {}
 def _memoized(key: tuple[str, str], identity: Any, compute: Callable[[], T]) -> T:
     found = _memo.get(key)
     if found is not None and identity is not None and found[0] == identity:
-        return found[1]
+        known: T = found[1]
+        return known
     value = compute()
     _memo[key] = (identity, value)
     return value
@@ -627,3 +618,12 @@ def _attach_logs(runs: dict[str, RunSources], logs: list[str], extra: list[str],
         add(owner, path)
         if candidates or evidence.run_ids:
             warnings.append((path, f"not attached to a dump's run: {why}"))
+
+
+def problem_text(problem: Problem, logdir: str) -> str:
+    """A problem as the run's warnings say it: its file relative to ``logdir`` (absolute
+    paths outside it kept), the byte offset, and the message, all printable."""
+    path = problem.path
+    if os.path.isabs(path) and path.startswith(logdir.rstrip(os.sep) + os.sep):
+        path = relpath(path, logdir)
+    return f"{display(path)}: byte {problem.offset}: {display(problem.message)}"

@@ -24,27 +24,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from ..model import EagerAssignment, OpKernel, RunModel
+from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, OpCreation, digest_rank
+from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
+from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
 from .nodes import canonical_op, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
-from .tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, digest_rank
 
-if TYPE_CHECKING:  # join imports this module; the type is only for annotations
-    from .join import RunModel
-    from .tfdbg import DumpSet, OpCreation
+__all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
+           "is_fused", "run_cpu", "inferred_kernel", "FLOAT_DTYPES"]
 
-__all__ = ["OpKernel", "EagerAssignment", "LogLink", "assign_graph", "assign_eager", "detect_onednn",
-           "is_onednn", "is_fused", "run_cpu", "inferred_kernel", "REMOVED", "UNKNOWN",
-           "FLOAT_DTYPES"]
-
-# Shown as the kernel of an op that grappler took out of the graph.
-REMOVED = "(optimized away)"
-# Shown where the evidence cannot decide the kernel; the note says why and how to find out.
-UNKNOWN = "(unknown)"
 FLOAT_DTYPES = frozenset(("DT_FLOAT", "DT_DOUBLE", "DT_BFLOAT16", "DT_HALF"))
-_DEBUG_PREFIX = "Debug"  # DebugIdentityV2 / DebugNumericSummaryV2: tfdbg's own nodes
 _NO_TENSOR = 1  # tensor_debug_mode of a dump that records no tensor values
 # Ops that pass their input on unchanged; reading a fused node's output they were removed.
 _IDENTITY_OPS = frozenset(("Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"))
@@ -52,10 +44,6 @@ _IDENTITY_OPS = frozenset(("Identity", "IdentityN", "StopGradient", "Snapshot", 
 # Reshape, ExpandDims, Const, Shape; the others alias their input or read only its shape).
 _NO_EVENT_OPS = frozenset(("Reshape", "ExpandDims", "Squeeze", "Const", "Identity", "Snapshot",
                            "Bitcast", "Shape", "Size", "Rank"))
-
-
-def is_onednn(kernel: str) -> bool:
-    return kernel.startswith("_Mkl")
 
 
 def is_fused(kernel: str) -> bool:
@@ -75,33 +63,6 @@ _FUSABLE = frozenset((
     "FusedBatchNormV3", "Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid", "Softplus",
     "Add", "AddV2", "AddN", "Mul", "Erf", "Pad", "Mish", "Gelu", "Pow", "Sub", "Rsqrt",
     "Square", "SquaredDifference", "Mean", "Cast"))
-
-
-@dataclass
-class OpKernel:
-    """The kernel one dump graph op ran (all its executions: a graph is optimised once)."""
-
-    graph_id: str
-    op_name: str
-    op_type: str
-    executions: int
-    kernel: str
-    evidence: str
-    node: str = ""
-    dtype: str = ""
-    note: str = ""
-    fused_into: str = ""
-
-
-@dataclass
-class EagerAssignment:
-    op_type: str
-    dtype: str
-    executions: int
-    kernel: str
-    evidence: str
-    dispatch: str = ""
-    note: str = ""
 
 
 def _strip_slot(tensor: str) -> str:
@@ -392,7 +353,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                            profiled_debug: tuple[set[str], set[str]],
                            no_node: set[tuple[str, str]]) -> None:
     # This run's own observations: (op type, dtype) -> kernel seen in its graphs.
-    seen: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for op in resolved:
         if op.kernel != REMOVED and not op.fused_into and op.evidence in ("log", "profile"):
             seen[(op.op_type, op.dtype)][op.kernel] += 1
@@ -749,9 +710,8 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str) -> tup
 
 def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssignment]:
     """The kernel of eager executions, per (op type, dtype of the first output)."""
-    from .join import is_function  # join imports us: a late import avoids the cycle
 
-    per_dtype: Counter = Counter()
+    per_dtype: Counter[tuple[str, str]] = Counter()
     for dump in model.dumps:
         for (op_type, dtype), n in dump.execution_dtypes.items():
             if not is_function(op_type):
@@ -760,7 +720,8 @@ def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssign
         for op_type, row in model.op_types.items():
             if row.eager.executions:
                 per_dtype[(op_type, "")] += row.eager.executions
-    log_kernels: dict[str, Counter] = defaultdict(Counter)  # op type -> (kernel, dtype, dispatch)
+    # op type -> (kernel, dtype, dispatch)
+    log_kernels: dict[str, Counter[tuple[str, str, str]]] = defaultdict(Counter)
     for log in model.logs:
         for ek, n in log.eager_kernels.items():
             if not is_function(ek.dispatch):
@@ -768,7 +729,7 @@ def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssign
     # What the graph pass did to the same op type and dtype in this run's graphs.
     # Grappler does not run on an eager op's one-node function, so grappler's
     # rewrites and fusions (RealDiv -> Mul, ...WithBias) say nothing about eager.
-    seen: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    seen: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for op in graph_ops:
         if (op.evidence in ("log", "profile") and not op.fused_into
                 and canonical_op(op.kernel) == op.op_type):
@@ -808,7 +769,7 @@ def _dtype_words(dtype: str) -> str:
 
 
 def _eager_from_log(op_type: str, dtype: str, n: int,
-                    candidates: Counter) -> list[EagerAssignment]:
+                    candidates: Counter[tuple[str, str, str]]) -> list[EagerAssignment]:
     """Eager executions of one (op type, dtype) labelled from the log's wrapper kernels.
 
     The health tensor's dtype is the output's; T= is the input's. They agree for

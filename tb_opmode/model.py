@@ -1,0 +1,104 @@
+"""The model of one run: what the analysis makes of the readers' facts.
+
+In: the readers' types (``DumpSet``, ``Profile``, ``LogFacts``, ``Problem``). Out: the
+dataclasses that ``analyze`` fills and ``present`` reads: ``RunModel`` (one run: its
+sources, counts per op type and mode, kernels, problems, profiled times), its rows
+(``OpTypeRow``, ``ModeStats``, ``KernelUse``) and the kernel assignments
+(``OpKernel`` per dump graph op, ``EagerAssignment`` per eager op type and dtype).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import Problem
+from .read.textlog import LogFacts
+from .read.tfdbg import DumpSet
+from .read.xplane import Profile
+
+__all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "OpKernel", "EagerAssignment"]
+
+
+@dataclass
+class KernelUse:
+    name: str
+    executions: int
+    onednn: bool
+    evidence: str          # one of vocab.EVIDENCE: "log" | "profile" | "inferred"
+    notes: list[str] = field(default_factory=list)
+    fused_into: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModeStats:
+    executions: int = 0
+    kernels: list[KernelUse] = field(default_factory=list)
+
+
+@dataclass
+class OpTypeRow:
+    op_type: str
+    eager: ModeStats = field(default_factory=ModeStats)
+    graph: ModeStats = field(default_factory=ModeStats)
+
+    def mode(self, mode: str) -> ModeStats:
+        return self.eager if mode == "eager" else self.graph
+
+
+@dataclass
+class RunModel:
+    run: str
+    directory: str
+    tensorflow_version: str = ""
+    hosts: list[str] = field(default_factory=list)
+    onednn_enabled: bool | None = None
+    onednn_source: str = ""
+    counts_from: str = ""
+    sources: dict[str, list[str]] = field(default_factory=dict)
+    functions: Counter[str] = field(default_factory=Counter)
+    op_types: dict[str, OpTypeRow] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    dumps: list[DumpSet] = field(default_factory=list)
+    profiles: list[Profile] = field(default_factory=list)
+    logs: list[LogFacts] = field(default_factory=list)
+    graph_ops: list[OpKernel] = field(default_factory=list)
+    eager_ops: list[EagerAssignment] = field(default_factory=list)
+    # (op type, mode, kernel) -> [profiler events, total ns]
+    times: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    # The run JSON's ``workers`` (analyze.workers.breakdown): per worker and device, for a
+    # run of several dumps (a multi-worker job) or devices (MirroredStrategy); else empty.
+    workers: list[dict[str, Any]] = field(default_factory=list)
+
+    def row(self, op_type: str) -> OpTypeRow:
+        row = self.op_types.get(op_type)
+        if row is None:
+            row = self.op_types[op_type] = OpTypeRow(op_type)
+        return row
+
+
+@dataclass
+class OpKernel:
+    """The kernel one dump graph op ran (all its executions: a graph is optimised once)."""
+
+    graph_id: str
+    op_name: str
+    op_type: str
+    executions: int
+    kernel: str
+    evidence: str
+    node: str = ""
+    dtype: str = ""
+    note: str = ""
+    fused_into: str = ""
+
+
+@dataclass
+class EagerAssignment:
+    op_type: str
+    dtype: str
+    executions: int
+    kernel: str
+    evidence: str
+    dispatch: str = ""
+    note: str = ""

@@ -1,0 +1,6 @@
+"""Stage 5, serving: the TensorBoard plugin (``OpModePlugin``, setup.py's entry point)."""
+from __future__ import annotations
+
+from .routes import OpModePlugin
+
+__all__ = ["OpModePlugin"]

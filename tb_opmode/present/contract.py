@@ -1,0 +1,152 @@
+"""The JSON contract that the CLI and the tab share: ``summary()`` and ``run_json()``.
+
+In: ``RunModel``s (``analyze.assemble.build_run`` / ``load``) and the logdir they were
+read from. Out: per run, JSON-ready dicts: per op type and mode the execution count,
+the kernels that ran with their evidence and profiled time, the explanation; the
+run's facts (TF version, hosts, oneDNN state and source, where counts come from),
+warnings, tf.functions, ONEDNN_VERBOSE primitives, XLA functions, time shares.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+from .. import __version__
+from ..analyze.explain import explain, time_share
+from ..analyze.workers import collectives_across
+from ..errors import Problem
+from ..model import ModeStats, OpTypeRow, RunModel
+from ..read.discover import display, problem_text, relpath
+
+__all__ = ["summary", "run_json", "onednn_primitives", "xla_functions"]
+
+
+def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:
+    out = []
+    for k in sorted(stats.kernels, key=lambda k: (-k.executions, k.name)):
+        item: dict[str, Any] = {"name": k.name, "executions": k.executions, "onednn": k.onednn,
+                                "evidence": k.evidence}
+        if k.notes:
+            item["notes"] = k.notes[:5]
+        if k.fused_into:
+            item["fused_into"] = k.fused_into[:20]
+        out.append(item)
+    return out
+
+
+def _mode_json(m: RunModel, row: OpTypeRow, mode: str, explanation: str) -> dict[str, Any]:
+    stats = row.mode(mode)
+    kernels = _kernels_json(stats)
+    total_events = total_ns = 0
+    timed: set[str] = set()
+    for k in kernels:
+        # Profiled time is per kernel name; a kernel listed twice (seen in the log for
+        # some executions, inferred for others) carries it once.
+        if k["name"] in timed:
+            continue
+        timed.add(k["name"])
+        events, ns = m.times.get((row.op_type, mode, k["name"]), (0, 0))
+        if events:
+            k["time"] = {"events": events, "total_ms": ns / 1e6, "mean_us": ns / events / 1e3}
+    # The mode's total holds every profiled event of the op type, also those of a kernel
+    # no execution was labelled with, so that it adds up to the overview's.
+    for (op_type, in_mode, _kernel), (events, ns) in m.times.items():
+        if op_type == row.op_type and in_mode == mode:
+            total_events += events
+            total_ns += ns
+    out: dict[str, Any] = {"executions": stats.executions, "kernels": kernels}
+    if total_events:
+        out["time"] = {"events": total_events, "total_ms": total_ns / 1e6,
+                       "mean_us": total_ns / total_events / 1e3}
+    if explanation:
+        out["explanation"] = explanation
+    return out
+
+
+def onednn_primitives(m: RunModel) -> dict[str, Any]:
+    """ONEDNN_VERBOSE primitives executed, by kind and implementation (ISA)."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    times: dict[tuple[str, str, str], float] = {}
+    for log in m.logs:
+        counts.update(log.onednn_primitives)
+        for key, ms in log.onednn_time_ms.items():
+            times[key] = times.get(key, 0.0) + ms
+    rows = [{"kind": kind, "implementation": impl, "prop_kind": prop, "count": n,
+             "time_ms": round(times.get((kind, impl, prop), 0), 3)}
+            for (kind, impl, prop), n in counts.most_common()]
+    note = ""
+    if rows and all(r["kind"] == "gemm_api" for r in rows):
+        note = ("only gemm_api lines: stock MatMul also calls oneDNN's sgemm, so these alone do "
+                "not prove that TF's oneDNN ops are on")
+    elif any(r["kind"] == "gemm_api" for r in rows):
+        note = "gemm_api lines also occur with oneDNN off (stock MatMul calls oneDNN's sgemm)"
+    return {"primitives": rows, "note": note}
+
+
+def xla_functions(m: RunModel) -> list[dict[str, Any]]:
+    """tf.functions XLA compiled (jit_compile=True), from the log's XLA launches: a mode
+    of their own. Their ops run inside one XLA cluster, not as TF kernels, and tfdbg
+    cannot instrument a cluster (its debug ops have no XLA kernel): with the dump on, TF
+    refuses to compile such a function, so a dump holds none of its ops."""
+    launches: Counter[str] = Counter()
+    for log in m.logs:
+        launches.update(log.xla_launches)
+    out = []
+    for name, n in sorted(launches.items()):
+        calls = m.functions.get(name, 0)
+        if m.dumps:
+            note = (f"compiled by XLA: its ops ran inside an XLA cluster, not as TF kernels; "
+                    f"tfdbg cannot instrument XLA clusters, so the dump holds none of its ops "
+                    f"({calls} of its calls are in the dump; with the dump on, TF fails to "
+                    f"compile it: no XLA kernel for tfdbg's debug ops). Run without the dump "
+                    f"and with the log (TF_CPP_MAX_VLOG_LEVEL=2) to see its kernels")
+        else:
+            note = "compiled by XLA: its ops ran inside an XLA cluster, not as TF kernels"
+        out.append({"name": name, "launches": n, "calls_in_dump": calls, "note": note})
+    return out
+
+
+def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, Any]:
+    """One run of the summary contract."""
+    warnings = [problem_text(p, logdir) for p in m.problems]
+    rows = sorted(m.op_types.values(),
+                  key=lambda r: (-(r.eager.executions + r.graph.executions), r.op_type))
+    op_types = []
+    for r in rows:
+        why = explain(m, r.op_type) if explanations else {}
+        op_types.append({
+            "op_type": r.op_type,
+            "eager": _mode_json(m, r, "eager", why.get("eager", {}).get("explanation", "")
+                                if r.eager.executions else ""),
+            "graph": _mode_json(m, r, "graph", why.get("graph", {}).get("explanation", "")
+                                if r.graph.executions else ""),
+        })
+    return {
+        "run": m.run,
+        "tensorflow_version": m.tensorflow_version,
+        "hosts": m.hosts,
+        "onednn_enabled": m.onednn_enabled,
+        "onednn_source": m.onednn_source,
+        "counts_from": m.counts_from,
+        "sources": m.sources,
+        "warnings": warnings,
+        "notes": [f"{relpath(p.path, logdir)}: {n}" for p in m.profiles for n in p.notes],
+        "functions": [{"name": n, "calls": c} for n, c in sorted(
+            m.functions.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "onednn_verbose": onednn_primitives(m),
+        "xla_functions": xla_functions(m),
+        "time_share": time_share(m.times),
+        "op_types": op_types,
+        # Only for a run of several workers or devices (analyze.workers.breakdown).
+        **({"workers": m.workers, "collectives": collectives_across(m.workers)}
+           if m.workers else {}),
+    }
+
+
+def summary(models: list[RunModel], logdir: str, explanations: bool = True) -> dict[str, Any]:
+    """The JSON contract of ``tb-opmode summary --format json``."""
+    logdir = os.path.abspath(logdir)
+    runs = [run_json(m, logdir, explanations) for m in models]
+    all_warnings = [f"{r['run']}: {w}" for r in runs for w in r["warnings"]]
+    return {"version": __version__, "warnings": all_warnings, "runs": runs}

@@ -1,0 +1,59 @@
+"""The words the analysis and its presentations share, defined once.
+
+In: nothing (this module imports no other of the package). Out: the modes, the
+evidence levels, the kernel classes and kinds and the two kernel names that are no
+kernel (``REMOVED``, ``UNKNOWN``), the oneDNN states, and the checks that sort
+what a dump, log or profile names: a tf.function call (``is_function``), a tfdbg
+instrumentation kernel (``is_debug_kernel``), the executor's plumbing
+(``PLUMBING_KERNELS``), a oneDNN kernel (``is_onednn``).
+"""
+from __future__ import annotations
+
+__all__ = ["MODES", "EVIDENCE", "REMOVED", "UNKNOWN", "KERNEL_CLASSES", "KERNEL_KINDS",
+           "ONEDNN_STATES", "PLUMBING_KERNELS", "FUNCTION_PREFIXES", "DEBUG_PREFIX",
+           "ONEDNN_PREFIX", "is_function", "is_debug_kernel", "is_onednn", "onednn_state"]
+
+# How an op ran: dispatched one by one (eager), or inside a graph (tf.function).
+MODES = ("eager", "graph")
+# How a kernel is known, strongest first: the TF log, the profiler trace, inference.
+EVIDENCE = ("log", "profile", "inferred")
+# Shown as the kernel of an op that grappler took out of the graph.
+REMOVED = "(optimized away)"
+# Shown where the evidence cannot decide the kernel; the note says why and how to find out.
+UNKNOWN = "(unknown)"
+# ``explain.kernel_class``: fused (a oneDNN kernel grappler's remapper made of several
+# ops), another oneDNN kernel, a stock one, or no kernel known.
+KERNEL_CLASSES = ("onednn", "fused", "stock", "unknown")
+# ``tab.kernel_kind``, what the tab colours a kernel by: fusion is a mark, not a kind.
+KERNEL_KINDS = ("onednn", "stock", "removed", "unknown")
+# RunModel.onednn_enabled -> the word the tab and the run list say.
+ONEDNN_STATES = {True: "on", False: "off", None: "unknown"}
+# Executor bookkeeping nodes: no op of the user's program.
+PLUMBING_KERNELS = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
+# tf.function calls are dispatched as ops named after the traced function.
+FUNCTION_PREFIXES = ("__inference_", "__forward_", "__backward_")
+# DebugIdentityV2 / DebugNumericSummaryV2 and kin: tfdbg's own nodes.
+DEBUG_PREFIX = "Debug"
+# oneDNN kernels are registered as _Mkl<Op> (_MklNative<Op>, _MklFused<Op>, ...).
+ONEDNN_PREFIX = "_Mkl"
+
+
+def is_function(name: str) -> bool:
+    """An op named after a traced tf.function: a call of the function, not an op."""
+    return name.startswith(FUNCTION_PREFIXES)
+
+
+def is_debug_kernel(kernel: str) -> bool:
+    """A kernel tfdbg inserted to dump tensors (``DebugIdentityV2``, ``DebugNumericSummaryV2``
+    and kin): instrumentation, not an op of the user's program."""
+    return kernel.startswith(DEBUG_PREFIX)
+
+
+def is_onednn(kernel: str) -> bool:
+    """A oneDNN kernel (``_Mkl*``)."""
+    return kernel.startswith(ONEDNN_PREFIX)
+
+
+def onednn_state(enabled: bool | None) -> str:
+    """``on``, ``off`` or ``unknown`` for ``RunModel.onednn_enabled``."""
+    return ONEDNN_STATES[enabled]

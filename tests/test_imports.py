@@ -1,0 +1,171 @@
+"""The package's layout, checked on its source: imports point one way, by stage, with
+no cycle and no import inside a function; every module's ``__all__`` is pinned.
+
+In: the AST of every ``tb_opmode/**/*.py`` (no module is run for the graph checks),
+then each module imported for its ``__all__``. Out: assertions. Needs no TensorFlow.
+
+Stages, earliest first (a module may import its own stage and earlier ones only):
+0 ``errors``, ``vocab`` and the package's ``__init__`` (``__version__``); 1 ``read/``;
+2 ``model``; 3 ``analyze/``; 4 ``present/``; 5 ``plugin/`` and ``cli``.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "tb_opmode"
+ROOT = Path(__file__).resolve().parent.parent / PACKAGE
+
+STAGES = {"errors": 0, "vocab": 0, "read": 1, "model": 2, "analyze": 3, "present": 4,
+          "plugin": 5, "cli": 5}
+
+# Imports inside a function that are allowed, each with why; any other is a failure.
+LAZY_ALLOWED: dict[tuple[str, str], str] = {
+    # numpy (40 ms to import) loads only when a file is really decoded: a summary or a
+    # tab served from the cache never needs it. wire and xevents import numpy at module
+    # level, so read_profile imports them when it reads a profile.
+    ("tb_opmode.read.xplane", "tb_opmode.read.wire"): "numpy decoder, only for a profile read",
+    ("tb_opmode.read.xplane", "tb_opmode.read.xevents"): "numpy decoder, only for a profile read",
+    ("tb_opmode.read.tfrecord", "numpy"): "only to scan a damaged file for intact records",
+    ("tb_opmode.read.tfdbg", "numpy"): "imported once before forking the fast readers",
+    # dask is an optional extra (tb_opmode[dask]), asked for only by --dask ADDRESS.
+    ("tb_opmode.read.partials", "distributed"): "optional: only tb-opmode summary --dask",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _stage(name: str) -> int:
+    parts = name.split(".")
+    return 0 if len(parts) == 1 else STAGES[parts[1]]
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The modules an import statement imports (of the package, or third-party tops)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level == 0:
+        base = node.module or ""
+    else:
+        package = module if _is_package(module) else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            package = package.rpartition(".")[0]
+        base = f"{package}.{node.module}" if node.module else package
+    if not base.startswith(PACKAGE):
+        return [base]
+    # ``from . import tab``: the submodule; ``from .x import name``: the module x.
+    subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in MODULES]
+    return subs or [base]
+
+
+def _imports(module: str) -> tuple[list[str], list[tuple[str, int]]]:
+    """(modules imported at module level, (module, line) imported inside a def)."""
+    tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
+    top: list[str] = []
+    lazy: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, in_def: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for target in _targets(module, child):
+                    if in_def:
+                        lazy.append((target, child.lineno))
+                    else:
+                        top.append(target)
+            visit(child, in_def or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                      ast.Lambda)))
+
+    visit(tree, False)
+    return top, lazy
+
+
+GRAPH = {m: _imports(m) for m in MODULES}
+
+
+def _ours(name: str) -> str | None:
+    """The package module ``name`` is, or the package module it is an attribute of."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def test_every_module_is_in_a_stage() -> None:
+    for module in MODULES:
+        assert _stage(module) in range(6), module
+
+
+def test_no_import_from_a_later_stage() -> None:
+    wrong = []
+    for module, (top, lazy) in GRAPH.items():
+        for target in top + [t for t, _ in lazy]:
+            ours = _ours(target)
+            if ours is not None and _stage(ours) > _stage(module):
+                wrong.append(f"{module} (stage {_stage(module)}) imports {ours} "
+                             f"(stage {_stage(ours)})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle() -> None:
+    edges = {m: sorted({o for t in top if (o := _ours(t)) is not None and o != m})
+             for m, (top, _lazy) in GRAPH.items()}
+    done: set[str] = set()
+
+    def walk(module: str, path: list[str]) -> None:
+        if module in path:
+            cycle = path[path.index(module):] + [module]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        if module in done:
+            return
+        for target in edges[module]:
+            walk(target, path + [module])
+        done.add(module)
+
+    for module in edges:
+        walk(module, [])
+
+
+def test_no_import_inside_a_function_but_the_listed_ones() -> None:
+    found = {(m, _ours(t) or t.split(".")[0]): line
+             for m, (_top, lazy) in GRAPH.items() for t, line in lazy}
+    unlisted = sorted(f"{MODULES[m]}:{line}: imports {t} inside a function"
+                      for (m, t), line in found.items() if (m, t) not in LAZY_ALLOWED)
+    assert not unlisted, "\n".join(unlisted)
+    stale = sorted(str(key) for key in LAZY_ALLOWED if key not in found)
+    assert not stale, f"listed but no longer imported lazily: {stale}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_all_is_pinned(module: str) -> None:
+    """Each module says what it exports, and each name it lists exists and is listed once."""
+    names = importlib.import_module(module).__dict__.get("__all__")
+    assert isinstance(names, list), f"{module} has no __all__ list"
+    assert all(isinstance(n, str) for n in names), module
+    assert len(set(names)) == len(names), f"{module}: __all__ lists a name twice"
+    mod = importlib.import_module(module)
+    missing = [n for n in names if not hasattr(mod, n)]
+    assert not missing, f"{module}.__all__ names what it does not define: {missing}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not _is_package(m)))
+def test_public_definitions_are_in_all(module: str) -> None:
+    """A public function or class defined in a module is in its ``__all__`` (or private)."""
+    tree = ast.parse(MODULES[module].read_text())
+    defined = [n.name for n in tree.body
+               if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")]
+    names = importlib.import_module(module).__dict__.get("__all__", [])
+    assert sorted(set(defined) - set(names)) == [], module
