@@ -11,16 +11,18 @@ import functools
 import io
 import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
-from tb_opmode import partials
+from tb_opmode.analyze.assemble import build_run
 from tb_opmode.cli import main
-from tb_opmode.join import build_run, summary
-from tb_opmode.partials import Partial, merge, read_unit, units_of
-from tb_opmode.runs import discover
+from tb_opmode.present.contract import summary
+from tb_opmode.read import partials
+from tb_opmode.read.discover import discover
+from tb_opmode.read.partials import Partial, merge, read_unit, units_of
 
 from .conftest import free_port
 from .test_workers import job_dir  # noqa: F401  (the module fixture, shared)

@@ -1,4 +1,4 @@
-"""tb_opmode.rules: the kernel-rule table, and a check against the TF in this venv.
+"""tb_opmode.analyze.rules: the kernel-rule table, and a check against the TF in this venv.
 
 The table tests are pure. The real-TF test runs a small subprocess of this
 venv's TensorFlow with ``TF_CPP_MAX_VLOG_LEVEL=2``, once with oneDNN forced on

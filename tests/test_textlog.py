@@ -1,4 +1,4 @@
-"""tb_opmode.textlog on real TF text logs (VLOG + ONEDNN_VERBOSE).
+"""tb_opmode.read.textlog on real TF text logs (VLOG + ONEDNN_VERBOSE).
 
 The fixtures in tests/data are real lines picked (order kept) from logs that
 TF 2.21 and TF 2.13 wrote for ``demo/make_logdir.py``; a session fixture runs

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-
 from tb_opmode.read import tfrecord
 from tb_opmode.read.tfrecord import RecordReader, encode_record, masked_crc32c
 

@@ -1,4 +1,4 @@
-"""tb_opmode.wire: numpy decoding of many protobuf messages at once, checked
+"""tb_opmode.read.wire: numpy decoding of many protobuf messages at once, checked
 against protobuf's own encoder and parser (upb) on generated messages, and on
 damaged ones: a bad message is flagged, its neighbours still read."""
 from __future__ import annotations

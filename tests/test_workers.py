@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from bench.ddr_counts import reference_device_counts
+from tb_opmode.analyze.workers import NO_DEVICE
 from tb_opmode.cli import main
-from tb_opmode.workers import NO_DEVICE
 
 from .conftest import ROOT, link_tree
 

@@ -273,7 +273,7 @@ def test_damaged_bytes_never_raise(run: Run, tmp_path: Path) -> None:
 @pytest.mark.parametrize("which", ["fixture", "bert"])
 def test_like_the_plain_reading(run: Run, bert_logdir: Path, monkeypatch: pytest.MonkeyPatch,
                                 variant: str, which: str) -> None:
-    """read_profile decodes events all at once (tb_opmode.wire); the plain
+    """read_profile decodes events all at once (tb_opmode.read.wire); the plain
     event-by-event reading of tests/xplane_reference.py must agree, also when
     the scan runs in many chunks, and when the events are copied out of upb
     instead of located in the file."""

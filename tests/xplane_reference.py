@@ -1,6 +1,6 @@
 """A plain, slow reading of an XSpace, event by event: the oracle for
-``tb_opmode.xplane.read_profile``, which decodes all events at once with
-numpy (``tb_opmode.wire``).
+``tb_opmode.read.xplane.read_profile``, which decodes all events at once with
+numpy (``tb_opmode.read.wire``).
 
 In: the bytes of a ``.xplane.pb`` and its mtime. Out: the same lists and
 span ``read_profile`` gives, or None if the file does not parse. It walks

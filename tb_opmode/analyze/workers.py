@@ -24,13 +24,13 @@ renders this as text.
 """
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from typing import Any
 
 from ..model import RunModel
-from ..read.discover import problem_text, relpath
+from ..read.discover import display, problem_text, relpath
 from ..read.tasks import task_of
+from ..read.tfdbg import DumpSet
 from ..vocab import is_function
 
 __all__ = ["is_collective", "breakdown", "collectives_across", "NO_DEVICE"]
@@ -47,26 +47,27 @@ def is_collective(op_type: str) -> bool:
                                                            "NcclBroadcast")
 
 
-def _device_name(dump: Any, device_id: int) -> str:
+def _device_name(dump: DumpSet, device_id: int) -> str:
     if device_id < 0:
         return NO_DEVICE
-    return dump.devices.get(device_id, f"device id {device_id} (not in the .graphs file)")
+    return str(dump.devices.get(device_id, f"device id {device_id} (not in the .graphs file)"))
 
 
-def _kernel_list(counts: Counter) -> list[dict[str, Any]]:
+def _kernel_list(counts: Counter[tuple[str, str]]) -> list[dict[str, Any]]:
     """[(kernel, evidence) -> n] as the run JSON's kernel lists, busiest first."""
     return [{"name": name, "executions": n, "evidence": evidence}
             for (name, evidence), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def _dump_breakdown(model: "RunModel", index: int) -> dict[str, Any]:
+def _dump_breakdown(model: RunModel, index: int) -> dict[str, Any]:
     """Executions per device, mode, op type and kernel of ``model.dumps[index]``."""
 
     dump = model.dumps[index]
     # device -> mode -> op type -> executions; device -> mode -> op type -> (kernel, evidence) -> n
-    counts: dict[str, dict[str, Counter]] = defaultdict(lambda: {"eager": Counter(), "graph": Counter()})
-    kernels: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
-    functions: dict[str, Counter] = defaultdict(Counter)
+    counts: dict[str, dict[str, Counter[str]]] = defaultdict(
+        lambda: {"eager": Counter(), "graph": Counter()})
+    kernels: dict[tuple[str, str, str], Counter[tuple[str, str]]] = defaultdict(Counter)
+    functions: dict[str, Counter[str]] = defaultdict(Counter)
     eager_kernels: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
     for e in model.eager_ops:
         eager_kernels[(e.op_type, e.dtype)].append((e.kernel, e.evidence))
@@ -94,19 +95,19 @@ def _dump_breakdown(model: "RunModel", index: int) -> dict[str, Any]:
         if slot != lowest[(graph_id, op_name)]:
             continue
         graph = dump.graphs.get(graph_id)
-        op = graph.ops.get(op_name) if graph else None
-        if op is None:
+        creation = graph.ops.get(op_name) if graph else None
+        if creation is None:
             continue  # not counted by the run either (a problem says so)
-        device = dump.trace_devices.get((graph_id, op_name, slot)) or op.device or NO_DEVICE
-        counts[device]["graph"][op.op_type] += n
+        device = dump.trace_devices.get((graph_id, op_name, slot)) or creation.device or NO_DEVICE
+        counts[device]["graph"][creation.op_type] += n
     for op in model.graph_ops:
         graph = dump.graphs.get(op.graph_id)
         if graph is None:
             continue  # another worker's graph (graph ids are uuids, one process's each)
-        slot = lowest.get((op.graph_id, op.op_name))
+        first = lowest.get((op.graph_id, op.op_name))
         created = graph.ops.get(op.op_name)
-        device = ((dump.trace_devices.get((op.graph_id, op.op_name, slot), "")
-                   if slot is not None else "")
+        device = ((dump.trace_devices.get((op.graph_id, op.op_name, first), "")
+                   if first is not None else "")
                   or (created.device if created is not None else "") or NO_DEVICE)
         kernels[(device, "graph", op.op_type)][(op.kernel, op.evidence)] += op.executions
     devices = []
@@ -130,7 +131,7 @@ def _dump_breakdown(model: "RunModel", index: int) -> dict[str, Any]:
     return {"devices": devices}
 
 
-def breakdown(model: "RunModel", dumps: list[Any], missing: list[tuple[str, str]],
+def breakdown(model: RunModel, dumps: list[Any], missing: list[tuple[str, str]],
               logdir: str) -> list[dict[str, Any]]:
     """The run JSON's ``workers``: one entry per dump set in ``dumps`` (all the run's,
     also those nothing could be read from) and per worker in ``missing`` ((directory,
@@ -175,7 +176,7 @@ def _task_key(task: str) -> tuple[str, int]:
 def _collectives(entry: dict[str, Any]) -> list[dict[str, Any]]:
     """The collective op types a worker ran, with its executions per mode (summed over
     its devices): the ops that tie it to the other workers."""
-    found: dict[str, Counter] = defaultdict(Counter)
+    found: dict[str, Counter[str]] = defaultdict(Counter)
     for device in entry["devices"]:
         for row in device["op_types"]:
             if is_collective(row["op_type"]):

@@ -15,9 +15,8 @@ from typing import Any
 from .. import __version__
 from ..analyze.explain import explain, time_share
 from ..analyze.workers import collectives_across
-from ..errors import Problem
 from ..model import ModeStats, OpTypeRow, RunModel
-from ..read.discover import display, problem_text, relpath
+from ..read.discover import problem_text, relpath
 
 __all__ = ["summary", "run_json", "onednn_primitives", "xla_functions"]
 

@@ -51,9 +51,9 @@ from typing import Any, TypeVar
 
 from ..errors import Problem, UnreadableLogdir
 from .cache import cached_dump_set, cached_log
+from .tasks import dump_tasks, is_cluster_task
 from .textlog import looks_like_log
 from .tfdbg import DUMP_FILE_RE, file_identity, find_dump_sets, read_file_states
-from .tasks import dump_tasks, is_cluster_task, task_of
 
 __all__ = ["RunSources", "discover", "LOG_SUFFIXES", "relpath", "display", "dump_location",
            "problem_text"]

@@ -26,9 +26,9 @@ import multiprocessing
 import os
 import pickle
 import threading
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from collections.abc import Iterable
 from typing import Any
 
 from . import tfdbg
@@ -83,10 +83,12 @@ class Partial:
         return found
 
     def dump(self, directory: str, prefix: str, files: dict[str, str]) -> DumpSet:
-        return self._get(Unit("dump", directory, prefix, tuple(sorted(files.items()))))
+        found: DumpSet = self._get(Unit("dump", directory, prefix, tuple(sorted(files.items()))))
+        return found
 
     def profile(self, path: str) -> Profile:
-        return self._get(Unit("profile", path))
+        found: Profile = self._get(Unit("profile", path))
+        return found
 
     def log(self, path: str) -> LogFacts:
         """The log's facts; raises OSError as ``cache.cached_log`` did when it was read."""
@@ -94,7 +96,8 @@ class Partial:
         if isinstance(found, tuple):
             errno, strerror = found
             raise OSError(errno, strerror, path)
-        return found
+        facts: LogFacts = found
+        return facts
 
 
 def units_of(runs: Iterable[RunSources]) -> list[Unit]:
@@ -202,15 +205,17 @@ def read_dask(units: list[Unit], address: str) -> Partial:
     level would only move every result once more.) Raises ImportError without
     ``dask.distributed`` (``pip install 'tb_opmode[dask]'``), OSError when the
     scheduler cannot be reached."""
-    from distributed import Client, as_completed as dask_completed
+    from distributed import Client
+    from distributed import as_completed as dask_completed
 
     ordered = sorted(units, key=lambda u: -u.size())
     merged = Partial()
     # A scheduler that is not there fails in seconds, not after distributed's 30 s default.
-    with Client(address, set_as_default=False, timeout=10) as client:
+    # distributed ships no type hints: its calls are untyped to mypy.
+    with Client(address, set_as_default=False, timeout=10) as client:  # type: ignore[no-untyped-call]
         futures = client.map(_read_pickled, ordered, pure=False)
         # as_completed asks for the current client; this one is current only in here.
         with client.as_current():
-            for done in dask_completed(futures):
+            for done in dask_completed(futures):  # type: ignore[no-untyped-call]
                 merged = merge(merged, _unpickled(done.result()))
     return merged

@@ -60,7 +60,8 @@ def tf_event(payload: bytes) -> Any:
 
 
 
-def reference(executions: list[bytes], graphs: list[bytes], traces: list[bytes]) -> tuple[Counter[str], Counter[str], Counter[str], int]:
+def reference(executions: list[bytes], graphs: list[bytes],
+              traces: list[bytes]) -> tuple[Counter[str], Counter[str], Counter[str], int]:
     """(eager op types, graph op types, function calls, graph executions of unknown ops)
     from the given payloads, parsed by TensorFlow's protos: what a reader that reads
     exactly these records and nothing else must report."""

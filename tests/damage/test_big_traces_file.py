@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode.tfrecord import encode_record
+from tb_opmode.read.tfrecord import encode_record
 
 from .helpers import (
     BIG_TRACES_BYTES,

@@ -12,9 +12,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tb_opmode import textlog, tfdbg
-from tb_opmode.tfdbg import find_dump_sets, read_dump_set
-from tb_opmode.tfrecord import RecordReader
+from tb_opmode.read import textlog, tfdbg
+from tb_opmode.read.tfdbg import find_dump_sets, read_dump_set
+from tb_opmode.read.tfrecord import RecordReader
 
 from .helpers import (
     ROOT,
@@ -174,7 +174,7 @@ def test_cut_last_line_invents_no_time_or_dtype(cnn_logdir: Path, tmp_path: Path
 
 SHRINK_SCRIPT = r"""
 import os, sys
-from tb_opmode.tfrecord import RecordReader
+from tb_opmode.read.tfrecord import RecordReader
 path = sys.argv[1]
 reader = RecordReader(path)
 it = iter(reader)
@@ -196,7 +196,7 @@ def test_file_shrinking_while_read_does_not_kill_the_process(dump: Dump, tmp_pat
 FAST_SHRINK_SCRIPT = r"""
 import os, sys
 from tb_opmode import tfdbg
-from tb_opmode.tfrecord import RecordReader
+from tb_opmode.read.tfrecord import RecordReader
 path = sys.argv[1]
 size = os.path.getsize(path)
 tail = tfdbg._trace_tail(tfdbg._first_payload(path, 0))

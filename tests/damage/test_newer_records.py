@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode.tfdbg import find_dump_sets, read_dump_set
-from tb_opmode.tfrecord import encode_record
+from tb_opmode.read.tfdbg import find_dump_sets, read_dump_set
+from tb_opmode.read.tfrecord import encode_record
 
 from .helpers import (
     KINDS,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode.tfdbg import find_dump_sets, read_dump_set
-from tb_opmode.tfrecord import RecordReader, masked_crc32c
+from tb_opmode.read.tfdbg import find_dump_sets, read_dump_set
+from tb_opmode.read.tfrecord import RecordReader, masked_crc32c
 
 from ..conftest import ddr_counts
 from .helpers import (

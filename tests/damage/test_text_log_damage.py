@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tb_opmode import textlog
+from tb_opmode.read import textlog
 
 from .helpers import (
     ROOT,
@@ -109,7 +109,7 @@ def test_text_log_memory_stays_flat(cnn_logdir: Path, tmp_path: Path) -> None:
 
 BIG_LOG_SCRIPT = r"""
 import resource, sys
-from tb_opmode.textlog import read_log
+from tb_opmode.read.textlog import read_log
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 facts = read_log(sys.argv[1])
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

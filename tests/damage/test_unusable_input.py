@@ -63,7 +63,7 @@ def test_unusable_input_is_one_line_and_exit_2(dump: Dump, tmp_path: Path, case:
 def test_unexpected_error_is_one_line_too(dump: Dump, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug (any exception) still gives one line and a non-zero exit, not a traceback."""
-    from tb_opmode import join
+    from tb_opmode.analyze import assemble as join
 
     dump.copy_to(tmp_path)
 

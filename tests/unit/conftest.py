@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tb_opmode.join import RunModel, load
+from tb_opmode.analyze.assemble import RunModel, load
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tb_opmode.cli import main
-from tb_opmode.export import CSV_COLUMNS, render_csv
+from tb_opmode.present.csv import CSV_COLUMNS, render_csv
 
 from .conftest import Fixture
 

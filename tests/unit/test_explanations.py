@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tb_opmode.join import RunModel, build_run
-from tb_opmode.runs import RunSources
-from tb_opmode.tfdbg import DumpSet
-from tb_opmode.why import call_sites, explain, function_graphs
+from tb_opmode.analyze.assemble import RunModel, build_run
+from tb_opmode.analyze.explain import call_sites, explain, function_graphs
+from tb_opmode.read.discover import RunSources
+from tb_opmode.read.tfdbg import DumpSet
 
 from .conftest import Fixture
 

@@ -2,7 +2,7 @@
 recorded at regeneration time, kernels equal those TF's own log names.
 
 In: ``tests/data/fit_full_health`` and ``fit_no_tensor`` (``conftest.py``). Out: assertions
-that compare ``tb_opmode.join.load`` with ``<name>.reference.json`` (written by TF) and with
+that compare ``tb_opmode.analyze.assemble.load`` with ``<name>.reference.json`` (written by TF) and with
 the log's ``Executing op`` / ``Instantiating kernel`` lines (parsed here, not by us).
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from tb_opmode.join import RunModel, is_function
-from tb_opmode.kernels import UNKNOWN
+from tb_opmode.analyze.assemble import RunModel, is_function
+from tb_opmode.analyze.kernels import UNKNOWN
 
 from .conftest import Fixture, log_eager_kernels, tf_dtype
 

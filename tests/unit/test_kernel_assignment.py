@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from tb_opmode.join import RunModel
-from tb_opmode.kernels import (
+from tb_opmode.analyze.assemble import RunModel
+from tb_opmode.analyze.kernels import (
     REMOVED,
     UNKNOWN,
     EagerAssignment,
@@ -23,15 +23,9 @@ from tb_opmode.kernels import (
     detect_onednn,
     inferred_kernel,
 )
-from tb_opmode.textlog import EagerKernel, LogFacts
-from tb_opmode.tfdbg import (
-    DTYPE_SOME_FLOAT,
-    DTYPE_UNKNOWN,
-    DumpSet,
-    GraphInfo,
-    OpCreation,
-)
-from tb_opmode.xplane import Profile
+from tb_opmode.read.textlog import EagerKernel, LogFacts
+from tb_opmode.read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, GraphInfo, OpCreation
+from tb_opmode.read.xplane import Profile
 
 from .conftest import Fixture, log_eager_kernels
 

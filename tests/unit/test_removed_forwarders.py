@@ -12,9 +12,9 @@ from __future__ import annotations
 import struct
 from collections import Counter
 
-from tb_opmode.join import RunModel
-from tb_opmode.kernels import REMOVED, UNKNOWN, assign_graph
-from tb_opmode.tfdbg import DumpSet, GraphInfo, OpCreation, digest_rank, health_digest
+from tb_opmode.analyze.assemble import RunModel
+from tb_opmode.analyze.kernels import REMOVED, UNKNOWN, assign_graph
+from tb_opmode.read.tfdbg import DumpSet, GraphInfo, OpCreation, digest_rank, health_digest
 
 GRAPH = "g1"
 FULL_HEALTH = 4

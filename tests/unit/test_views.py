@@ -13,8 +13,9 @@ from collections import Counter
 
 import pytest
 
-from tb_opmode.join import RunModel
-from tb_opmode.views import (
+from tb_opmode.analyze.assemble import RunModel
+from tb_opmode.errors import UnknownOpType
+from tb_opmode.present.tab import (
     FILTERS,
     SORT_KEYS,
     RunView,
@@ -112,7 +113,7 @@ def test_op_detail(view: RunView, full_health: Fixture) -> None:
     assert sum(s["count"] for s in detail["call_sites"]["eager"]) == full_health.reference["eager"]["Transpose"]
     assert any("_MklTranspose" in line and "the TensorFlow log" in line for line in detail["evidence"])
     assert detail["graphs_total"] >= 1
-    with pytest.raises(KeyError):
+    with pytest.raises(UnknownOpType, match="NoSuchOp"):
         op_detail(view, "NoSuchOp")
 
 
