@@ -35,7 +35,7 @@ import tempfile
 import time
 from typing import Any, Callable, Optional, TypeVar
 
-from . import __version__
+from . import __version__, fs
 from .textlog import LogFacts, read_log
 from .tfdbg import DumpSet, FileState, assemble_dump_set, file_identity, read_file_states
 from .xplane import Profile, read_profile
@@ -310,13 +310,17 @@ def cached_dump_set(directory: str, prefix: str, files: dict[str, str]) -> DumpS
     where = cache_dir()
     if where is None:
         return assemble_dump_set(directory, prefix, files, read_file_states(files))
-    key = ("dump", os.path.realpath(directory), prefix)
+    key = ("dump", fs.real(directory), prefix)
     path = _entry_path(where, key)
     previous = _load(path, key)
     if not (isinstance(previous, dict)
             and all(isinstance(s, FileState) for s in previous.values())):
         previous = None
     kept = {k: (s, s.identity) for k, s in previous.items()} if previous else {}
+    if fs.is_remote(directory):
+        # The files the cache does not hold as they are now, fetched in parallel.
+        fs.prefetch(p for k, p in files.items()
+                    if k not in kept or kept[k][1] != file_identity(p))
     states = read_file_states(files, previous)
     if set(states) != set(kept) or any(
             states[k] is not kept[k][0] or states[k].identity != kept[k][1] for k in states):
@@ -329,7 +333,7 @@ def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type)
     identity = file_identity(path)
     if where is None or identity is None:
         return read(path)
-    key = (kind, os.path.realpath(path))
+    key = (kind, fs.real(path))
     entry_path = _entry_path(where, key)
     found = _load(entry_path, key)
     if (isinstance(found, tuple) and len(found) == 2 and found[0] == identity
@@ -342,6 +346,23 @@ def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type)
     return value
 
 
+def prefetch_files(profiles: list[str], logs: list[str]) -> None:
+    """Fetch, in parallel, the remote profiles and logs among these that the cache does
+    not hold as they are now (``fs.prefetch``: small objects only; a no-op locally)."""
+    where = cache_dir()
+    todo = []
+    for kind, paths in (("profile", profiles), ("log", logs)):
+        for path in paths:
+            if not fs.is_remote(path):
+                continue
+            key = (kind, fs.real(path))
+            found = _load(_entry_path(where, key), key) if where is not None else None
+            if not (isinstance(found, tuple) and len(found) == 2
+                    and found[0] == file_identity(path)):
+                todo.append(path)
+    fs.prefetch(todo)
+
+
 def load_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...]) -> Any:
     """The light view (``loadworker.light_view``) stored for ``run`` of ``logdir``
     when its files had exactly ``signature`` (path, size, mtime of each), else None:
@@ -349,7 +370,7 @@ def load_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...]
     where = cache_dir()
     if where is None:
         return None
-    key = ("view", os.path.realpath(logdir), run)
+    key = ("view", fs.real(logdir), run)
     found = _load(_entry_path(where, key), key)
     if isinstance(found, tuple) and len(found) == 2 and found[0] == signature:
         return found[1]
@@ -362,7 +383,7 @@ def store_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...
     where = cache_dir()
     if where is None:
         return
-    key = ("view", os.path.realpath(logdir), run)
+    key = ("view", fs.real(logdir), run)
     _store(where, _entry_path(where, key), key, (signature, light), [p for p, _s, _m in signature])
 
 

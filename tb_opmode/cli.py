@@ -17,7 +17,7 @@ import sys
 import textwrap
 from typing import Any, TextIO
 
-from . import __version__
+from . import __version__, fs
 from .export import render_csv
 from .join import MODES, LogdirError, RunModel, load, run_json, summary
 from .report import DEFAULT_FOCUS, FORMATS, Redaction, UnknownOpType, build, focus_ops, render
@@ -175,7 +175,7 @@ def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         model = next((m for m in models if all(op in m.op_types for op in args.op)), model)
         stderr.write(f"tb-opmode: several runs; reporting run {model.run!r} "
                      f"(choose one with --run)\n")
-    logdir = os.path.abspath(args.logdir)
+    logdir = fs.absolute(args.logdir)
     doc = run_json(model, logdir)
     focus = focus_ops(doc, args.op)
     sites = {op: {mode: call_sites(model, op, mode, limit=3, snippets=False) for mode in MODES}

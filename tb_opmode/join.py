@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import __version__
-from .cache import cached_dump_set, cached_log, cached_profile
+from . import fs
+from .cache import cached_dump_set, cached_log, cached_profile, prefetch_files
 from .kernels import EagerAssignment, OpKernel, assign_eager, assign_graph, detect_onednn, is_onednn
 from .nodes import canonical_op
 from .runs import RunSources, discover, display, relpath
@@ -286,7 +287,7 @@ def _dump_checks(dump: DumpSet) -> list[Problem]:
     out = []
     for kind, path in sorted(dump.files.items()):
         try:
-            empty = os.path.getsize(path) == 0
+            empty = fs.stat(path).st_size == 0
         except OSError:
             continue  # the reader reported it
         if empty:
@@ -334,6 +335,7 @@ def _log_run_checks(model: RunModel) -> list[Problem]:
 
 def build_run(sources: RunSources, logdir: str) -> RunModel:
     model = RunModel(run=sources.name, directory=sources.directory)
+    prefetch_files(sources.profiles, sources.logs)  # remote only: in parallel
     dumps = [cached_dump_set(sources.directory, prefix, files)
              for prefix, files in sorted(sources.dump_sets.items())]
     model.profiles = [cached_profile(p) for p in sources.profiles]
@@ -381,7 +383,11 @@ def build_run(sources: RunSources, logdir: str) -> RunModel:
 
 def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) -> list[RunModel]:
     """Read every run under ``logdir`` (or only ``run``)."""
-    if not os.path.isdir(logdir):
+    try:
+        is_dir = fs.isdir(logdir)
+    except OSError as err:  # remote: no credentials, endpoint down, no such bucket
+        raise LogdirError(str(err)) from err
+    if not is_dir:
         raise LogdirError(f"{logdir}: no such directory")
     # --log FILE --run RUN: the user says which run the log is for.
     found = discover(logdir, extra_logs, log_run=run)
@@ -393,7 +399,7 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) 
         found = [r for r in found if r.name == run]
         if not found:
             raise LogdirError(f"{logdir}: no run named {run!r}")
-    return [build_run(sources, os.path.abspath(logdir)) for sources in found]
+    return [build_run(sources, fs.absolute(logdir)) for sources in found]
 
 
 def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:
@@ -523,7 +529,7 @@ def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, A
 
 def summary(models: list[RunModel], logdir: str, explanations: bool = True) -> dict[str, Any]:
     """The JSON contract of ``tb-opmode summary --format json``."""
-    logdir = os.path.abspath(logdir)
+    logdir = fs.absolute(logdir)
     runs = [run_json(m, logdir, explanations) for m in models]
     all_warnings = [f"{r['run']}: {w}" for r in runs for w in r["warnings"]]
     return {"version": __version__, "warnings": all_warnings, "runs": runs}

@@ -46,7 +46,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from . import loadworker, timeline, views
+from . import fs, loadworker, timeline, views
 from .cache import cache_dir, load_view, store_view
 from .join import build_run
 from .runs import RunSources, discover
@@ -84,7 +84,7 @@ def file_signature(sources: RunSources) -> tuple[tuple[str, int, int], ...]:
     out = []
     for path in sorted(paths):
         try:
-            st = os.stat(path)
+            st = fs.stat(path)
             out.append((path, st.st_size, st.st_mtime_ns))
         except OSError:
             out.append((path, -1, 0))
@@ -180,7 +180,7 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     def __init__(self, context: base_plugin.TBContext, rescan_seconds: Optional[float] = None,
                  start: bool = True) -> None:
-        self._logdir = os.path.abspath(context.logdir) if context.logdir else ""
+        self._logdir = fs.absolute(context.logdir) if context.logdir else ""
         self._rescan = self.RESCAN_SECONDS if rescan_seconds is None else rescan_seconds
         self._lock = threading.Lock()
         self._runs: dict[str, _Loaded] = {}
@@ -296,6 +296,11 @@ class OpModePlugin(base_plugin.TBPlugin):
     def _worker_count(self) -> int:
         if self.WORKERS is not None:
             return self.WORKERS
+        if fs.is_remote(self._logdir):
+            # Remote runs load in this process: discovery already fetched their logs
+            # (and the listing has every object's size and ETag); a worker process
+            # would fetch them again. Remote reading waits on the network, not the CPU.
+            return 1
         try:
             return len(os.sched_getaffinity(0))
         except (AttributeError, OSError):

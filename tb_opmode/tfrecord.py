@@ -32,6 +32,8 @@ from typing import Any, Generator, Iterable, Iterator, Sequence
 
 import google_crc32c
 
+from . import fs
+
 __all__ = ["Problem", "RecordReader", "ChunkVerifier", "masked_crc32c", "encode_record"]
 
 _HEADER = 12
@@ -103,8 +105,8 @@ class RecordReader:
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         self.end_offset = self.start
-        with open(self.path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        with fs.open_read(self.path) as f:
+            size = fs.size_of(f)
             self._file, self._size = f, size
             pos, want = self.start, _WINDOW
             # Read, not mmap: a file that shrinks under a mapping raises SIGBUS and

@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from . import fs
 from . import timeline as _timeline
 from .export import render_csv
 from .join import MODES, ModeStats, OpTypeRow, RunModel, is_user_op, row_op, run_json, summary
@@ -221,7 +222,7 @@ def _row_json(row_doc: dict[str, Any], time_ns: dict[tuple[str, str], int]) -> d
 
 def prepare(model: RunModel, logdir: str) -> RunView:
     """Index one run for the routes (run once per load, off the request path)."""
-    logdir = os.path.abspath(logdir)
+    logdir = fs.absolute(logdir)
     # Explanations are long and per op: made on request (op detail, JSON export).
     doc = run_json(model, logdir, explanations=False)
     time_ns: Counter = Counter()

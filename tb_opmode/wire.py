@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from . import fs
 from .schema import FIXED32, FIXED64, LEN, VARINT
 
 __all__ = ["Fields", "PAD", "padded", "read_padded", "varints", "scan",
@@ -46,7 +47,7 @@ def read_padded(f: BinaryIO) -> tuple[bytearray, int]:
     """The file's bytes (as many as its size when opened; fewer if it shrank
     meanwhile) followed by ``PAD`` zero bytes, read without a second copy;
     and the number of bytes read."""
-    size = os.fstat(f.fileno()).st_size
+    size = fs.size_of(f)
     data = bytearray(size + PAD)
     view = memoryview(data)
     n = 0

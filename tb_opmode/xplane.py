@@ -53,6 +53,7 @@ from typing import Any
 
 from google.protobuf.message import DecodeError
 
+from . import fs
 from .schema import XSpaceRawEvents
 from .tfrecord import Problem
 
@@ -147,9 +148,9 @@ def read_profile(path: str) -> Profile:
 
     prof = Profile(path=path, host=_host(path))
     try:
-        with open(path, "rb") as f:
+        with fs.open_read(path) as f:
             raw, size = wire.read_padded(f)
-        mtime_ns = os.stat(path).st_mtime_ns
+        mtime_ns = fs.stat(path).st_mtime_ns
     except OSError as e:
         prof.problems.append(Problem(path, 0, f"cannot read file: {e.strerror or e}"))
         return prof
