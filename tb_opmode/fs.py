@@ -79,8 +79,9 @@ class RemoteError(OSError):
 
 
 def is_remote(path: str) -> bool:
-    """Whether ``path`` is a URL read through fsspec (``file://`` is local)."""
-    if "://" not in path:
+    """Whether ``path`` is a URL read through fsspec (``file://`` is local). A
+    ``pathlib.Path`` (or bytes) is always local."""
+    if not isinstance(path, str) or "://" not in path:
         return False
     scheme = path.split("://", 1)[0]
     return bool(scheme) and scheme.replace("+", "").replace(".", "").replace("-", "").isalnum() \
@@ -88,7 +89,7 @@ def is_remote(path: str) -> bool:
 
 
 def _local(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
+    return path[len("file://"):] if isinstance(path, str) and path.startswith("file://") else path
 
 
 def absolute(path: str) -> str:

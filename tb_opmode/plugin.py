@@ -24,6 +24,14 @@ its view from the on-disk cache (tens of milliseconds), evicting the least
 recently used. Without the cache every view is held. Routes turn bad
 parameters into 400 (``InvalidArgumentError``) and unknown runs or ops into
 404 (``NotFoundError``).
+
+The logdir: TensorBoard's ``context.logdir``, unless ``--opmode_logdir`` (through
+``OpModeLoader``) or the environment's ``TB_OPMODE_LOGDIR`` names another. Both exist
+for object stores: a TensorBoard that imports TensorFlow reads logdirs through
+``tf.io.gfile``, which has no ``s3://`` without tensorflow-io and refuses to start;
+it can then be given any local ``--logdir`` while this tab reads the bucket
+(``fs.py``). A TensorBoard without TensorFlow reads ``s3://`` through fsspec itself
+and passes it on as ``context.logdir``.
 """
 from __future__ import annotations
 
@@ -51,9 +59,11 @@ from .cache import cache_dir, load_view, store_view
 from .join import build_run
 from .runs import RunSources, discover
 
-__all__ = ["OpModePlugin", "PLUGIN_NAME", "STATIC_FILES", "MAX_RESPONSE_BYTES", "file_signature"]
+__all__ = ["OpModePlugin", "OpModeLoader", "LOGDIR_ENV", "PLUGIN_NAME", "STATIC_FILES", "MAX_RESPONSE_BYTES", "file_signature"]
 
 PLUGIN_NAME = "opmode"
+# The logdir this tab reads, when it is not TensorBoard's (see the module's doc).
+LOGDIR_ENV = "TB_OPMODE_LOGDIR"
 _STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 # The only files the static routes serve; nothing from the request becomes a path.
 STATIC_FILES: dict[str, str] = {
@@ -180,7 +190,10 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     def __init__(self, context: base_plugin.TBContext, rescan_seconds: Optional[float] = None,
                  start: bool = True) -> None:
-        self._logdir = fs.absolute(context.logdir) if context.logdir else ""
+        flags = getattr(context, "flags", None)
+        logdir = (getattr(flags, "opmode_logdir", None) or os.environ.get(LOGDIR_ENV)
+                  or context.logdir)
+        self._logdir = fs.absolute(logdir) if logdir else ""
         self._rescan = self.RESCAN_SECONDS if rescan_seconds is None else rescan_seconds
         self._lock = threading.Lock()
         self._runs: dict[str, _Loaded] = {}
@@ -770,3 +783,16 @@ class OpModePlugin(base_plugin.TBPlugin):
         except OSError as err:
             raise errors.NotFoundError(f"no such file: {name!r}") from err
         return http_util.Respond(request, body, ctype)
+
+
+class OpModeLoader(base_plugin.TBLoader):
+    """Loads ``OpModePlugin`` and adds its flag ``--opmode_logdir`` to ``tensorboard``."""
+
+    def define_flags(self, parser: Any) -> None:
+        parser.add_argument(
+            "--opmode_logdir", metavar="PATH_OR_URL", default=None,
+            help="The logdir the Op Mode tab reads (a path, or a URL such as s3://bucket/logs "
+                 f"read through fsspec), when it is not --logdir; also ${LOGDIR_ENV}.")
+
+    def load(self, context: base_plugin.TBContext) -> OpModePlugin:
+        return OpModePlugin(context)

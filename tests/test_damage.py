@@ -35,7 +35,7 @@ import pytest
 from tensorflow.core.protobuf import debug_event_pb2
 from tensorflow.python.lib.io import tf_record
 
-from tb_opmode import textlog, tfdbg
+from tb_opmode import fs, textlog, tfdbg
 from tb_opmode.cli import main
 from tb_opmode.tfdbg import find_dump_sets, read_dump_set
 from tb_opmode.tfrecord import RecordReader, encode_record, masked_crc32c
@@ -945,7 +945,9 @@ def test_text_log_is_read_in_bounded_chunks(cnn_logdir: Path, tmp_path: Path,
     _big_log(cnn_logdir, path, 24 << 20)
     size = path.stat().st_size
     sizes: list[int] = []
-    monkeypatch.setattr(textlog, "open", lambda p, mode="r": _SpyFile(p, sizes), raising=False)
+    # Logs are opened through the filesystem layer (tb_opmode/fs.py), which opens local
+    # files with the builtin open.
+    monkeypatch.setattr(fs, "open", lambda p, mode="r": _SpyFile(p, sizes), raising=False)
     facts = textlog.read_log(str(path))
     assert facts.bytes_read == size
     assert sizes and all(0 < n <= 4 << 20 for n in sizes), sorted(set(sizes))[:5]
