@@ -283,15 +283,26 @@ def scan(root: str) -> None:
     # The listing is the one source of truth for what exists: drop s3fs's own cache.
     fs.invalidate_cache(path)
     _count("list_requests")
-    found = _call(root, fs.find, path, detail=True, withdirs=True)
+    # Files only: the directories are their keys' prefixes (s3fs's ``withdirs`` answer
+    # depends on what its own cache saw before, and left out a directory on a rescan).
+    found = _call(root, fs.find, path, detail=True)
     infos: dict[str, dict[str, Any]] = {}
-    children: dict[str, list[str]] = {}
+    children: dict[str, set[str]] = {}
     for name, info in found.items():
         url = _url(scheme, name)
-        if url == root:
+        if url == root or info.get("type") == "directory":
             continue
         infos[url] = info
-        children.setdefault(posixpath.dirname(url), []).append(url)
+        child = url
+        while child != root and child.startswith(root + "/"):
+            parent = posixpath.dirname(child)
+            known = parent in children
+            children.setdefault(parent, set()).add(child)
+            if parent != root and parent not in infos:
+                infos[parent] = {"name": fs._strip_protocol(parent), "type": "directory", "size": 0}
+            if known:
+                break  # its ancestors are recorded already
+            child = parent
     if not infos:
         info = _call(root, fs.info, path)  # FileNotFoundError if nothing is there
         if info.get("type") != "directory":
@@ -302,7 +313,7 @@ def scan(root: str) -> None:
         for url in [u for u in _children if u == root or u.startswith(root + "/")]:
             del _children[url]
         _infos.update(infos)
-        _children.update(children)
+        _children.update({d: sorted(c) for d, c in children.items()})
         _infos.setdefault(root, {"name": path, "type": "directory", "size": 0})
         _scanned.add(root)
 

@@ -417,7 +417,7 @@ def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:
 
 def _problem_text(problem: Problem, logdir: str) -> str:
     path = problem.path
-    if os.path.isabs(path) and path.startswith(logdir.rstrip(os.sep) + os.sep):
+    if (os.path.isabs(path) or fs.is_remote(path)) and path.startswith(logdir.rstrip(os.sep) + os.sep):
         path = relpath(path, logdir)
     return f"{display(path)}: byte {problem.offset}: {display(problem.message)}"
 
