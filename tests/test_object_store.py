@@ -382,3 +382,64 @@ def test_tensorboard_tab_names_a_damaged_object_and_shows_the_intact_run(
     assert any(w.startswith("bad/tfdbg_events.") and "graph_execution_traces: byte " in w
                for w in warnings), warnings
     assert any("no .stack_frames file" in w for w in warnings), warnings
+
+
+def test_opmode_logdir_flag_gives_the_tab_its_logdir(s3: S3Server, bert_url: str,
+                                                    tmp_path: Path) -> None:
+    """The entry point is a loader whose flag ``--opmode_logdir`` (as TensorBoard's own
+    parser takes it) overrides ``--logdir`` for our tab only."""
+    import argparse
+
+    from tensorboard.plugins import base_plugin
+
+    from tb_opmode.plugin import OpModeLoader
+
+    loader = OpModeLoader()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--logdir")
+    loader.define_flags(parser)
+    flags = parser.parse_args(["--logdir", str(tmp_path), "--opmode_logdir", bert_url + "/"])
+    with _s3_env(s3, TB_OPMODE_CACHE="off"):
+        plugin = loader.load(base_plugin.TBContext(logdir=flags.logdir, flags=flags))
+        try:
+            assert plugin._logdir == bert_url
+            plugin._idle.wait(120)
+            runs = plugin._discovered
+        finally:
+            plugin.close()
+    assert list(runs) == ["."] and runs["."].logs[0].startswith(bert_url + "/")
+
+
+def test_local_logdirs_do_not_import_fsspec(bert_logdir: Path) -> None:
+    """A local logdir costs no fsspec import (nor boto, nor aiohttp)."""
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         "import sys, io, tb_opmode.cli as c; r = c.main(sys.argv[1:], stdout=io.StringIO()); "
+         "print(sorted(m for m in ('fsspec', 's3fs', 'botocore', 'aiohttp') if m in sys.modules));"
+         "sys.exit(r)", "summary", str(bert_logdir)],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TB_OPMODE_CACHE": "off"},
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_an_object_replaced_by_a_longer_one_is_read_again(
+        s3: S3Server, bert_logdir: Path, tmp_path: Path) -> None:
+    """A dump uploaded while it was still being written, then again complete: the cache
+    (keyed by the object's ETag and size) does not serve the old answer, and the second
+    summary is that of the whole file, as for a file that grew on disk."""
+    partial = tmp_path / "partial"
+    shutil.copytree(bert_logdir, partial)
+    traces = next(partial.glob("tfdbg_events.*.graph_execution_traces"))
+    whole = traces.read_bytes()
+    traces.write_bytes(whole[: len(whole) // 2 + 3])  # cut inside a record
+    url = _upload(s3, partial, "growing")
+    env = {**s3.env, "TB_OPMODE_CACHE": str(tmp_path / "cache")}
+    first = json.loads(_cli(["summary", url, "--format", "json"], env).stdout)
+    assert any("graph_execution_traces" in w for w in first["runs"][0]["warnings"])
+    s3.client.pipe(f"{url[len('s3://'):]}/{traces.name}", whole)
+    second = _cli(["summary", url, "--format", "json"], env)
+    assert second.returncode == 0, second.stderr
+    local = json.loads(_cli(["summary", str(bert_logdir), "--format", "json"],
+                            {"TB_OPMODE_CACHE": "off"}).stdout)
+    assert json.loads(second.stdout) == local != first
