@@ -395,7 +395,9 @@ def isdir(path: str) -> bool:
         return os.path.isdir(path)
     try:
         return _info(path).get("type") == "directory"
-    except FileNotFoundError:
+    except FileNotFoundError as err:
+        if "bucket" in (err.strerror or "").lower():  # not a missing key: say which
+            raise RemoteError(absolute(path), f"no such bucket ({err.strerror})") from err
         return False
 
 

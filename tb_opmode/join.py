@@ -386,7 +386,8 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) 
     try:
         is_dir = fs.isdir(logdir)
     except OSError as err:  # remote: no credentials, endpoint down, no such bucket
-        raise LogdirError(str(err)) from err
+        text = f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err)
+        raise LogdirError(text) from err
     if not is_dir:
         raise LogdirError(f"{logdir}: no such directory")
     # --log FILE --run RUN: the user says which run the log is for.

@@ -255,7 +255,7 @@ def test_bad_urls_and_unreachable_stores_exit_2_naming_them(
     assert len(lines) == 1 and lines[0].startswith("tb-opmode: error: "), proc.stderr
     message = lines[0]
     assert url in message
-    expect = {"no_bucket": "bucket", "no_prefix": "no such directory",
+    expect = {"no_bucket": "no such bucket", "no_prefix": "no such directory",
               "unknown_scheme": "nosuchscheme://", "no_credentials": "no credentials",
               "endpoint_down": f"cannot reach the object store at {env['AWS_ENDPOINT_URL']}"}
     assert expect[case] in message, message
