@@ -403,7 +403,7 @@ def test_opmode_logdir_flag_gives_the_tab_its_logdir(s3: S3Server, bert_url: str
         plugin = loader.load(base_plugin.TBContext(logdir=flags.logdir, flags=flags))
         try:
             assert plugin._logdir == bert_url
-            plugin._idle.wait(120)
+            assert plugin.wait_idle(120)
             runs = plugin._discovered
         finally:
             plugin.close()
@@ -443,3 +443,25 @@ def test_an_object_replaced_by_a_longer_one_is_read_again(
     local = json.loads(_cli(["summary", str(bert_logdir), "--format", "json"],
                             {"TB_OPMODE_CACHE": "off"}).stdout)
     assert json.loads(second.stdout) == local != first
+
+
+def test_tab_says_why_an_unreachable_store_shows_nothing(s3: S3Server, bert_url: str) -> None:
+    """The tab's progress names the URL and the endpoint that does not answer."""
+    from tensorboard.plugins import base_plugin
+
+    from tb_opmode.plugin import OpModePlugin
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    down = f"http://127.0.0.1:{closed}"
+    with _s3_env(s3, AWS_ENDPOINT_URL=down, TB_OPMODE_CACHE="off"):
+        plugin = OpModePlugin(base_plugin.TBContext(logdir=bert_url))
+        try:
+            assert plugin.wait_idle(120)
+            error = plugin._progress_json()["error"]
+            active = plugin.is_active()
+        finally:
+            plugin.close()
+    assert bert_url in error and f"cannot reach the object store at {down}" in error, error
+    assert not active
