@@ -319,8 +319,7 @@ def cached_dump_set(directory: str, prefix: str, files: dict[str, str]) -> DumpS
     kept = {k: (s, s.identity) for k, s in previous.items()} if previous else {}
     if fs.is_remote(directory):
         # The files the cache does not hold as they are now, fetched in parallel.
-        fs.prefetch(p for k, p in files.items()
-                    if k not in kept or kept[k][1] != file_identity(p))
+        fs.prefetch(_stale(files, previous))
     states = read_file_states(files, previous)
     if set(states) != set(kept) or any(
             states[k] is not kept[k][0] or states[k].identity != kept[k][1] for k in states):
@@ -346,11 +345,27 @@ def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type)
     return value
 
 
-def prefetch_files(profiles: list[str], logs: list[str]) -> None:
-    """Fetch, in parallel, the remote profiles and logs among these that the cache does
-    not hold as they are now (``fs.prefetch``: small objects only; a no-op locally)."""
+def _stale(files: dict[str, str], previous: dict[str, FileState] | None) -> list[str]:
+    """The files of a dump set whose state in ``previous`` is not of the file as it is."""
+    return [p for k, p in files.items()
+            if not previous or k not in previous or previous[k].identity != file_identity(p)]
+
+
+def prefetch_files(profiles: list[str], logs: list[str],
+                   dump_sets: list[tuple[str, str, dict[str, str]]] = ()) -> None:
+    """Fetch, in parallel, the remote files among these that the cache does not hold as
+    they are now (``fs.prefetch``: small objects only; a no-op locally). ``dump_sets``:
+    (directory, prefix, files) of dump sets."""
     where = cache_dir()
     todo = []
+    for directory, prefix, files in dump_sets:
+        if not fs.is_remote(directory):
+            continue
+        previous = None
+        if where is not None:
+            key = ("dump", fs.real(directory), prefix)
+            previous = _load(_entry_path(where, key), key)
+        todo.extend(_stale(files, previous if isinstance(previous, dict) else None))
     for kind, paths in (("profile", profiles), ("log", logs)):
         for path in paths:
             if not fs.is_remote(path):

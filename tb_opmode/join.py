@@ -400,6 +400,11 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = ()) 
         found = [r for r in found if r.name == run]
         if not found:
             raise LogdirError(f"{logdir}: no run named {run!r}")
+    if fs.is_remote(logdir):
+        # Every run's small objects in one batch of parallel requests, not run by run.
+        prefetch_files([p for r in found for p in r.profiles], [p for r in found for p in r.logs],
+                       [(r.directory, prefix, files) for r in found
+                        for prefix, files in r.dump_sets.items()])
     return [build_run(sources, fs.absolute(logdir)) for sources in found]
 
 
