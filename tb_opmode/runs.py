@@ -35,6 +35,11 @@ in the tab, a file the logdir's owner did not put there); ``--log`` files are
 exempt, the user named them. Each real directory is read once: a second path
 to it (a link, or a link loop) is skipped with a warning.
 
+A logdir may be a URL (``s3://bucket/logs``): everything here goes through
+``fs`` (one recursive listing of the bucket per discovery, sizes and ETags from it,
+the heads of candidate logs fetched in parallel). Objects are regular files and
+have no links, so the rules about FIFOs and symlinks do not apply to them.
+
 File names need not be UTF-8: run names and the paths shown to people go
 through ``display`` (undecodable bytes as ``\\xNN``, control characters and
 bidirectional-text controls escaped), so JSON and terminals get valid text that
