@@ -76,7 +76,9 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         [WEED, "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
          "-master.telemetry=false", "-master.volumeSizeLimitMB=64",
          *(f"-{n}.port={ports[n]}" for n in names), *(f"-{n}.port.grpc={grpc[n]}" for n in names),
-         "-s3", "-s3.port.iceberg=0", "-s3.port.lance=0"],
+         "-s3", "-s3.port.iceberg=0", "-s3.port.lance=0",
+         # Its Unix sockets beside its data rather than in /tmp (gRPC's have no flag).
+         f"-filer.localSocket={data / 'filer.sock'}", f"-s3.localSocket={data / 's3.sock'}"],
         stdout=log, stderr=subprocess.STDOUT)
     endpoint = f"http://127.0.0.1:{ports['s3']}"
     env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": KEY,
@@ -109,6 +111,10 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
             proc.kill()
             proc.wait(timeout=30)
         log.close()
+        # The gRPC Unix sockets it leaves in /tmp, named after our ports.
+        for name, port in grpc.items():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"/tmp/seaweedfs-{name}-grpc-{port}.sock")
 
 
 def _upload(s3: S3Server, local: Path, prefix: str) -> str:
