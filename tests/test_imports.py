@@ -33,6 +33,12 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {
     ("tb_opmode.read.tfdbg", "numpy"): "imported once before forking the fast readers",
     # dask is an optional extra (tb_opmode[dask]), asked for only by --dask ADDRESS.
     ("tb_opmode.read.partials", "distributed"): "optional: only tb-opmode summary --dask",
+    # The object-store clients are an optional extra (tb_opmode[s3]); a local logdir,
+    # the common case, must not pay for importing them (nor need them installed).
+    ("tb_opmode.read.fs", "fsspec"): "optional: only for a URL logdir",
+    ("tb_opmode.read.fs", "botocore"): "optional: its errors, only for a URL logdir",
+    ("tb_opmode.read.fs", "aiohttp"): "optional: its errors, only for a URL logdir",
+    ("tb_opmode.read.fs", "google"): "optional: its errors, only for a gs:// logdir",
 }
 
 

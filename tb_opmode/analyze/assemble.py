@@ -20,6 +20,8 @@ from collections.abc import Callable
 
 from ..errors import LogdirError, NoSuchRun, Problem
 from ..model import KernelUse, ModeStats, RunModel
+from ..read import fs
+from ..read.cache import prefetch_files
 from ..read.discover import RunSources, discover, display, dump_location, relpath
 from ..read.partials import Partial, Unit, read_serial, units_of
 from ..read.textlog import LogFacts
@@ -215,7 +217,7 @@ def _dump_checks(dump: DumpSet) -> list[Problem]:
     out = []
     for kind, path in sorted(dump.files.items()):
         try:
-            empty = os.path.getsize(path) == 0
+            empty = fs.stat(path).st_size == 0
         except OSError:
             continue  # the reader reported it
         if empty:
@@ -266,6 +268,7 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
     ahead on a pool or a cluster); a source it lacks is read here, by the same code."""
     model = RunModel(run=sources.name, directory=sources.directory)
     parts = parts if parts is not None else Partial()
+    prefetch_files(sources.profiles, sources.logs)  # remote only: in parallel
     # A job's run holds its workers' dumps from sub-directories (key "worker0/<prefix>").
     dumps = [parts.dump(*dump_location(sources, key), files)
              for key, files in sorted(sources.dump_sets.items())]
@@ -319,7 +322,12 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
          read: Callable[[list[Unit]], Partial] = read_serial) -> list[RunModel]:
     """Read every run under ``logdir`` (or only ``run``). ``read`` reads the runs' sources
     (``partials.read_serial``, ``read_pool``, ``read_dask``), all before any run is built."""
-    if not os.path.isdir(logdir):
+    try:
+        is_dir = fs.isdir(logdir)
+    except OSError as err:  # remote: no credentials, endpoint down, no such bucket
+        text = f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err)
+        raise LogdirError(text) from err
+    if not is_dir:
         raise LogdirError(f"{logdir}: no such directory")
     # --log FILE --run RUN: the user says which run the log is for.
     found = discover(logdir, extra_logs, log_run=run)
@@ -331,5 +339,10 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
         found = [r for r in found if r.name == run]
         if not found:
             raise NoSuchRun(f"{logdir}: no run named {run!r}")
+    if fs.is_remote(logdir):
+        # Every run's small objects in one batch of parallel requests, not run by run.
+        prefetch_files([p for r in found for p in r.profiles], [p for r in found for p in r.logs],
+                       tuple((*dump_location(r, key), files) for r in found
+                             for key, files in r.dump_sets.items()))
     parts = read(units_of(found))
-    return [build_run(sources, os.path.abspath(logdir), parts) for sources in found]
+    return [build_run(sources, fs.absolute(logdir), parts) for sources in found]

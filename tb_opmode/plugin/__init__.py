@@ -1,6 +1,6 @@
 """Stage 5, serving: the TensorBoard plugin (``OpModePlugin``, setup.py's entry point)."""
 from __future__ import annotations
 
-from .routes import OpModePlugin
+from .routes import OpModeLoader, OpModePlugin
 
-__all__ = ["OpModePlugin"]
+__all__ = ["OpModePlugin", "OpModeLoader"]

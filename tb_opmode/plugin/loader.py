@@ -40,6 +40,7 @@ from google.protobuf.message import DecodeError
 from ..analyze.assemble import build_run
 from ..errors import BadParameter, NoSuchRun, StillLoading, UnloadableRun
 from ..present import tab
+from ..read import fs
 from ..read.cache import cache_dir, load_view, store_view
 from ..read.discover import RunSources, discover
 from . import loadworker
@@ -56,7 +57,7 @@ def file_signature(sources: RunSources) -> tuple[tuple[str, int, int], ...]:
     out = []
     for path in sorted(paths):
         try:
-            st = os.stat(path)
+            st = fs.stat(path)
             out.append((path, st.st_size, st.st_mtime_ns))
         except OSError:
             out.append((path, -1, 0))
@@ -147,7 +148,7 @@ class RunLoader:
     WORKERS: Optional[int] = None
 
     def __init__(self, logdir: str, rescan_seconds: Optional[float] = None) -> None:
-        self._logdir = os.path.abspath(logdir) if logdir else ""
+        self._logdir = fs.absolute(logdir) if logdir else ""
         self._rescan = self.RESCAN_SECONDS if rescan_seconds is None else rescan_seconds
         self._lock = threading.Lock()
         self._runs: dict[str, _Loaded] = {}
@@ -270,6 +271,11 @@ class RunLoader:
     def _worker_count(self) -> int:
         if self.WORKERS is not None:
             return self.WORKERS
+        if fs.is_remote(self._logdir):
+            # Remote runs load in this process: discovery already fetched their logs
+            # (and the listing has every object's size and ETag); a worker process
+            # would fetch them again. Remote reading waits on the network, not the CPU.
+            return 1
         try:
             return len(os.sched_getaffinity(0))
         except (AttributeError, OSError):

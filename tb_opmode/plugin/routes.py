@@ -11,6 +11,14 @@ Errors are mapped to HTTP once, in ``_route``: ``errors.BadParameter`` is a 400,
 unknown run or op type (``NoSuchRun``, ``UnknownOpType``) or a run that could not
 be read a 404, a run still loading (``StillLoading``) a 503, and anything else a
 bug: a 500 with its traceback logged.
+
+The logdir: TensorBoard's ``context.logdir``, unless ``--opmode_logdir`` (through
+``OpModeLoader``) or the environment's ``TB_OPMODE_LOGDIR`` names another. Both exist
+for object stores: a TensorBoard that imports TensorFlow reads logdirs through
+``tf.io.gfile``, which has no ``s3://`` without tensorflow-io and refuses to start;
+it can then be given any local ``--logdir`` while this tab reads the bucket
+(``read/fs.py``). A TensorBoard without TensorFlow reads ``s3://`` through fsspec
+itself and passes it on as ``context.logdir``.
 """
 from __future__ import annotations
 
@@ -31,9 +39,12 @@ from ..errors import BadParameter, NoSuchFile, PublicError
 from ..present import tab, timeline
 from .loader import RunLoader
 
-__all__ = ["OpModePlugin", "PLUGIN_NAME", "STATIC_FILES", "MAX_RESPONSE_BYTES"]
+__all__ = ["OpModePlugin", "OpModeLoader", "LOGDIR_ENV", "PLUGIN_NAME", "STATIC_FILES",
+           "MAX_RESPONSE_BYTES"]
 
 PLUGIN_NAME = "opmode"
+# The logdir this tab reads, when it is not TensorBoard's (see the module's doc).
+LOGDIR_ENV = "TB_OPMODE_LOGDIR"
 # tb_opmode/static (a link to frontend/), one level above this module's package.
 _STATIC_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 # The only files the static routes serve; nothing from the request becomes a path.
@@ -125,7 +136,9 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     def __init__(self, context: base_plugin.TBContext, rescan_seconds: Optional[float] = None,
                  start: bool = True, loader: Optional[RunLoader] = None) -> None:
-        logdir = os.path.abspath(context.logdir) if context.logdir else ""
+        flags = getattr(context, "flags", None)
+        logdir = (getattr(flags, "opmode_logdir", None) or os.environ.get(LOGDIR_ENV)
+                  or context.logdir or "")
         self.loader = loader if loader is not None else RunLoader(logdir, rescan_seconds)
         if start and self.loader.logdir:
             self.loader.start()
@@ -332,3 +345,16 @@ class OpModePlugin(base_plugin.TBPlugin):
             raise NoSuchFile(f"no such file: {name!r}") from err
         response: wrappers.Response = http_util.Respond(request, body, ctype)
         return response
+
+
+class OpModeLoader(base_plugin.TBLoader):
+    """Loads ``OpModePlugin`` and adds its flag ``--opmode_logdir`` to ``tensorboard``."""
+
+    def define_flags(self, parser: Any) -> None:
+        parser.add_argument(
+            "--opmode_logdir", metavar="PATH_OR_URL", default=None,
+            help="The logdir the Op Mode tab reads (a path, or a URL such as s3://bucket/logs "
+                 f"read through fsspec), when it is not --logdir; also ${LOGDIR_ENV}.")
+
+    def load(self, context: base_plugin.TBContext) -> OpModePlugin:
+        return OpModePlugin(context)

@@ -8,7 +8,6 @@ warnings, tf.functions, ONEDNN_VERBOSE primitives, XLA functions, time shares.
 """
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
@@ -16,6 +15,7 @@ from .. import __version__
 from ..analyze.explain import explain, time_share
 from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
+from ..read import fs
 from ..read.discover import problem_text, relpath
 
 __all__ = ["summary", "run_json", "onednn_primitives", "xla_functions"]
@@ -145,7 +145,7 @@ def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, A
 
 def summary(models: list[RunModel], logdir: str, explanations: bool = True) -> dict[str, Any]:
     """The JSON contract of ``tb-opmode summary --format json``."""
-    logdir = os.path.abspath(logdir)
+    logdir = fs.absolute(logdir)
     runs = [run_json(m, logdir, explanations) for m in models]
     all_warnings = [f"{r['run']}: {w}" for r in runs for w in r["warnings"]]
     return {"version": __version__, "warnings": all_warnings, "runs": runs}

@@ -20,7 +20,6 @@ Nothing here reads a file or touches the network; bad parameters raise
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from ..analyze.kernels import is_fused
 from ..analyze.nodes import canonical_op
 from ..errors import BadParameter, UnknownOpType
 from ..model import ModeStats, OpTypeRow, RunModel
+from ..read import fs
 from ..vocab import KERNEL_KINDS, MODES, REMOVED, UNKNOWN, is_onednn
 from ..vocab import onednn_state as _onednn_word
 from . import timeline as _timeline
@@ -226,7 +226,7 @@ def _row_json(row_doc: dict[str, Any], time_ns: dict[tuple[str, str], int]) -> d
 
 def prepare(model: RunModel, logdir: str) -> RunView:
     """Index one run for the routes (run once per load, off the request path)."""
-    logdir = os.path.abspath(logdir)
+    logdir = fs.absolute(logdir)
     # Explanations are long and per op: made on request (op detail, JSON export).
     doc = run_json(model, logdir, explanations=False)
     time_ns: Counter[tuple[str, str]] = Counter()

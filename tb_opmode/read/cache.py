@@ -36,13 +36,14 @@ import time
 from typing import Any, Callable, Optional, TypeVar
 
 from .. import __version__
+from . import fs
 from .textlog import LogFacts, read_log
 from .tfdbg import DumpSet, FileState, assemble_dump_set, file_identity, read_file_states
 from .xplane import Profile, read_profile
 
 __all__ = ["CACHE_ENV", "cache_dir", "cached_dump_set", "cached_profile", "cached_log",
            "MAX_ENTRIES", "MAX_BYTES", "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "SWEEP_SECONDS",
-           "prune", "load_view", "store_view"]
+           "prune", "load_view", "store_view", "prefetch_files"]
 
 CACHE_ENV = "TB_OPMODE_CACHE"
 _OFF = ("", "0", "off", "none", "false", "no")
@@ -335,13 +336,16 @@ def cached_dump_set(directory: str, prefix: str, files: dict[str, str]) -> DumpS
     where = cache_dir()
     if where is None:
         return assemble_dump_set(directory, prefix, files, read_file_states(files))
-    key = ("dump", os.path.realpath(directory), prefix)
+    key = ("dump", fs.real(directory), prefix)
     path = _entry_path(where, key)
     previous = _load(path, key)
     if not (isinstance(previous, dict)
             and all(isinstance(s, FileState) for s in previous.values())):
         previous = None
     kept = {k: (s, s.identity) for k, s in previous.items()} if previous else {}
+    if fs.is_remote(directory):
+        # The files the cache does not hold as they are now, fetched in parallel.
+        fs.prefetch(_stale(files, previous))
     states = read_file_states(files, previous)
     if set(states) != set(kept) or any(
             states[k] is not kept[k][0] or states[k].identity != kept[k][1] for k in states):
@@ -354,7 +358,7 @@ def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type[
     identity = file_identity(path)
     if where is None or identity is None:
         return read(path)
-    key = (kind, os.path.realpath(path))
+    key = (kind, fs.real(path))
     entry_path = _entry_path(where, key)
     found = _load(entry_path, key)
     if (isinstance(found, tuple) and len(found) == 2 and found[0] == identity
@@ -367,6 +371,39 @@ def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type[
     return value
 
 
+def _stale(files: dict[str, str], previous: dict[str, FileState] | None) -> list[str]:
+    """The files of a dump set whose state in ``previous`` is not of the file as it is."""
+    return [p for k, p in files.items()
+            if not previous or k not in previous or previous[k].identity != file_identity(p)]
+
+
+def prefetch_files(profiles: list[str], logs: list[str],
+                   dump_sets: tuple[tuple[str, str, dict[str, str]], ...] = ()) -> None:
+    """Fetch, in parallel, the remote files among these that the cache does not hold as
+    they are now (``fs.prefetch``: small objects only; a no-op locally). ``dump_sets``:
+    (directory, prefix, files) of dump sets."""
+    where = cache_dir()
+    todo = []
+    for directory, prefix, files in dump_sets:
+        if not fs.is_remote(directory):
+            continue
+        previous = None
+        if where is not None:
+            key = ("dump", fs.real(directory), prefix)
+            previous = _load(_entry_path(where, key), key)
+        todo.extend(_stale(files, previous if isinstance(previous, dict) else None))
+    for kind, paths in (("profile", profiles), ("log", logs)):
+        for path in paths:
+            if not fs.is_remote(path):
+                continue
+            file_key = (kind, fs.real(path))
+            found = _load(_entry_path(where, file_key), file_key) if where is not None else None
+            if not (isinstance(found, tuple) and len(found) == 2
+                    and found[0] == file_identity(path)):
+                todo.append(path)
+    fs.prefetch(todo)
+
+
 def load_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...]) -> Any:
     """The light view (``loadworker.light_view``) stored for ``run`` of ``logdir``
     when its files had exactly ``signature`` (path, size, mtime of each), else None:
@@ -374,7 +411,7 @@ def load_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...]
     where = cache_dir()
     if where is None:
         return None
-    key = ("view", os.path.realpath(logdir), run)
+    key = ("view", fs.real(logdir), run)
     found = _load(_entry_path(where, key), key)
     if isinstance(found, tuple) and len(found) == 2 and found[0] == signature:
         return found[1]
@@ -387,7 +424,7 @@ def store_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...
     where = cache_dir()
     if where is None:
         return
-    key = ("view", os.path.realpath(logdir), run)
+    key = ("view", fs.real(logdir), run)
     _store(where, _entry_path(where, key), key, (signature, light), [p for p, _s, _m in signature])
 
 

@@ -35,6 +35,11 @@ in the tab, a file the logdir's owner did not put there); ``--log`` files are
 exempt, the user named them. Each real directory is read once: a second path
 to it (a link, or a link loop) is skipped with a warning.
 
+A logdir may be a URL (``s3://bucket/logs``): everything here goes through
+``fs`` (one recursive listing of the bucket per discovery, sizes and ETags from it,
+the heads of candidate logs fetched in parallel). Objects are regular files and
+have no links, so the rules about FIFOs and symlinks do not apply to them.
+
 File names need not be UTF-8: run names and the paths shown to people go
 through ``display`` (undecodable bytes as ``\\xNN``, control characters and
 bidirectional-text controls escaped), so JSON and terminals get valid text that
@@ -42,6 +47,7 @@ cannot move the cursor, forge a line, or reorder what is shown around it.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -50,10 +56,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..errors import Problem, UnreadableLogdir
+from . import fs
 from .cache import cached_dump_set, cached_log
 from .tasks import dump_tasks, is_cluster_task
 from .textlog import looks_like_log
 from .tfdbg import DUMP_FILE_RE, file_identity, find_dump_sets, read_file_states
+
+fs_join = os.path.join  # '/'-joins URLs as it does paths
 
 __all__ = ["RunSources", "discover", "LOG_SUFFIXES", "relpath", "display", "dump_location",
            "problem_text"]
@@ -117,14 +126,14 @@ def display(text: str) -> str:
 
 def relpath(path: str, logdir: str) -> str:
     """``path`` relative to ``logdir``, '/'-separated, as display text (see ``display``)."""
-    rel = os.path.relpath(path, logdir)
+    rel = fs.relpath(path, logdir)
     return "." if rel == os.curdir else display(rel.replace(os.sep, "/"))
 
 
 def _not_regular(path: str) -> str:
     """Why ``path`` cannot be read as a file ("" if it is a regular file, or vanished)."""
     try:
-        mode = os.stat(path).st_mode
+        mode = fs.stat(path).st_mode
     except OSError:
         return ""  # gone or unreadable: the reader reports it
     if stat.S_ISREG(mode):
@@ -157,7 +166,7 @@ def _within(path: str, directory: str) -> bool:
 
 def _mtime(path: str) -> float:
     try:
-        return os.stat(path).st_mtime
+        return fs.stat(path).st_mtime
     except OSError:
         return 0.0
 
@@ -186,6 +195,8 @@ def _open_error(path: str) -> str:
 
     Discovery only looks at file names; without this an unreadable log would
     just not look like a log and drop out of the answer unnoticed."""
+    if fs.is_remote(path):
+        return ""  # the listing that found it is the store's say; a denied read is reported
     try:
         # O_NONBLOCK: the file was a regular file a moment ago; if it has been
         # swapped for a FIFO since, do not wait for a writer.
@@ -209,7 +220,7 @@ def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, l
     reading each real directory once, and recording what it cannot read or skips
     in ``warnings`` as (path, message). Raises ``UnreadableLogdir`` when ``logdir``
     itself cannot be listed."""
-    root = os.path.realpath(logdir)
+    root = fs.real(logdir)
     seen: dict[str, str] = {}  # real path -> the path it was read under
     stack = [logdir]
     # Symlinked directories wait until the real tree is walked: a target inside the
@@ -217,7 +228,7 @@ def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, l
     links: list[str] = []
     while stack or links:
         directory = stack.pop() if stack else links.pop(0)
-        real = os.path.realpath(directory)
+        real = fs.real(directory)
         first = seen.get(real)
         if first is not None:
             warnings.append((directory, f"the same directory as {relpath(first, logdir)}, "
@@ -225,8 +236,7 @@ def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, l
             continue
         seen[real] = directory
         try:
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            entries = fs.list_entries(directory)
         except OSError as err:
             if directory == logdir:
                 raise UnreadableLogdir(logdir, f"cannot list the directory: {_reason(err)}",
@@ -267,8 +277,17 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
     ``log_run``: the name of the run the ``extra_logs`` belong to (``--log FILE --run
     RUN``): they are attached to it whatever they hold. Without it they are attached
     by what they hold, as logs outside any run's directory are (``_attach_logs``)."""
-    logdir = os.path.abspath(logdir)
-    extra = [os.path.abspath(p) for p in extra_logs]
+    logdir = fs.absolute(logdir)
+    extra = [fs.absolute(p) for p in extra_logs]
+    remote = fs.is_remote(logdir)
+    if remote:
+        # One recursive listing of the whole logdir; the walk, stats and sizes below
+        # are answered from it.
+        try:
+            fs.scan(logdir)
+        except OSError as err:
+            raise UnreadableLogdir(logdir, f"cannot list the directory: "
+                                           f"{err.strerror or err}") from err
     windows: dict[str, tuple[float, float, str]] = {}
     runs: dict[str, RunSources] = {}
     profiles: list[str] = []
@@ -292,6 +311,8 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
         if sets:
             runs[directory] = RunSources(relpath(directory, logdir), directory, dump_sets=sets)
             windows[directory] = _dump_window(sets)
+        if remote:  # the heads of the logs below are read next: fetch them in parallel
+            fs.prefetch(fs_join(directory, n) for n in filenames if n.endswith(LOG_SUFFIXES))
         for name in filenames:
             path = os.path.join(directory, name)
             if not (_is_profile(path) or name.endswith(LOG_SUFFIXES)):
@@ -310,7 +331,9 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
                 # A profile is written when profiling stops, inside the run it profiled.
                 t = _mtime(path)
                 windows[path] = (t, t, name[:-len(".xplane.pb")])
-            elif looks_like_log(path):
+            elif (_memoized(("looks", path), file_identity(path), functools.partial(looks_like_log, path))
+                  if remote else looks_like_log(path)):
+                # (Remote: the periodic scan of the tab would fetch every log's head again.)
                 logs.append(path)
     # A link out of the logdir that the user also named with --log is read as asked.
     walk_warnings = [(p, m) for p, m in walk_warnings if p not in extra]
@@ -624,6 +647,6 @@ def problem_text(problem: Problem, logdir: str) -> str:
     """A problem as the run's warnings say it: its file relative to ``logdir`` (absolute
     paths outside it kept), the byte offset, and the message, all printable."""
     path = problem.path
-    if os.path.isabs(path) and path.startswith(logdir.rstrip(os.sep) + os.sep):
+    if (os.path.isabs(path) or fs.is_remote(path)) and path.startswith(logdir.rstrip(os.sep) + os.sep):
         path = relpath(path, logdir)
     return f"{display(path)}: byte {problem.offset}: {display(problem.message)}"

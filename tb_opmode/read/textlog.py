@@ -83,6 +83,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Optional
 
 from ..errors import Problem
+from . import fs
 
 __all__ = ["EagerKernel", "LogFacts", "looks_like_log", "read_log", "parse_lines", "MAX_LINE"]
 
@@ -826,7 +827,7 @@ def read_log(path: str) -> LogFacts:
 
     Raises OSError if the file cannot be opened or read."""
     parser = _Parser(path)
-    with open(path, "rb") as f:
+    with fs.open_read(path) as f:
         parser.run(_file_batches(f, parser))
     return parser.result()
 
@@ -834,8 +835,7 @@ def read_log(path: str) -> LogFacts:
 def looks_like_log(path: str, head_bytes: int = 65536) -> bool:
     """Whether the first ``head_bytes`` of ``path`` hold a TF log or oneDNN verbose line."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(head_bytes)
+        head = fs.head(path, head_bytes)
     except OSError:
         return False
     for line in head.split(b"\n"):

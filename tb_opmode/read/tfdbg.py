@@ -46,11 +46,12 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from sys import intern
-from typing import Any
+from typing import Any, Callable
 
 from google.protobuf.message import DecodeError
 
 from ..errors import Problem
+from . import fs
 from .schema import EVENT_KINDS, LEN, VARINT, DebugEvent, message_fields, read_varint
 from .tfrecord import ChunkVerifier, RecordReader, next_intact_record
 
@@ -257,7 +258,7 @@ def find_dump_sets(directory: str) -> dict[str, dict[str, str]]:
     """File sets in one directory (not its subdirectories): prefix -> kind -> path."""
     sets: dict[str, dict[str, str]] = {}
     try:
-        names = os.listdir(directory)
+        names = fs.listdir(directory)
     except OSError:
         return sets
     for name in names:
@@ -276,7 +277,7 @@ Identity = tuple[int, int, int, int]
 def file_identity(path: str) -> Identity | None:
     """What tells a file apart from its earlier self: size, mtime, inode, device."""
     try:
-        st = os.stat(path)
+        st = fs.stat(path)
     except OSError:
         return None
     return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
@@ -314,7 +315,7 @@ class FileState:
 
 def _tail_bytes(path: str, end: int) -> bytes:
     try:
-        with open(path, "rb") as f:
+        with fs.open_read(path) as f:
             f.seek(max(0, end - 64))
             return f.read(end - max(0, end - 64))
     except OSError:
@@ -519,7 +520,7 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
 
 def _size(path: str) -> int:
     try:
-        return os.stat(path).st_size
+        return fs.stat(path).st_size
     except OSError:
         return 0
 
@@ -590,13 +591,13 @@ def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -
     and inside TensorBoard this runs in the server's own process. A short read ends the
     fast reading; the exact reader then takes over and reports what it finds."""
     verifier = ChunkVerifier()
-    with open(path, "rb") as f:
-        fd = f.fileno()
+    with fs.open_read(path) as f:
+        pread = fs.preader(f)
         if sync:
             # One record past the search limit still fits in the window; a record too
             # big for it is missed here and read by the exact reader that fills the gap.
             limit = min(hi, lo + _SYNC_LIMIT)
-            data = os.pread(fd, min(size, limit + _CHUNK) - lo, lo)
+            data = pread(min(size, limit + _CHUNK) - lo, lo)
             found = next_intact_record(data, len(data), 0, limit=limit - lo)
             if found is None:
                 return []
@@ -604,7 +605,7 @@ def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -
         parts: list[_Part] = []
         pos = lo
         while pos < hi:
-            part, pos, short = _fast_part(fd, pos, hi, size, tail, verifier)
+            part, pos, short = _fast_part(pread, pos, hi, size, tail, verifier)
             if part.records:
                 parts.append(part)
             if pos >= hi:
@@ -631,7 +632,7 @@ def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -
     return parts
 
 
-def _fast_part(fd: int, pos: int, hi: int, size: int, tail: int, verifier: ChunkVerifier
+def _fast_part(pread: Callable[[int, int], bytes], pos: int, hi: int, size: int, tail: int, verifier: ChunkVerifier
                ) -> tuple[_Part, int, bool]:
     """Records from ``pos`` read fast, window by window, until ``hi`` or a window that
     does not verify: (the part, where it stopped, whether a read came up short).
@@ -644,7 +645,7 @@ def _fast_part(fd: int, pos: int, hi: int, size: int, tail: int, verifier: Chunk
     short = False
     while pos < hi:
         want = min(size, pos + _CHUNK) - pos
-        data = os.pread(fd, want, pos)
+        data = pread(want, pos)
         window = len(data)
         short = window < want
         limit = min(hi - 1 - pos, window - 16)
@@ -705,7 +706,10 @@ class _TraceJob:
         self.tail = _trace_tail(first) if first else None
         if self.tail is None:
             return
-        workers = _WORKERS if _can_fork() and (os.cpu_count() or 1) > 1 else 1
+        # A remote file is read in this process: fsspec's event-loop thread and sockets
+        # do not survive a fork.
+        workers = (_WORKERS if _can_fork() and (os.cpu_count() or 1) > 1
+                   and not fs.is_remote(state.path) else 1)
         span = self.size - start
         bounds = [start + span * i // workers for i in range(workers)] + [self.size]
         if workers > 1:

@@ -34,6 +34,7 @@ from typing import Any
 import google_crc32c
 
 from ..errors import Problem
+from . import fs
 
 __all__ = ["RecordReader", "ChunkVerifier", "next_intact_record", "masked_crc32c", "encode_record"]
 
@@ -94,8 +95,8 @@ class RecordReader:
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
         self.end_offset = self.start
-        with open(self.path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        with fs.open_read(self.path) as f:
+            size = fs.size_of(f)
             self._file, self._size = f, size
             pos, want = self.start, _WINDOW
             # Read, not mmap: a file that shrinks under a mapping raises SIGBUS and

@@ -18,13 +18,14 @@ field number 0) is flagged in ``Fields.bad``; its neighbours are unaffected.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from io import BufferedIOBase
+from typing import BinaryIO, cast
 
 import numpy as np
 
+from . import fs
 from .schema import FIXED32, FIXED64, LEN, VARINT
 
 __all__ = ["Fields", "PAD", "padded", "read_padded", "varints", "scan",
@@ -42,16 +43,16 @@ def padded(data: bytes) -> np.ndarray:
     return np.frombuffer(data + bytes(PAD), dtype=np.uint8)
 
 
-def read_padded(f: BufferedIOBase) -> tuple[bytearray, int]:
+def read_padded(f: BinaryIO | BufferedIOBase) -> tuple[bytearray, int]:
     """The file's bytes (as many as its size when opened; fewer if it shrank
     meanwhile) followed by ``PAD`` zero bytes, read without a second copy;
     and the number of bytes read."""
-    size = os.fstat(f.fileno()).st_size
+    size = fs.size_of(f)
     data = bytearray(size + PAD)
     view = memoryview(data)
     n = 0
     while n < size:
-        got = f.readinto(view[n:size])
+        got = cast(BufferedIOBase, f).readinto(view[n:size])  # every file we open has readinto
         if not got:
             break
         n += got

@@ -52,6 +52,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from ..errors import Problem
+from . import fs
 from .schema import XSpaceRawEvents
 from .xtypes import _EPOCH_MIN_NS, HOST_PLANE, Profile
 
@@ -98,9 +99,9 @@ def read_profile(path: str) -> Profile:
 
     prof = Profile(path=path, host=_host(path))
     try:
-        with open(path, "rb") as f:
+        with fs.open_read(path) as f:
             raw, size = wire.read_padded(f)
-        mtime_ns = os.stat(path).st_mtime_ns
+        mtime_ns = fs.stat(path).st_mtime_ns
     except OSError as e:
         prof.problems.append(Problem(path, 0, f"cannot read file: {e.strerror or e}"))
         return prof

@@ -195,7 +195,7 @@ def test_file_shrinking_while_read_does_not_kill_the_process(dump: Dump, tmp_pat
 
 FAST_SHRINK_SCRIPT = r"""
 import os, sys
-from tb_opmode import tfdbg
+from tb_opmode.read import tfdbg
 from tb_opmode.read.tfrecord import RecordReader
 path = sys.argv[1]
 size = os.path.getsize(path)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tb_opmode.read import textlog
+from tb_opmode.read import fs, textlog
 
 from .helpers import (
     ROOT,
@@ -81,7 +81,9 @@ def test_text_log_is_read_in_bounded_chunks(cnn_logdir: Path, tmp_path: Path,
     _big_log(cnn_logdir, path, 24 << 20)
     size = path.stat().st_size
     sizes: list[int] = []
-    monkeypatch.setattr(textlog, "open", lambda p, mode="r": _SpyFile(p, sizes), raising=False)
+    # Logs are opened through the filesystem layer (tb_opmode/read/fs.py), which opens
+    # local files with the builtin open.
+    monkeypatch.setattr(fs, "open", lambda p, mode="r": _SpyFile(p, sizes), raising=False)
     facts = textlog.read_log(str(path))
     assert facts.bytes_read == size
     assert sizes and all(0 < n <= 4 << 20 for n in sizes), sorted(set(sizes))[:5]
