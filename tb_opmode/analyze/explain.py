@@ -24,7 +24,7 @@ from ..read.tfdbg import DumpSet
 from ..vocab import PLUMBING_KERNELS, REMOVED, UNKNOWN, is_debug_kernel, is_function, is_onednn
 from .kernels import is_fused
 from .nodes import canonical_op, suffixes
-from .rules import matching_rules, stock_reason
+from .rules import NON_FLOAT, matching_rules, stock_reason
 
 __all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
            "kernel_class", "node_op_types", "eager_kernels"]
@@ -224,7 +224,11 @@ def _kernel_reason(model: RunModel, op_type: str, mode: str, kernel: dict[str, A
     elif not model.tensorflow_version:  # no dump metadata: no rule table applies
         reason = "the run's TF version is unknown (no tfdbg dump), so no oneDNN rule says why"
     else:
-        reason = stock_reason(op_type, mode, model.tensorflow_version, dtype or "DT_FLOAT")
+        # "" is an output the dump gave no summary: in a dump, a non-float one (the modes
+        # that record dtypes summarise float tensors only); with no dump, not recorded.
+        reason = stock_reason(op_type, mode, model.tensorflow_version,
+                              dtype or (NON_FLOAT if any(d.traces or d.executions
+                                                         for d in model.dumps) else "DT_FLOAT"))
     extra = f" {notes}." if notes and evidence != "inferred" else ""
     return f"Runs the stock kernel {name} ({how}): {reason.rstrip('.')}.{extra}"
 
@@ -263,12 +267,18 @@ def explain(model: RunModel, op_type: str) -> dict[str, Any]:
     row = model.op_types[op_type]
     out: dict[str, Any] = {}
     dtypes: dict[str, Counter[str]] = {"eager": Counter(), "graph": Counter()}
+    # Each kernel is explained by the dtype it ran for: an int32 Transpose stays stock
+    # while a float one runs _MklTranspose, and the mode's commonest dtype would say so
+    # of both.
+    kernel_dtypes: dict[tuple[str, str], Counter[str]] = {}
     for e in model.eager_ops:
         if e.op_type == op_type:
             dtypes["eager"][e.dtype] += e.executions
+            kernel_dtypes.setdefault(("eager", e.kernel), Counter())[e.dtype] += e.executions
     for op in model.graph_ops:
         if op.op_type == op_type:
             dtypes["graph"][op.dtype] += op.executions
+            kernel_dtypes.setdefault(("graph", op.kernel), Counter())[op.dtype] += op.executions
     for mode in ("eager", "graph"):
         stats = row.mode(mode)
         if not stats.executions:
@@ -298,9 +308,11 @@ def explain(model: RunModel, op_type: str) -> dict[str, Any]:
         for k in sorted(stats.kernels, key=lambda k: -k.executions):
             kd = {"name": k.name, "evidence": k.evidence, "notes": k.notes,
                   "fused_into": k.fused_into}
+            own = kernel_dtypes.get((mode, k.name))
             reasons.append({"kind": "kernel", "kernel": k.name, "evidence": k.evidence,
                             "executions": k.executions,
-                            "text": _kernel_reason(model, op_type, mode, kd, dtype)})
+                            "text": _kernel_reason(model, op_type, mode, kd,
+                                                   own.most_common(1)[0][0] if own else dtype)})
         blocked = _fusion_blocked(model, op_type, mode, stats.kernels, dtype)
         if blocked:
             reasons.append({"kind": "instrumentation", "text": blocked})

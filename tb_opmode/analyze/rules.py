@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from ..vocab import MODES
 
-__all__ = [
+__all__ = ["NON_FLOAT",
     "Rule",
     "cpu_dependence",
     "RULES",
@@ -125,6 +125,15 @@ def parse_version(version: str) -> tuple[int, int]:
     if not m:
         raise ValueError(f"not a TensorFlow version: {version!r}")
     return int(m.group(1)), int(m.group(2))
+
+
+# What the dump says of an output that got no summary in a mode that summarises float
+# tensors only (FULL_HEALTH, CURT/CONCISE_HEALTH): not a float type, which one unknown.
+NON_FLOAT = "DT_NON_FLOAT"
+
+
+def _dtype_words(dt: str) -> str:
+    return "a non-float dtype (the dump summarises float tensors only)" if dt == NON_FLOAT else dt
 
 
 def normalize_dtype(dtype: str) -> str:
@@ -502,7 +511,8 @@ def stock_reason(op_type: str, mode: str, tf_version: str, dtype: str, *, onednn
         supported = ", ".join(sorted(set().union(*(r.dtypes for r in in_version))))
         if any(not r.condition for r in in_version):
             return (f"{op_type} has a oneDNN kernel ({in_version[0].kernel}) in TF {tf_version} only for "
-                    f"{supported}; {dt} is not supported, so the stock kernel runs.{fusion_note}")
+                    f"{supported}; {_dtype_words(dt)} is not supported, so the stock kernel "
+                    f"runs.{fusion_note}")
         return (f"{op_type} is rewritten to {in_version[0].kernel} in TF {tf_version} only for "
                 f"{supported} and only when {in_version[0].condition}; {dt} keeps the stock kernel.")
     if rewrites:

@@ -134,3 +134,15 @@ def test_build_run_of_nothing_is_empty() -> None:
     """A run with no sources counts nothing and explains nothing (no crash)."""
     m = build_run(RunSources(name="empty", directory="/nonexistent"), "/")
     assert m.op_types == {} and m.counts_from == ""
+
+
+def test_each_kernel_is_explained_by_the_dtype_it_ran_for(full_model: RunModel) -> None:
+    """Eager Transpose ran _MklTranspose for its float32 calls and the stock kernel for
+    its int32 one: the stock kernel's reason speaks of int32, not of the float rule."""
+    kernels = {k.name for k in full_model.op_types["Transpose"].eager.kernels}
+    assert {"_MklTranspose", "Transpose"} <= kernels, kernels
+    reasons = {r["kernel"]: r["text"] for r in explain(full_model, "Transpose")["eager"]["reasons"]
+               if r["kind"] == "kernel"}
+    assert "does not stay stock" not in reasons["Transpose"], reasons["Transpose"]
+    assert "DT_INT32" in reasons["Transpose"] or "non-float" in reasons["Transpose"], reasons["Transpose"]
+    assert "_MklTranspose" in reasons["_MklTranspose"]
