@@ -153,6 +153,36 @@ function verdict(stats) {
   return `partly oneDNN (${fmtInt(dnn)} of ${fmtInt(all)})`;
 }
 
+/** "≥ " where the dump's circular buffer dropped older records: the count is a floor. */
+function atLeast(stats) {
+  return stats && stats.lower_bound ? '≥ ' : '';
+}
+
+/**
+ * Executions per dtype the dump recorded (mixed precision: float16/bfloat16 beside
+ * float32), each with the kernels it ran in the title.
+ */
+function dtypeLine(stats) {
+  const split = (stats && stats.dtypes) || [];
+  if (!split.length) return null;
+  return el('div', {class: 'opm-dtypes', 'data-dtypes': split.map((e) => e.label).join(',')},
+      el('span', {class: 'opm-dtypes-label', text: 'dtype: '}),
+      split.map((e, i) => el('span', {class: 'opm-dtype' + (e.low_precision ? ' opm-dtype-low' : ''),
+        'data-dtype': e.label,
+        title: `${e.label}: ${e.kernels.map((k) => `${k.name} ×${fmtInt(k.executions)}`).join(', ')}`},
+      i ? ' · ' : '', `${e.label} ×${fmtInt(e.executions)}`)));
+}
+
+/** Executions per device (MirroredStrategy replicas), in the order of the run's devices. */
+function deviceLine(stats, devices) {
+  const per = (stats && stats.devices) || null;
+  if (!per || !devices.length) return null;
+  return el('div', {class: 'opm-devices-line'},
+      el('span', {class: 'opm-dtypes-label', text: 'per device: '}),
+      devices.filter((d) => per[d]).map((d, i) => el('span', {'data-device': d},
+          i ? ' · ' : '', `${d} ×${fmtInt(per[d])}`)));
+}
+
 /**
  * One tab stop for a table's rows: the current row has tabindex 0, the others -1;
  * ArrowUp/ArrowDown, Home and End move between them, Enter opens one (the row's own
@@ -329,7 +359,8 @@ export class App {
                 'the kernels that ran (not counting executions grappler removed or ' +
                 'constant-folded, or whose kernel is unknown) differ between eager and graph, ' +
                 'or one mode ran oneDNN and the other did not'),
-            filter('no_onednn', 'no oneDNN kernel', 'no _Mkl* kernel seen in either mode')),
+            filter('no_onednn', 'no oneDNN kernel', 'no _Mkl* kernel seen in either mode'),
+            filter('low_precision', 'mixed precision', 'op types with float16 or bfloat16 executions')),
         el('div', {class: 'opm-split'},
             el('div', {class: 'opm-table-wrap'},
                 this.tableWrap,
@@ -526,6 +557,7 @@ export class App {
     this.overview = o;
     this.renderGlance(o);
     this.overviewBody.replaceChildren(...this.renderOverview(o).filter(Boolean));
+    this.overviewBody.dataset.run = run;   // which run the overview shows (for tests and tools)
   }
 
   /** The answer first: per oneDNN op type, the kernel of each mode with its evidence. */
@@ -534,10 +566,17 @@ export class App {
     const g = o.glance || {rows: [], total: 0, basis: 'onednn'};
     this.glanceTitle.textContent = g.basis === 'onednn'
       ? 'At a glance: op types that ran a oneDNN kernel' : 'At a glance: op types that ran in both modes';
-    const head = el('p', {class: 'opm-glance-facts'},
+    const cpu = o.cpu || {};
+    const head = el('div', {class: 'opm-glance-head'}, el('p', {class: 'opm-glance-facts'},
         el('span', {text: `TensorFlow ${o.tensorflow_version || '(version unknown)'} · oneDNN `}),
         el('strong', {class: `opm-onednn-${onednn}`, text: onednn}),
-        el('span', {class: 'opm-muted', text: ` (${o.onednn_reason || 'no evidence either way'})`}));
+        el('span', {class: 'opm-muted', text: ` (${o.onednn_reason || 'no evidence either way'})`}),
+        el('span', {text: ' · CPU: '}),
+        cpu.features ? el('span', {class: 'opm-cpu-brief', text: cpu.features.join(' ')})
+          : el('span', {class: 'opm-muted', text: 'instruction sets unknown (no TF start-up line)'}),
+        (o.xla_functions || []).length ? el('span', {},
+            ` · XLA: ${fmtInt(o.xla_functions.length)} function(s) compiled`) : null),
+    this.lowerBoundNote(o, 'opm-glance-lower-bound'));
     if (!g.rows.length) {
       this.glanceBody.replaceChildren(head, el('p', {class: 'opm-muted',
         text: 'No op type ran a oneDNN kernel, and none ran in both modes.'}));
@@ -545,7 +584,7 @@ export class App {
     }
     const cell = (row, mode) => el('td', {class: 'opm-glance-mode', 'data-mode': mode},
         row[mode].executions
-          ? [el('span', {class: 'opm-glance-count', text: `${fmtInt(row[mode].executions)}×`}),
+          ? [el('span', {class: 'opm-glance-count', text: `${atLeast(row[mode])}${fmtInt(row[mode].executions)}×`}),
             el('span', {class: 'opm-verdict', text: verdict(row[mode])}),
             kernelCell(mode, row[mode], true)]
           : el('span', {class: 'opm-none', text: `did not run ${mode === 'eager' ? 'eagerly' : 'in a graph'}`}));
@@ -576,6 +615,10 @@ export class App {
         el('dt', {text: 'oneDNN'}), el('dd', {},
             el('strong', {class: `opm-onednn-${onednn}`, text: onednn}),
             el('span', {class: 'opm-muted', text: ` — how we know: ${reason}`})),
+        el('dt', {text: 'CPU'}), el('dd', {id: 'opm-cpu'}, (o.cpu && o.cpu.features)
+          ? [el('span', {class: 'opm-cpu-features'}, o.cpu.features.map((f) => el('code', {text: f}))),
+            el('span', {class: 'opm-muted', text: ` — from ${o.cpu.source}`})]
+          : el('span', {class: 'opm-muted', text: (o.cpu && o.cpu.note) || 'unknown'})),
         el('dt', {text: 'Hosts'}), el('dd', {text: (o.hosts || []).join(', ') || '–'}),
         el('dt', {text: 'Counts from'}), el('dd', {text: o.counts_from || 'nothing readable'}),
         el('dt', {text: 'Sources'}), el('dd', {},
@@ -654,7 +697,7 @@ export class App {
                 text: ` · ${fmtNs(cell.time_ns)}`}) : null,
               cell.fused_executions ? el('div', {class: 'opm-cell-fused'}, swatch(key, true),
                   `${fmtInt(cell.fused_executions)} fused`) : null);
-            })))));
+            }))), this.xlaRow(o, kindCols.length)));
     const unattributed = ['eager', 'graph'].filter((m) => o.modes[m].time_unattributed_ns);
     const matrixNote = unattributed.length ? el('p', {class: 'opm-hint'},
         unattributed.map((m) => `${m}: ${fmtNs(o.modes[m].time_unattributed_ns)} of op time ` +
@@ -669,7 +712,9 @@ export class App {
         o.functions.length > 12 ? el('p', {class: 'opm-muted',
           text: `and ${fmtInt(o.functions_total - 12)} more`}) : null);
 
-    const parts = [el('div', {class: 'opm-overview-grid'}, facts, shares), matrix, matrixNote,
+    const parts = [this.lowerBoundNote(o, 'opm-lower-bound'),
+      el('div', {class: 'opm-overview-grid'}, facts, shares), matrix, matrixNote,
+      this.unknownsBlock(o), this.dtypesBlock(o), this.devicesBlock(o),
       el('details', {class: 'opm-more'}, el('summary', {text: `tf.functions (${fmtInt(o.functions_total)})`}),
           functions)];
     if (o.onednn_verbose && o.onednn_verbose.primitives.length) {
@@ -695,6 +740,97 @@ export class App {
           el('ul', {}, o.warnings.map((w) => el('li', {text: w})))));
     }
     return parts;
+  }
+
+  /** "Counts are a lower bound" when the dump's circular buffer dropped older records. */
+  lowerBoundNote(o, id) {
+    const cut = o.lower_bound || {};
+    const modes = ['eager', 'graph'].filter((m) => cut[m]);
+    if (!modes.length) return null;
+    const what = modes.map((m) => `${fmtInt(cut[m].records)} ${m === 'eager'
+      ? 'eager execution' : 'graph execution trace'} records`).join(' and ');
+    const first = cut[modes[0]];
+    return el('div', {class: 'opm-message opm-message-warn opm-lower-bound', id, role: 'note',
+      'data-modes': modes.join(',')},
+    el('strong', {text: 'Counts are a lower bound. '}),
+    `The dump's circular buffer kept only the last ${what} (${first.how}): ${modes.join(' and ')} ` +
+      'counts (marked ≥) leave out what ran before. ',
+    el('span', {}, el('strong', {text: 'What to do: '}), `${first.fix}.`));
+  }
+
+  /** XLA-compiled functions: a mode of their own (graph, compiled by XLA), with no op rows. */
+  xlaRow(o, cols) {
+    const xla = o.xla_functions || [];
+    if (!xla.length) return null;
+    const launches = xla.reduce((n, f) => n + f.launches, 0);
+    return el('tr', {'data-mode': 'xla', id: 'opm-xla'},
+        el('th', {scope: 'row'}, 'XLA', el('div', {class: 'opm-muted opm-xla-sub', text: 'graph, compiled by XLA'})),
+        el('td', {colspan: cols, class: 'opm-xla-cell'},
+            el('strong', {text: `${fmtInt(xla.length)} function(s), ${fmtInt(launches)} launch(es) in the log: `}),
+            xla.slice(0, 6).map((f, i) => el('span', {}, i ? ', ' : '', el('code', {text: f.name}),
+                ` ×${fmtInt(f.launches)}`)),
+            el('p', {class: 'opm-note', text: fmtNumbersIn(xla[0].note)})));
+  }
+
+  /** Unknown kernels grouped by why, each with how to find out. */
+  unknownsBlock(o) {
+    const u = o.unknowns;
+    if (!u || !u.executions) return null;
+    const group = (g) => el('li', {class: 'opm-unknown-group'},
+        el('div', {}, el('strong', {text: g.what === 'whether it ran'
+          ? 'Unknown whether it ran, because ' : 'Kernel unknown, because '}), fmtNumbersIn(g.why), '.'),
+        g.how ? el('div', {}, el('strong', {text: 'How to find out: '}), g.how) : null,
+        el('div', {class: 'opm-muted'}, `${fmtInt(g.executions)} execution(s): `, opsText(g)));
+    const opsText = (g) => g.ops.slice(0, 6).map((op) => `${op.op_type} (${op.mode} ×${fmtInt(op.executions)})`)
+        .join(', ') + (g.ops.length > 6 ? ', …' : '');
+    return el('div', {class: 'opm-unknowns', id: 'opm-unknowns'},
+        el('h3', {}, swatch('unknown'), ` Kernel unknown for ${fmtInt(u.executions)} execution(s)`),
+        el('ul', {}, u.groups.slice(0, 3).map(group)),
+        u.groups.length > 3 ? el('details', {class: 'opm-more'},
+            el('summary', {text: `${fmtInt(u.groups.length - 3)} more reason(s)`}),
+            el('ul', {}, u.groups.slice(3).map(group))) : null,
+        u.without_reason ? el('ul', {}, el('li', {class: 'opm-unknown-group'},
+            el('div', {}, el('strong', {text: 'Kernel unknown, because '}),
+                `${u.without_reason_how.split(':')[0]} (${fmtInt(u.without_reason)} execution(s)).`),
+            el('div', {}, el('strong', {text: 'How to find out: '}),
+                u.without_reason_how.split(': ').slice(1).join(': ')))) : null,
+        u.groups_total > u.groups.length ? el('p', {class: 'opm-muted',
+          text: `and ${fmtInt(u.groups_total - u.groups.length)} more reason(s)`}) : null);
+  }
+
+  /** Executions by dtype, per mode; mixed precision (float16/bfloat16) said first. */
+  dtypesBlock(o) {
+    const d = o.dtypes;
+    if (!d || !d.recorded) return null;
+    const line = (mode) => el('p', {'data-mode': mode}, el('strong', {text: `${mode}: `}),
+        d.modes[mode].length ? d.modes[mode].map((e, i) => el('span', {
+          class: ['float16', 'bfloat16'].includes(e.label) ? 'opm-dtype opm-dtype-low' : 'opm-dtype'},
+        i ? ' · ' : '', `${e.label} ×${fmtInt(e.executions)}`)) : '–');
+    return el('div', {class: 'opm-dtype-totals', id: 'opm-dtypes'},
+        el('h3', {text: 'Executions by dtype (as the dump records them)'}),
+        d.low_precision.length ? el('p', {class: 'opm-mixed'},
+            el('strong', {text: `Mixed precision: ${d.low_precision.join(', ')}`}),
+            ` in ${fmtInt(d.low_precision_op_types)} op type(s) beside float32 (the kernel can ` +
+            'differ by dtype: see each op\u2019s dtype split; filter the table with “mixed precision”).') : null,
+        line('eager'), line('graph'));
+  }
+
+  /** Executions per device (MirroredStrategy replicas), where the dump's records name several. */
+  devicesBlock(o) {
+    const devices = o.devices || [];
+    if (!devices.length) return null;
+    return el('div', {class: 'opm-device-totals', id: 'opm-devices'},
+        el('h3', {text: 'Executions per device (the device each record names)'}),
+        el('table', {class: 'opm-small-table'},
+            el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'device'}),
+                el('th', {scope: 'col', class: 'opm-num', text: 'eager'}),
+                el('th', {scope: 'col', class: 'opm-num', text: 'graph'}))),
+            el('tbody', {}, devices.map((d) => el('tr', {'data-device': d.device},
+                el('th', {scope: 'row'}, el('code', {text: d.device})),
+                el('td', {class: 'opm-num', text: fmtInt(d.eager)}),
+                el('td', {class: 'opm-num', text: fmtInt(d.graph)}))))),
+        (o.devices_none && o.devices_none.eager) ? el('p', {class: 'opm-hint',
+          text: `${fmtInt(o.devices_none.eager)} eager execution(s) of ops without outputs name no device.`}) : null);
   }
 
   shareBar(title, modes, field, shareField, fmt) {
@@ -760,17 +896,23 @@ export class App {
           order: active ? (table.order === 'desc' ? 'asc' : 'desc') : (sort === 'op_type' ? 'asc' : 'desc')}),
         text: label + arrow}));
     };
+    const cut = page.lower_bound || [];
+    const devices = page.devices || [];
+    const floor = (mode) => (cut.includes(mode) ? ' ≥' : '');
+    const floorTitle = 'at least: the dump\u2019s circular buffer dropped older records';
     this.tableHead.replaceChildren(el('tr', {},
         header('Op type', 'op_type'),
-        header('Eager', 'eager', 'opm-num'),
+        header(`Eager${floor('eager')}`, 'eager', 'opm-num', cut.includes('eager') ? floorTitle : null),
         el('th', {scope: 'col', text: 'Eager kernels'}),
-        header('Graph', 'graph', 'opm-num'),
+        header(`Graph${floor('graph')}`, 'graph', 'opm-num', cut.includes('graph') ? floorTitle : null),
         el('th', {scope: 'col', text: 'Graph kernels'}),
+        devices.map((d) => el('th', {scope: 'col', class: 'opm-num opm-device-head', 'data-device': d,
+          title: `executions on ${d} (the device the dump's records name)`, text: d})),
         header('Op time', 'time', 'opm-num opm-time-head',
             'Profiled op time. eager: EagerExecute time, including dispatch; graph: the ' +
             'kernel\u2019s compute time')));
     if (!page.rows.length) {
-      this.tableBody.replaceChildren(el('tr', {}, el('td', {colspan: 6, class: 'opm-muted',
+      this.tableBody.replaceChildren(el('tr', {}, el('td', {colspan: 6 + devices.length, class: 'opm-muted',
         text: page.all_total ? 'No op type matches the filters.' : 'No op executions recorded in this run.'})));
     } else {
       this.tableBody.replaceChildren(...page.rows.map((row) => {
@@ -783,15 +925,21 @@ export class App {
             row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong',
               title: row.kernel_differs_why || 'the kernels differ between the modes',
               text: 'kernel differs'}) : null),
-        el('td', {class: 'opm-num', text: fmtInt(row.eager.executions)}),
-        el('td', {}, kernelCell('eager', row.eager)),
+        el('td', {class: 'opm-num', text: `${atLeast(row.eager)}${fmtInt(row.eager.executions)}`}),
+        el('td', {}, kernelCell('eager', row.eager),
+            row.low_precision || row.dtypes_differ ? dtypeLine(row.eager) : null),
         row.graph.uncounted
           ? el('td', {class: 'opm-num', 'data-uncounted': '1'},
               el('span', {class: 'opm-tag opm-tag-uncounted', title: row.graph.uncounted.note,
                 text: 'not counted'}))
-          : el('td', {class: 'opm-num', text: fmtInt(row.graph.executions)}),
+          : el('td', {class: 'opm-num', text: `${atLeast(row.graph)}${fmtInt(row.graph.executions)}`}),
         el('td', {}, row.graph.uncounted ? uncountedCell(row.graph.uncounted)
-          : kernelCell('graph', row.graph)),
+          : kernelCell('graph', row.graph),
+        row.low_precision || row.dtypes_differ ? dtypeLine(row.graph) : null),
+        devices.map((d) => el('td', {class: 'opm-num opm-muted opm-device', 'data-device': d},
+            ['eager', 'graph'].map((mode) => el('div', {},
+                el('span', {class: 'opm-time-label', text: `${mode} `}),
+                fmtInt(((row[mode].devices || {})[d]) || 0))))),
         el('td', {class: 'opm-num opm-muted opm-time'},
             el('div', {title: 'eager: EagerExecute time in the profile, including dispatch'},
                 el('span', {class: 'opm-time-label', text: 'eager '}), fmtNs(row.eager.time_ns)),
@@ -892,13 +1040,15 @@ export class App {
       answer.append(el('div', {class: 'opm-answer-mode', 'data-mode': mode},
           el('div', {class: 'opm-answer-head'},
               el('strong', {text: mode}),
-              el('span', {text: ` ${fmtInt(stats.executions)} executions · `}),
+              el('span', {text: ` ${stats.lower_bound ? 'at least ' : ''}${fmtInt(stats.executions)} executions · `}),
               el('span', {class: 'opm-verdict', text: verdict(stats)}),
               stats.time_ns !== undefined ? el('span', {class: 'opm-muted',
                 title: mode === 'eager' ? 'EagerExecute time, including dispatch'
                   : 'the kernel\u2019s compute time',
                 text: ` · ${fmtNs(stats.time_ns)} op time`}) : null),
           kernelCell(mode, stats, true),
+          this.dtypeSplit(mode, stats),
+          deviceLine(stats, Object.keys(stats.devices || {}).sort()),
           // Why a kernel is unknown (or what grappler did) is said, not hidden in a tooltip.
           stats.kernels.filter((k) => kernelKind(k) === 'unknown' && kernelNotes(k).length)
               .map((k) => el('p', {class: 'opm-note opm-unknown-why'},
@@ -992,6 +1142,27 @@ export class App {
                       el('td', {class: 'opm-num', text: fmtInt(g.executions)}))))))));
     }
     return parts;
+  }
+
+  /** Per dtype: executions and the kernels they ran (float16 MatMul stock, float32 oneDNN). */
+  dtypeSplit(mode, stats) {
+    const split = stats.dtypes || [];
+    if (!split.length || (split.length === 1 && ['not recorded', 'a float type', 'no float output']
+        .includes(split[0].label))) return null;
+    return el('table', {class: 'opm-small-table opm-dtype-split', 'data-mode': mode},
+        el('caption', {class: 'opm-sr-only', text: `${mode}: executions by dtype`}),
+        el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'dtype'}),
+            el('th', {scope: 'col', class: 'opm-num', text: 'executions'}),
+            el('th', {scope: 'col', text: 'kernel'}))),
+        el('tbody', {}, split.map((e) => el('tr', {'data-dtype': e.label},
+            el('th', {scope: 'row', class: e.low_precision ? 'opm-dtype-low' : '', text: e.label}),
+            el('td', {class: 'opm-num', text: fmtInt(e.executions)}),
+            el('td', {}, e.kernels.map((k) => el('span', {class: 'opm-chip', 'data-kind': k.kind},
+                swatch(kindKey(mode, k.kind)),
+                k.kind === 'removed' || k.kind === 'unknown' ? null
+                  : el('span', {class: 'opm-kernel-name'}, breakable(k.name)),
+                el('span', {class: `opm-kind opm-kind-${k.kind}`, text: kindWord(k.kind)}),
+                e.kernels.length > 1 ? el('span', {class: 'opm-count', text: `×${fmtInt(k.executions)}`}) : null)))))));
   }
 
   explanationParts(d) {

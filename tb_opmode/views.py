@@ -41,7 +41,8 @@ __all__ = [
 ]
 
 SORT_KEYS = ("total", "eager", "graph", "op_type", "time", "eager_time", "graph_time")
-FILTERS = ("both", "differs", "no_onednn", "onednn", "eager_only", "graph_only")
+FILTERS = ("both", "differs", "no_onednn", "onednn", "eager_only", "graph_only",
+           "low_precision")
 MAX_PAGE_SIZE = 200
 # What the tab colours a kernel by (with the mode): oneDNN or stock when a kernel ran;
 # "removed" when grappler took the op out (no kernel ran); "unknown" when no evidence
@@ -245,15 +246,23 @@ def cpu_facts(model: RunModel) -> dict[str, Any]:
             "note": ""}
 
 
-def _split_how(note: str) -> tuple[str, str]:
-    """An unknown kernel's note as (why, how to find out), where the note says both."""
-    text = note[len("unknown: "):] if note.startswith("unknown: ") else note
+def _split_how(note: str) -> tuple[str, str, str]:
+    """An unknown kernel's note as (what is unknown: "kernel" or "whether it ran", why, how
+    to find out), where the note says them."""
+    what = "kernel"
+    text = note
+    for prefix, unknown in (("unknown whether it ran: ", "whether it ran"), ("unknown: ", "kernel")):
+        if text.startswith(prefix):
+            text, what = text[len(prefix):], unknown
+            break
     for marker in (". To know, ", "; keep ", "; to know, ", "; dump with ", "; run with "):
         at = text.find(marker)
         if at > 0:
             how = text[at + 2:].strip()
-            return text[:at].strip(), how[0].upper() + how[1:]
-    return text, ""
+            if how.lower().startswith("to know, "):
+                how = how[len("to know, "):]
+            return what, text[:at].strip(), how[0].upper() + how[1:]
+    return what, text, ""
 
 
 def unknowns(view: RunView, limit: int = 20) -> dict[str, Any]:
@@ -272,9 +281,9 @@ def unknowns(view: RunView, limit: int = 20) -> dict[str, Any]:
                 if not notes:
                     bare += k["executions"]
                     continue
-                why, how = _split_how(notes[0])
-                # One reason per sentence shape: the op names vary, the reason does not.
-                g = groups.setdefault(why, {"why": why, "how": how, "executions": 0, "ops": []})
+                what, why, how = _split_how(notes[0])
+                g = groups.setdefault(why, {"what": what, "why": why, "how": how,
+                                            "executions": 0, "ops": []})
                 g["executions"] += k["executions"]
                 if (row["op_type"], mode) not in [(o["op_type"], o["mode"]) for o in g["ops"]]:
                     g["ops"].append({"op_type": row["op_type"], "mode": mode,
@@ -679,6 +688,8 @@ def _passes(row: dict[str, Any], filters: tuple[str, ...], query: str) -> bool:
         if f == "eager_only" and (not eager["executions"] or graph["executions"]):
             return False
         if f == "graph_only" and (not graph["executions"] or eager["executions"]):
+            return False
+        if f == "low_precision" and not row.get("low_precision"):
             return False
     if query:
         hay = [row["op_type"].lower()] + [k["name"].lower() for m in MODES
