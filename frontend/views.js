@@ -616,7 +616,7 @@ export class App {
             el('strong', {class: `opm-onednn-${onednn}`, text: onednn}),
             el('span', {class: 'opm-muted', text: ` — how we know: ${reason}`})),
         el('dt', {text: 'CPU'}), el('dd', {id: 'opm-cpu'}, (o.cpu && o.cpu.features)
-          ? [el('span', {class: 'opm-cpu-features'}, o.cpu.features.map((f) => el('code', {text: f}))),
+          ? [el('span', {class: 'opm-cpu-features'}, o.cpu.features.map((f, i) => [i ? ' ' : '', el('code', {text: f})])),
             el('span', {class: 'opm-muted', text: ` — from ${o.cpu.source}`})]
           : el('span', {class: 'opm-muted', text: (o.cpu && o.cpu.note) || 'unknown'})),
         el('dt', {text: 'Hosts'}), el('dd', {text: (o.hosts || []).join(', ') || '–'}),
