@@ -189,11 +189,6 @@ class DumpSet:
     trace_dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
     # (graph id, op name, slot) -> health_digest of its first trace
     trace_digests: dict[tuple[str, str, int], int] = field(default_factory=dict)
-    # (graph id, op name, output slot, device name its traces name) -> count: the tab's
-    # per-device (MirroredStrategy replica) split; the same graph can run on several devices
-    trace_devices: Counter = field(default_factory=Counter)
-    # (op type, device id of the first output or -1) -> count (names: ``devices``)
-    execution_devices: Counter = field(default_factory=Counter)
     tensor_debug_modes: Counter = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
     records: int = 0
@@ -403,8 +398,6 @@ def _fold_executions(part: DumpSet, events: Iterator[Any]) -> None:
             part.tensor_debug_modes[ex.tensor_debug_mode] += 1
             dtype = health_dtype(ex.tensor_protos[0] if ex.tensor_protos else b"", ex.tensor_debug_mode)
             part.execution_dtypes[(ex.op_type, dtype)] += 1
-            ids = ex.output_tensor_device_ids
-            part.execution_devices[(ex.op_type, ids[0] if ids else -1)] += 1
 
 
 _FOLDS = {"metadata": _fold_metadata, "source_files": _fold_source_files,
@@ -435,8 +428,6 @@ class _Part:
     samples: dict[bytes, bytes] = field(default_factory=dict)
     dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
     digests: dict[tuple[str, str, int], int] = field(default_factory=dict)
-    # ((graph, op, slot), device name) -> count, once keys are exact
-    devices: Counter = field(default_factory=Counter)
     first_payload: bytes = b""
     last_payload: bytes = b""
     first_wall: float = 0.0
@@ -468,7 +459,6 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
             dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
             part.digests[key] = health_digest(tr.tensor_proto, tr.tensor_debug_mode)
         counts[key] += 1
-        part.devices[(key, tr.device_name)] += 1
     part.counts = counts
     part.frame_problems = reader.problems
     part.records = reader.records
@@ -758,7 +748,7 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
                 cur = part.stop
     if cur < size:
         parts.append(_exact_part(path, cur, None))
-    infos: dict[bytes, tuple[tuple[str, str, int], str, int, str]] = {}
+    infos: dict[bytes, tuple[tuple[str, str, int], str, int]] = {}
     for part in parts:
         if not part.fast:
             continue
@@ -770,12 +760,11 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
                 if info is None:
                     return False
                 infos[key] = info
-            tkey, dtype, digest, device = info
+            tkey, dtype, digest = info
             if tkey not in exact:
                 part.dtypes[tkey] = dtype
                 part.digests[tkey] = digest
             exact[tkey] += n
-            part.devices[(tkey, device)] += n
         part.counts = exact
         try:
             first = DebugEvent.FromString(part.first_payload).wall_time
@@ -790,9 +779,9 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
     return True
 
 
-def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int, str] | None:
-    """(context id, op name, slot), health dtype, digest and device name of the first
-    record of a key, if the record has the layout the key assumes."""
+def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int] | None:
+    """(context id, op name, slot), health dtype and digest of the first record of a key,
+    if the record has the layout the key assumes."""
     if not sample or sample[_KEY_START:_KEY_START + len(key)] != key:
         return None
     tail = _trace_tail(sample)
@@ -805,22 +794,19 @@ def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int
     tr = event.graph_execution_trace
     return ((tr.tfdbg_context_id, tr.op_name, tr.output_slot),
             health_dtype(tr.tensor_proto, tr.tensor_debug_mode),
-            health_digest(tr.tensor_proto, tr.tensor_debug_mode), tr.device_name)
+            health_digest(tr.tensor_proto, tr.tensor_debug_mode))
 
 
 def _apply(state: FileState, parts: list[_Part]) -> None:
     """Fold parts (in file order) into a traces ``FileState``, as one plain read would."""
     part_set = state.part
     traces, dtypes, digests = part_set.traces, part_set.trace_dtypes, part_set.trace_digests
-    devices = part_set.trace_devices
     for part in parts:
         for key, n in part.counts.items():
             if key not in traces:
                 dtypes[key] = part.dtypes.get(key, "")
                 digests[key] = part.digests.get(key, 0)
             traces[key] += n
-        for (key, device), n in part.devices.items():
-            devices[key + (device,)] += n
         if part.decoded:
             if not state.first_wall:
                 state.first_wall = part.first_wall
@@ -951,9 +937,8 @@ _OWNED = {
     "source_files": ("source_files", "source_lines"),
     "stack_frames": ("stack_frames",),
     "graphs": ("graphs", "devices"),
-    "execution": ("executions", "execution_sites", "execution_dtypes", "execution_devices",
-                  "tensor_debug_modes"),
-    _TRACES: ("traces", "trace_dtypes", "trace_digests", "trace_devices"),
+    "execution": ("executions", "execution_sites", "execution_dtypes", "tensor_debug_modes"),
+    _TRACES: ("traces", "trace_dtypes", "trace_digests"),
 }
 
 
