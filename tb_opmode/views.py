@@ -174,9 +174,12 @@ def short_device(name: str) -> str:
 
 def _device_splits(model: RunModel) -> dict[tuple[str, str], Counter]:
     """(op type, mode) -> executions per device the dump's records name (short names; with
-    the host in front when the run's dumps come from several hosts). Graph: the device each
-    trace of an op's lowest traced slot names, as the counts take that slot; eager: the
-    device of an execution's first output ("" for an op without outputs)."""
+    the host in front when the run's dumps come from several hosts). Graph: the device the
+    traces of an op's lowest traced slot name (``DumpSet.trace_devices``: (graph id, op
+    name, slot) -> device), as the counts take that slot; eager: the device of an
+    execution's first output (``DumpSet.execution_devices``: (op type, graph id, device id,
+    dtype) -> count; "" for an op without outputs). A reader that records no devices gives
+    nothing."""
     out: dict[tuple[str, str], Counter] = {}
     hosts = {d.host for d in model.dumps}
 
@@ -191,16 +194,18 @@ def _device_splits(model: RunModel) -> dict[tuple[str, str], Counter]:
                 key = (graph_id, op_name)
                 if key not in lowest or slot < lowest[key]:
                     lowest[key] = slot
-            for (graph_id, op_name, slot, device), n in traces.items():
-                if lowest.get((graph_id, op_name)) != slot:
+            for (graph_id, op_name, slot), n in dump.traces.items():
+                if lowest[(graph_id, op_name)] != slot:
                     continue
                 graph = dump.graphs.get(graph_id)
                 op = graph.ops.get(op_name) if graph else None
                 if op is None or op.op_type not in model.op_types:
                     continue
+                device = traces.get((graph_id, op_name, slot)) or op.device
                 out.setdefault((op.op_type, "graph"), Counter())[name(dump, device)] += n
-        for (op_type, device_id), n in (getattr(dump, "execution_devices", None) or {}).items():
-            if op_type not in model.op_types:
+        for key, n in (getattr(dump, "execution_devices", None) or {}).items():
+            op_type, graph_id, device_id = key[0], key[1], key[2]
+            if graph_id or op_type not in model.op_types:
                 continue   # a tf.function call: its ops are the graph's
             device = dump.devices.get(device_id, "") if device_id >= 0 else ""
             out.setdefault((op_type, "eager"), Counter())[name(dump, device)] += n
