@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from .conftest import get_json, link_tree, running_tensorboard
-from .test_browser_tab_use import Page, _plugin_installed
+from .test_browser_tab_use import SIZES, Page, _plugin_installed
 
 pytestmark = pytest.mark.browser
 
@@ -384,9 +384,12 @@ VIEWS = {
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("width,height", SIZES)
 def test_axe_no_serious_or_critical_violation(browser: Any, tensorboard: str, axe_js: str,
-                                              scheme: str) -> None:
-    p = Page(browser, tensorboard, 1400, 900, scheme=scheme)
+                                              width: int, height: int, scheme: str) -> None:
+    """Each view at 1000x700 (the detail a drawer), 1400x900 and 1920x1080 (the detail
+    beside the table), light and dark."""
+    p = Page(browser, tensorboard, width, height, scheme=scheme)
     try:
         # The tab's CSP refuses inline scripts but allows eval: load axe-core by eval.
         p.frame.evaluate("(src) => { (0, eval)(src); return typeof axe; }", axe_js)

@@ -408,7 +408,7 @@ def test_opmode_logdir_flag_gives_the_tab_its_logdir(s3: S3Server, bert_url: str
     with _s3_env(s3, TB_OPMODE_CACHE="off"):
         plugin = loader.load(base_plugin.TBContext(logdir=flags.logdir, flags=flags))
         try:
-            assert plugin._logdir == bert_url
+            assert plugin.loader.logdir == bert_url
             assert plugin.wait_idle(120)
             runs = plugin._discovered
         finally:

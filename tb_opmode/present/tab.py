@@ -42,10 +42,12 @@ __all__ = [
     "RunView", "prepare", "onednn_state", "overview", "op_rows", "op_page", "op_detail",
     "compare", "export_csv", "export_json", "dumps_json", "kernel_kind", "short_why",
     "SORT_KEYS", "FILTERS", "KINDS", "MAX_PAGE_SIZE", "dump_modes", "dump_gap",
+    "dtype_label", "short_device", "lower_bound", "cpu_facts", "unknowns",
 ]
 
 SORT_KEYS = ("total", "eager", "graph", "op_type", "time", "eager_time", "graph_time")
-FILTERS = ("both", "differs", "no_onednn", "onednn", "eager_only", "graph_only")
+FILTERS = ("both", "differs", "no_onednn", "onednn", "eager_only", "graph_only",
+           "low_precision")
 MAX_PAGE_SIZE = 200
 # What the tab colours a kernel by (with the mode): oneDNN or stock when a kernel ran;
 # "removed" when grappler took the op out (no kernel ran); "unknown" when no evidence
@@ -75,6 +77,12 @@ class RunView:
     kind_time: dict[tuple[str, str], int] = field(default_factory=dict)
     # The dump's tensor_debug_mode names (most used first) and what they cannot count.
     dump_modes: list[str] = field(default_factory=list)
+    # Modes whose counts the dump's circular buffer cut: mode -> what was cut and how.
+    lower_bound: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Devices the dump's executions name (short names, most executions first), and
+    # (mode, device) -> executions over all op types.
+    devices: list[str] = field(default_factory=list)
+    device_totals: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 # tfdbg's TensorDebugMode (debug_event.proto), by number.
@@ -106,6 +114,200 @@ def dump_gap(modes: list[str]) -> str:
                 f"op without such an output (or without any output) is never traced")
     return ("the dump counts a graph op by the traces of its outputs, and it holds none of "
             "this op's (an op without outputs is never traced)")
+
+
+# tensorflow/core/framework/types.proto names as a Python user writes them.
+_DTYPE_WORDS = {"DT_HALF": "float16", "DT_BFLOAT16": "bfloat16", "DT_FLOAT": "float32",
+                "DT_DOUBLE": "float64", "DT_BOOL": "bool", "DT_STRING": "string"}
+# What a dump records when it names no dtype (see ``dtype_label``).
+_VAGUE = ("?", "float", "")
+# Float types a mixed-precision policy computes in.
+_LOW_PRECISION = ("DT_HALF", "DT_BFLOAT16")
+
+
+def dtype_label(dtype: str) -> str:
+    """A dump's dtype (``kernels`` and ``tfdbg`` spelling) as words: ``DT_HALF`` is
+    float16; ``?`` (NO_TENSOR records none) "not recorded"; ``float`` (CURT_HEALTH and
+    CONCISE_HEALTH summarise float tensors only) "a float type"; "" (no summary in a mode
+    that summarises float tensors: a non-float output, or none) "no float output"."""
+    if dtype == "?":
+        return "not recorded"
+    if dtype == "float":
+        return "a float type"
+    if not dtype:
+        return "no float output"
+    return _DTYPE_WORDS.get(dtype, dtype[3:].lower() if dtype.startswith("DT_") else dtype)
+
+
+def _dtype_splits(model: RunModel) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(op type, mode) -> executions per dtype the dump recorded, each with the kernels
+    its executions ran (from ``model.eager_ops`` and ``model.graph_ops``)."""
+    found: dict[tuple[str, str], dict[str, Counter[str]]] = {}
+    for mode, items in (("eager", model.eager_ops), ("graph", model.graph_ops)):
+        for item in items:
+            if not item.executions:
+                continue
+            per = found.setdefault((item.op_type, mode), {})
+            kernel = getattr(item, "kernel", "") or UNKNOWN
+            per.setdefault(item.dtype or "", Counter())[kernel] += item.executions
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for key, per in found.items():
+        entries: list[dict[str, Any]] = [
+                   {"dtype": dt, "label": dtype_label(dt), "executions": sum(k.values()),
+                    "low_precision": dt in _LOW_PRECISION,
+                    "kernels": [{"name": name, "executions": n, "kind": kernel_kind(name)}
+                                for name, n in k.most_common()]}
+                   for dt, k in per.items()]
+        entries.sort(key=lambda e: (-e["executions"], e["label"]))
+        out[key] = entries
+    return out
+
+
+def short_device(name: str) -> str:
+    """``/job:localhost/replica:0/task:0/device:CPU:1`` as ``CPU:1`` (with the task when it
+    is not task 0, the job when it is not localhost)."""
+    if not name:
+        return ""
+    parts = dict(p.split(":", 1) for p in name.strip("/").split("/") if ":" in p)
+    device = parts.get("device", name)
+    prefix = []
+    if parts.get("job", "localhost") != "localhost":
+        prefix.append(f"job:{parts['job']}")
+    if parts.get("task", "0") != "0":
+        prefix.append(f"task:{parts['task']}")
+    return "/".join(prefix + [device])
+
+
+def _device_splits(model: RunModel) -> dict[tuple[str, str], Counter[str]]:
+    """(op type, mode) -> executions per device the dump's records name (short names; with
+    the host in front when the run's dumps come from several hosts). Graph: the device the
+    traces of an op's lowest traced slot name (``DumpSet.trace_devices``: (graph id, op
+    name, slot) -> device), as the counts take that slot; eager: the device of an
+    execution's first output (``DumpSet.execution_devices``: (op type, graph id, device id,
+    dtype) -> count; "" for an op without outputs). A reader that records no devices gives
+    nothing."""
+    out: dict[tuple[str, str], Counter[str]] = {}
+    hosts = {d.host for d in model.dumps}
+
+    def name(dump: Any, device: str) -> str:
+        short = short_device(device)
+        return f"{dump.host}/{short}" if len(hosts) > 1 and short else short
+    for dump in model.dumps:
+        traces = getattr(dump, "trace_devices", None)
+        if traces:
+            lowest: dict[tuple[str, str], int] = {}
+            for (graph_id, op_name, slot) in dump.traces:
+                key = (graph_id, op_name)
+                if key not in lowest or slot < lowest[key]:
+                    lowest[key] = slot
+            for (graph_id, op_name, slot), n in dump.traces.items():
+                if lowest[(graph_id, op_name)] != slot:
+                    continue
+                graph = dump.graphs.get(graph_id)
+                op = graph.ops.get(op_name) if graph else None
+                if op is None or op.op_type not in model.op_types:
+                    continue
+                device = traces.get((graph_id, op_name, slot)) or op.device
+                out.setdefault((op.op_type, "graph"), Counter())[name(dump, device)] += n
+        for key, n in (getattr(dump, "execution_devices", None) or {}).items():
+            op_type, graph_id, device_id = key[0], key[1], key[2]
+            if graph_id or op_type not in model.op_types:
+                continue   # a tf.function call: its ops are the graph's
+            device = dump.devices.get(device_id, "") if device_id >= 0 else ""
+            out.setdefault((op_type, "eager"), Counter())[name(dump, device)] += n
+    return out
+
+
+# tfdbg's circular buffer, as join's warning words it: "<n> <kind> records, exactly the
+# circular buffer's size (<how>): the dump kept only the last <n>, so its counts are a
+# lower bound; <what to do>".
+_LOWER_BOUND = re.compile(r"^(\d+) (execution|graph_execution_trace) records, exactly the "
+                          r"circular buffer's size \((.*?)\): .*lower bound; (.*)$")
+
+
+def lower_bound(model: RunModel) -> dict[str, dict[str, Any]]:
+    """Modes whose counts are a lower bound because the dump's circular buffer dropped the
+    older records: mode -> records kept, how we know, and what to do."""
+    out: dict[str, dict[str, Any]] = {}
+    for problem in model.problems:
+        m = _LOWER_BOUND.match(problem.message)
+        if not m:
+            continue
+        mode = "eager" if m.group(2) == "execution" else "graph"
+        entry = out.setdefault(mode, {"records": 0, "how": m.group(3), "fix": m.group(4),
+                                      "kind": m.group(2)})
+        entry["records"] += int(m.group(1))
+    return out
+
+
+def cpu_facts(model: RunModel) -> dict[str, Any]:
+    """The CPU's instruction sets as TF's start-up line (cpu_feature_guard) in the log
+    names them, or why they are unknown; what decides kernels by them."""
+    found: list[frozenset[str]] = [log.cpu_features for log in model.logs if log.cpu_features]
+    if not found:
+        why = ("no TensorFlow start-up line in a log names them" if model.logs
+               else "the run has no TensorFlow log")
+        return {"features": None, "source": "",
+                "note": f"unknown: {why}; keep TF's stderr (its cpu_feature_guard line lists "
+                        f"the CPU's instruction sets), since float16 and bfloat16 kernels "
+                        f"depend on them (AVX512_FP16, AVX512_BF16, AMX)"}
+    features = sorted(set().union(*found))
+    return {"features": features,
+            "source": "TensorFlow's start-up line in the log (cpu_feature_guard)",
+            "note": ""}
+
+
+def _split_how(note: str) -> tuple[str, str, str]:
+    """An unknown kernel's note as (what is unknown: "kernel" or "whether it ran", why, how
+    to find out), where the note says them."""
+    what = "kernel"
+    text = note
+    for prefix, unknown in (("unknown whether it ran: ", "whether it ran"), ("unknown: ", "kernel")):
+        if text.startswith(prefix):
+            text, what = text[len(prefix):], unknown
+            break
+    for marker in (". To know, ", "; keep ", "; to know, ", "; dump with ", "; run with "):
+        at = text.find(marker)
+        if at > 0:
+            how = text[at + 2:].strip()
+            if how.lower().startswith("to know, "):
+                how = how[len("to know, "):]
+            return what, text[:at].strip(), how[0].upper() + how[1:]
+    return what, text, ""
+
+
+def unknowns(view: RunView, limit: int = 20) -> dict[str, Any]:
+    """Executions whose kernel is unknown, grouped by the reason, with how to find out."""
+    groups: dict[str, dict[str, Any]] = {}
+    bare = 0
+    for row in view.rows.values():
+        for mode in MODES:
+            stats = row[mode]
+            known = 0
+            for k in stats["kernels"]:
+                known += k["executions"]
+                if k["kind"] != "unknown":
+                    continue
+                notes = k.get("notes") or []
+                if not notes:
+                    bare += k["executions"]
+                    continue
+                what, why, how = _split_how(notes[0])
+                g = groups.setdefault(why, {"what": what, "why": why, "how": how,
+                                            "executions": 0, "ops": []})
+                g["executions"] += k["executions"]
+                if (row["op_type"], mode) not in [(o["op_type"], o["mode"]) for o in g["ops"]]:
+                    g["ops"].append({"op_type": row["op_type"], "mode": mode,
+                                     "executions": k["executions"]})
+            if stats["executions"] > known and not stats.get("uncounted"):
+                bare += stats["executions"] - known
+    out = sorted(groups.values(), key=lambda g: (-g["executions"], g["why"]))
+    return {"groups": out[:limit], "groups_total": len(out),
+            "executions": sum(g["executions"] for g in out) + bare,
+            "without_reason": bare,
+            "without_reason_how": ("no log line or profiler event names their kernel: keep "
+                                   "TF's log (TF_CPP_MAX_VLOG_LEVEL=2) or profile the run")
+            if bare else ""}
 
 
 def _log_graph_counts(model: RunModel) -> Counter[str]:
@@ -235,6 +437,32 @@ def prepare(model: RunModel, logdir: str) -> RunView:
     rows = {r["op_type"]: _row_json(r, time_ns) for r in doc["op_types"]}
     modes = dump_modes(model)
     _uncounted(model, rows, modes)
+    dtypes = _dtype_splits(model)
+    devices = _device_splits(model)
+    device_totals: Counter[tuple[str, str]] = Counter()
+    for (_op_type, mode), per in devices.items():
+        for device, n in per.items():
+            device_totals[(mode, device)] += n
+    names: Counter[str] = Counter()   # devices by name; "" (an op without outputs) is none
+    for (_mode, device), n in device_totals.items():
+        if device:
+            names[device] += n
+    cut = lower_bound(model)
+    for op_type, row in rows.items():
+        labels: set[str] = set()
+        for mode in MODES:
+            split = dtypes.get((op_type, mode))
+            if split:
+                row[mode]["dtypes"] = split
+                labels.update(e["label"] for e in split if e["dtype"] not in _VAGUE)
+            on_devices = devices.get((op_type, mode))
+            if on_devices and len(names) > 1:
+                row[mode]["devices"] = dict(on_devices)
+            if mode in cut and row[mode]["executions"]:
+                row[mode]["lower_bound"] = True
+        row["dtypes_differ"] = len(labels) > 1
+        row["low_precision"] = any(e["low_precision"] for mode in MODES
+                                   for e in row[mode].get("dtypes", []))
     outside: Counter[tuple[str, str]] = Counter()
     kind_time: Counter[tuple[str, str]] = Counter()
     for (op_type, mode, kernel), (_events, ns) in model.times.items():
@@ -244,7 +472,9 @@ def prepare(model: RunModel, logdir: str) -> RunView:
             outside[(mode, op_type)] += ns
     return RunView(model=model, logdir=logdir, doc=doc, rows=rows,
                    class_time=class_times(model.times), timeline=_timeline.build(model),
-                   outside_time=dict(outside), kind_time=dict(kind_time), dump_modes=modes)
+                   outside_time=dict(outside), kind_time=dict(kind_time), dump_modes=modes,
+                   lower_bound=cut, devices=[d for d, _n in names.most_common()],
+                   device_totals=dict(device_totals))
 
 
 # ---------------------------------------------------------------- overview
@@ -377,6 +607,15 @@ def overview(view: RunView) -> dict[str, Any]:
         "kinds": kinds,
         "glance": _glance(view),
         "dump": _dump_coverage(view),
+        "cpu": cpu_facts(model),
+        "xla_functions": doc.get("xla_functions", []),
+        "lower_bound": view.lower_bound,
+        "dtypes": _dtype_totals(view),
+        "devices": [{"device": d, "eager": view.device_totals.get(("eager", d), 0),
+                     "graph": view.device_totals.get(("graph", d), 0)}
+                    for d in view.devices] if len(view.devices) > 1 else [],
+        "devices_none": {mode: view.device_totals.get((mode, ""), 0) for mode in MODES},
+        "unknowns": unknowns(view),
         "profile": {
             "events": view.timeline.events,
             "span_ns": view.timeline.span_ns,
@@ -384,6 +623,23 @@ def overview(view: RunView) -> dict[str, Any]:
             "time_source": sorted({p.time_source for p in model.profiles if p.time_source}),
         },
     }
+
+
+def _dtype_totals(view: RunView) -> dict[str, Any]:
+    """Executions per dtype and mode over the table's rows (where the dump records dtypes),
+    and whether mixed precision (float16/bfloat16) shows."""
+    per: dict[str, Counter[str]] = {mode: Counter() for mode in MODES}
+    for row in view.rows.values():
+        for mode in MODES:
+            for e in row[mode].get("dtypes", []):
+                per[mode][e["label"]] += e["executions"]
+    low = sorted({e["label"] for row in view.rows.values() for mode in MODES
+                  for e in row[mode].get("dtypes", []) if e["low_precision"]})
+    return {"modes": {mode: [{"label": k, "executions": n} for k, n in per[mode].most_common()]
+                      for mode in MODES},
+            "low_precision": low,
+            "low_precision_op_types": sum(1 for r in view.rows.values() if r["low_precision"]),
+            "recorded": any(label != "not recorded" for c in per.values() for label in c)}
 
 
 def _dump_coverage(view: RunView) -> Optional[dict[str, Any]]:
@@ -444,6 +700,8 @@ def _passes(row: dict[str, Any], filters: tuple[str, ...], query: str) -> bool:
             return False
         if f == "graph_only" and (not graph["executions"] or eager["executions"]):
             return False
+        if f == "low_precision" and not row.get("low_precision"):
+            return False
     if query:
         hay = [row["op_type"].lower()] + [k["name"].lower() for m in MODES
                                           for k in row[m]["kernels"]]
@@ -495,6 +753,8 @@ def op_page(view: RunView, sort: str = "total", descending: bool = True,
     return {"run": view.doc["run"], "total": len(rows), "all_total": len(view.rows),
             "page": page, "page_size": page_size, "sort": sort,
             "order": "desc" if descending else "asc", "filters": list(filters), "q": query,
+            "lower_bound": sorted(view.lower_bound), "devices": view.devices
+            if len(view.devices) > 1 else [],
             "rows": rows[start:start + page_size]}
 
 

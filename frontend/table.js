@@ -1,0 +1,171 @@
+// The Op Mode tab's op table card (search, filters, sortable columns, pager, the
+// per-device columns) with the detail's element beside it. Methods of App (views.js).
+// In: a page of the optypes route. Out: DOM nodes, strings as text.
+
+import {api, fmtInt, fmtNs} from './data.js';
+import {atLeast, breakable, dtypeLine, el, kernelCell, message, rovingRows, section, uncountedCell} from './dom.js';
+
+export const TableSection = {
+  buildTable() {
+    // Op table + detail.
+    this.searchBox = el('input', {type: 'search', id: 'opm-search',
+      placeholder: 'Search op type or kernel', 'aria-label': 'Search op type or kernel',
+      oninput: () => {
+        clearTimeout(this.searchTimer);
+        this.searchTimer = setTimeout(() => this.setTable({q: this.searchBox.value, page: 0}), 200);
+      }});
+    const filter = (value, label, help) => el('label', {class: 'opm-check', title: help},
+        el('input', {type: 'checkbox', value, 'data-filter': value,
+          onchange: (e) => this.toggleFilter(value, e.target.checked)}),
+        el('span', {text: label}));
+    this.tableHead = el('thead');
+    this.tableBody = el('tbody');
+    this.tableInfo = el('span', {class: 'opm-table-info'});
+    this.prevButton = el('button', {type: 'button', text: '‹ Previous',
+      onclick: () => this.setTable({page: Math.max(0, this.store.state.table.page - 1)})});
+    this.nextButton = el('button', {type: 'button', text: 'Next ›',
+      onclick: () => this.setTable({page: this.store.state.table.page + 1})});
+    this.detailBody = el('div', {class: 'opm-detail-body'});
+    // Not aria-live: a screen reader would read the whole detail on every click. The
+    // announcer says only the op and its answer.
+    this.announcer = el('div', {class: 'opm-sr-only', id: 'opm-announce', 'aria-live': 'polite',
+      role: 'status'});
+    this.detail = el('aside', {class: 'opm-detail', id: 'opm-detail',
+      'aria-label': 'Op type detail', tabindex: -1},
+    el('button', {type: 'button', class: 'opm-detail-close', 'aria-label': 'Close the detail',
+      title: 'Close (Esc)', text: '×', onclick: () => this.closeDetail()}),
+    this.detailBody);
+    this.root.append(this.announcer);
+    this.detailPlaceholder();
+    this.root.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && this.detail.classList.contains('opm-open')) this.closeDetail();
+    });
+    this.tableWrap = el('div', {class: 'opm-table-scroll'},
+        el('table', {class: 'opm-table', id: 'opm-table'}, this.tableHead, this.tableBody));
+    const skip = el('a', {href: '#opm-timeline-card', class: 'opm-skip', id: 'opm-skip-table',
+      text: 'Skip the op table, to the timeline',
+      onclick: (e) => { e.preventDefault(); this.timeline.canvas.focus(); }});
+    this.root.append(section('Op types', 'opm-ops', skip,
+        el('div', {class: 'opm-filters'},
+            this.searchBox,
+            filter('both', 'runs in both modes', 'op types with eager and graph executions'),
+            filter('differs', 'kernel differs between modes',
+                'the kernels that ran (not counting executions grappler removed or ' +
+                'constant-folded, or whose kernel is unknown) differ between eager and graph, ' +
+                'or one mode ran oneDNN and the other did not'),
+            filter('no_onednn', 'no oneDNN kernel', 'no _Mkl* kernel seen in either mode'),
+            filter('low_precision', 'mixed precision', 'op types with float16 or bfloat16 executions')),
+        el('div', {class: 'opm-split'},
+            el('div', {class: 'opm-table-wrap'},
+                this.tableWrap,
+                el('p', {class: 'opm-hint opm-time-note', id: 'opm-time-note',
+                  text: 'Op time, from the profiled window: eager = EagerExecute time, which ' +
+                    'includes dispatch (finding and preparing the kernel) as well as the kernel; ' +
+                    'graph = the kernel\u2019s own compute event.'}),
+                el('div', {class: 'opm-pager'}, this.prevButton, this.tableInfo, this.nextButton)),
+            this.detail)));
+  },
+
+  setTable(patch) {
+    this.store.set({table: {...this.store.state.table, ...patch}});
+    this.loadTable();
+  },
+
+  toggleFilter(value, on) {
+    const filters = new Set(this.store.state.table.filters);
+    if (on) filters.add(value); else filters.delete(value);
+    this.setTable({filters: [...filters], page: 0});
+  },
+
+  async loadTable() {
+    const {run, table} = this.store.state;
+    if (!run) return;
+    if (this.tableRequest) this.tableRequest.abort();
+    const controller = new AbortController();
+    this.tableRequest = controller;
+    let page;
+    try {
+      page = await api.opTypes(run, table, controller.signal);
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      this.tableBody.replaceChildren(el('tr', {}, el('td', {colspan: 6},
+          message(err.message, 'error'))));
+      return;
+    }
+    this.renderTable(page);
+  },
+
+  renderTable(page) {
+    const {table} = this.store.state;
+    const header = (label, sort, cls = '', title = null) => {
+      const active = table.sort === sort;
+      const arrow = active ? (table.order === 'desc' ? ' ▼' : ' ▲') : '';
+      return el('th', {class: `${cls} opm-sortable${active ? ' opm-sorted' : ''}`,
+        'aria-sort': active ? (table.order === 'desc' ? 'descending' : 'ascending') : 'none',
+        scope: 'col', title},
+      el('button', {type: 'button', class: 'opm-sort', 'data-sort': sort,
+        onclick: () => this.setTable({sort, page: 0,
+          order: active ? (table.order === 'desc' ? 'asc' : 'desc') : (sort === 'op_type' ? 'asc' : 'desc')}),
+        text: label + arrow}));
+    };
+    const cut = page.lower_bound || [];
+    const devices = page.devices || [];
+    const floor = (mode) => (cut.includes(mode) ? ' ≥' : '');
+    const floorTitle = 'at least: the dump\u2019s circular buffer dropped older records';
+    this.tableHead.replaceChildren(el('tr', {},
+        header('Op type', 'op_type'),
+        header(`Eager${floor('eager')}`, 'eager', 'opm-num', cut.includes('eager') ? floorTitle : null),
+        el('th', {scope: 'col', text: 'Eager kernels'}),
+        header(`Graph${floor('graph')}`, 'graph', 'opm-num', cut.includes('graph') ? floorTitle : null),
+        el('th', {scope: 'col', text: 'Graph kernels'}),
+        devices.map((d) => el('th', {scope: 'col', class: 'opm-num opm-device-head', 'data-device': d,
+          title: `executions on ${d} (the device the dump's records name)`, text: d})),
+        header('Op time', 'time', 'opm-num opm-time-head',
+            'Profiled op time. eager: EagerExecute time, including dispatch; graph: the ' +
+            'kernel\u2019s compute time')));
+    if (!page.rows.length) {
+      this.tableBody.replaceChildren(el('tr', {}, el('td', {colspan: 6 + devices.length, class: 'opm-muted',
+        text: page.all_total ? 'No op type matches the filters.' : 'No op executions recorded in this run.'})));
+    } else {
+      this.tableBody.replaceChildren(...page.rows.map((row) => {
+        const tr = el('tr', {class: row.op_type === this.store.state.op ? 'opm-selected' : '',
+          tabindex: -1, 'data-op': row.op_type,
+          onclick: () => this.showOp(row.op_type),
+          onkeydown: (e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
+        el('td', {class: 'opm-op'},
+            el('span', {class: 'opm-op-name'}, breakable(row.op_type)),
+            row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong',
+              title: row.kernel_differs_why || 'the kernels differ between the modes',
+              text: 'kernel differs'}) : null),
+        el('td', {class: 'opm-num', text: `${atLeast(row.eager)}${fmtInt(row.eager.executions)}`}),
+        el('td', {}, kernelCell('eager', row.eager),
+            row.low_precision || row.dtypes_differ ? dtypeLine(row.eager) : null),
+        row.graph.uncounted
+          ? el('td', {class: 'opm-num', 'data-uncounted': '1'},
+              el('span', {class: 'opm-tag opm-tag-uncounted', title: row.graph.uncounted.note,
+                text: 'not counted'}))
+          : el('td', {class: 'opm-num', text: `${atLeast(row.graph)}${fmtInt(row.graph.executions)}`}),
+        el('td', {}, row.graph.uncounted ? uncountedCell(row.graph.uncounted)
+          : kernelCell('graph', row.graph),
+        row.low_precision || row.dtypes_differ ? dtypeLine(row.graph) : null),
+        devices.map((d) => el('td', {class: 'opm-num opm-muted opm-device', 'data-device': d},
+            ['eager', 'graph'].map((mode) => el('div', {},
+                el('span', {class: 'opm-time-label', text: `${mode} `}),
+                fmtInt(((row[mode].devices || {})[d]) || 0))))),
+        el('td', {class: 'opm-num opm-muted opm-time'},
+            el('div', {title: 'eager: EagerExecute time in the profile, including dispatch'},
+                el('span', {class: 'opm-time-label', text: 'eager '}), fmtNs(row.eager.time_ns)),
+            el('div', {title: 'graph: the kernel\u2019s compute time in the profile'},
+                el('span', {class: 'opm-time-label', text: 'graph '}), fmtNs(row.graph.time_ns))));
+        return tr;
+      }));
+    }
+    rovingRows(this.tableBody);
+    const first = page.total ? page.page * page.page_size + 1 : 0;
+    const last = Math.min(page.total, (page.page + 1) * page.page_size);
+    this.tableInfo.textContent = `${fmtInt(first)}–${fmtInt(last)} of ${fmtInt(page.total)}` +
+      (page.total !== page.all_total ? ` (filtered from ${fmtInt(page.all_total)})` : '');
+    this.prevButton.disabled = page.page === 0;
+    this.nextButton.disabled = last >= page.total;
+  },
+};

@@ -1,0 +1,92 @@
+// The Op Mode tab's timeline card: zoom buttons, the window's text and its trace
+// export around timeline.js's canvas. Methods of App (views.js).
+
+import {api, fmtAt, fmtInt, fmtNs} from './data.js';
+import {el, section} from './dom.js';
+import {tickStep, Timeline} from './timeline.js';
+
+export const TimelineSection = {
+  buildTimeline() {
+    // Timeline.
+    this.timelineHost = el('div', {class: 'opm-timeline-host'});
+    this.timelineInfo = el('span', {class: 'opm-muted', id: 'opm-timeline-info'});
+    this.windowExport = el('a', {class: 'opm-link', id: 'opm-window-export', download: '',
+      href: '#', hidden: true, text: 'Export this window as a trace',
+      title: 'Chrome trace JSON of the window shown: open it in ui.perfetto.dev'});
+    const debugBox = el('input', {type: 'checkbox', id: 'opm-debug',
+      onchange: (e) => this.timeline.setDebug(e.target.checked)});
+    this.root.append(section('Timeline', 'opm-timeline-card',
+        el('div', {class: 'opm-filters'},
+            el('button', {type: 'button', id: 'opm-zoom-in', text: 'Zoom in',
+              title: 'Zoom in on the ops (or where the pointer was), not the empty centre',
+              onclick: () => this.timeline.zoom(0.5)}),
+            el('button', {type: 'button', id: 'opm-zoom-out', text: 'Zoom out',
+              onclick: () => this.timeline.zoom(2)}),
+            el('button', {type: 'button', text: 'Reset', onclick: () => this.timeline.reset()}),
+            el('label', {class: 'opm-check'}, debugBox,
+                el('span', {text: 'show tfdbg instrumentation'})),
+            this.timelineInfo, this.windowExport),
+        el('p', {class: 'opm-hint', text: 'Wheel to zoom, drag to pan, double-click to reset; ' +
+          'hover a box for its op, kernel and duration. The strip on top shows where the ops are ' +
+          'in the whole run: click it to go there. Keyboard: + and − zoom, arrows pan, Enter ' +
+          'inspects a box, then arrows move between boxes and lanes, Esc stops. Zoomed out, ' +
+          'boxes are bins: height = busy time. Boxes are coloured as in the table; fused ' +
+          'kernels are outlined.'}),
+        this.timelineHost));
+    this.timeline = new Timeline(this.timelineHost, async (start, end, maxEvents, debug, signal) => {
+      const run = this.store.state.run;
+      const data = await api.timeline(run, start, end, maxEvents, debug, signal);
+      this.timelineHost.dataset.run = run;   // which run the canvas shows (for tests and tools)
+      return data;
+    });
+    this.timeline.onChange = () => this.renderTimelineInfo();
+  },
+
+  async loadTimelineSpan(keepView = false) {
+    const o = this.overview;
+    if (!o || o.run !== this.store.state.run) return;   // still loading, or it failed
+    const span = o.profile ? o.profile.span_ns : 0;
+    this.timeline.setSpan(span, keepView);
+    this.renderTimelineInfo();
+  },
+
+  renderTimelineInfo() {
+    const d = this.timeline.data;
+    const o = this.overview;
+    if (!o || o.run !== this.store.state.run) {
+      this.timelineInfo.textContent = 'loading…';
+      return;
+    }
+    if (!o.profile.events) {
+      this.timelineInfo.textContent = 'no profile in this run';
+      return;
+    }
+    const view = this.timeline.view;
+    // As precise as the window is narrow: "5.801240 s – 5.801360 s (120.0 µs)".
+    const step = tickStep(view.end - view.start, 100);
+    const shown = this.timeline.visibleCount();
+    this.timelineInfo.textContent = `window ${fmtAt(view.start, step)} – ${fmtAt(view.end, step)} ` +
+      `(${fmtNs(view.end - view.start)}) of ${fmtNs(o.profile.span_ns)}` +
+      (d && shown !== null ? (shown ? ` · ${fmtInt(shown)} ops` +
+        (d.level === 'bins' ? ' (binned; zoom in for single ops)' : '') : ' · no ops here') : '');
+    this.renderWindowExport();
+  },
+
+  /** The trace exports the window shown (the toolbar's link and the timeline's). */
+  renderWindowExport() {
+    const run = this.store.state.run;
+    if (!run || !this.timeline.span) {
+      this.windowExport.hidden = true;
+      return;
+    }
+    const view = this.timeline.view;
+    const whole = view.start <= 0 && view.end >= this.timeline.span;
+    const extra = whole ? {} : {start: Math.floor(view.start), end: Math.ceil(view.end) + 1};
+    if (this.timeline.debug) extra.debug = true;
+    const href = api.exportUrl(run, 'trace', extra);
+    this.windowExport.hidden = false;
+    this.windowExport.setAttribute('href', href);
+    this.windowExport.textContent = whole ? 'Export the trace (whole run)' : 'Export this window as a trace';
+    if (this.traceLink) this.traceLink.setAttribute('href', href);
+  },
+};
