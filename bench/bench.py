@@ -198,7 +198,10 @@ def run_measured(cmd: list[str], env: dict[str, str], sample: bool = False,
     PSS and RSS of its process tree."""
     peak = [0, 0]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    # Not in the checkout: `python -c` puts the working directory first on sys.path,
+    # where ./tb_opmode would shadow the reference code given on PYTHONPATH.
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            cwd=str(BIN))
     done = threading.Event()
     chunks: list[bytes] = []
     reader = threading.Thread(target=lambda: chunks.append(proc.stdout.read() if proc.stdout else b""))
