@@ -529,10 +529,16 @@ def _cache_in_page_cache(path: Path) -> None:
 
 
 def _head(path: Path, out: Path, size: int) -> Path:
-    """The first ``size`` bytes of a log, cut after a newline."""
-    with open(path, "rb") as f:
-        data = f.read(size)
-    out.write_bytes(data[:data.rfind(b"\n") + 1])
+    """The first ``size`` bytes of a log, cut after a newline; copied in 1 MiB pieces,
+    since a child's ru_maxrss starts at this process's peak."""
+    left = size
+    with open(path, "rb") as f, open(out, "wb") as w:
+        while left > 0:
+            piece = f.read(min(left, 1 << 20))
+            if not piece:
+                break
+            left -= len(piece)
+            w.write(piece if left > 0 else piece[:piece.rfind(b"\n") + 1])
     return out
 
 
