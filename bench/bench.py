@@ -797,6 +797,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-tab", action="store_true")
     parser.add_argument("--no-ddr", action="store_true")
     parser.add_argument("--no-xplane", action="store_true")
+    parser.add_argument("--no-extras", action="store_true",
+                        help="skip issue 12's seed-sized run, text log, profiles and demo tab")
     parser.add_argument("--no-many-runs", action="store_true",
                         help="skip issue 12's logdir of 200 runs (a real tensorboard each)")
     parser.add_argument("--no-reference", action="store_true",
@@ -848,7 +850,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"of {generate_dump('smoke').name}", flush=True)
             many = measure_many_runs(generate_dump("smoke"), 1 if args.smoke else reps, work,
                                      not args.no_reference, many_count)
-        if args.quick or not args.smoke:
+        if (args.quick or not args.smoke) and not args.no_extras:
             print("issue 12 targets 1, 3, 5, 6: seed-sized run, text log, profiles, tab", flush=True)
             rows12, same12 = measure_issue12(args.quick, reps, work,
                                              None if args.no_reference else reference_tree())
