@@ -13,7 +13,7 @@ DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-notf lint test-213 matrix venv venv213 venv217 venv-notf browser bench clean
+.PHONY: demo test test-notf lint test-213 matrix venv venv213 venv217 venv-notf browser bench bench-quick clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -88,6 +88,10 @@ matrix: venv venv213 venv217
 
 bench: venv
 	$(VENV)/bin/python bench/bench.py
+
+# Every row of the issue 12 table on small inputs (minutes, not judged).
+bench-quick: venv
+	$(VENV)/bin/python bench/bench.py --quick
 
 clean:
 	rm -rf $(VENV) $(VENV213) $(VENV217) $(VENVNOTF) demo/logs

@@ -30,7 +30,7 @@ from google.protobuf.internal.encoder import _VarintBytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tb_opmode.read import textlog
+from tb_opmode.read import textlog, xevents
 from tb_opmode.read.schema import DebugEvent, XSpace
 from tb_opmode.read.textlog import LogFacts, parse_lines, read_log
 from tb_opmode.read.tfdbg import find_dump_sets, read_dump_set
@@ -468,15 +468,21 @@ def _split_lines(data: bytes) -> bytes:
 
 
 def _xplane_like_reference(tmp_path_factory: pytest.TempPathFactory, data: bytes,
-                           split: bool) -> None:
+                           split: bool, window: int | None) -> None:
     """read_profile (numpy, all events at once) equals the plain event-by-event
     reading of tests/xplane_reference.py on valid XSpaces with arbitrary
-    names, ids, stats and times."""
+    names, ids, stats and times, also when each line is read in windows of
+    a few bytes (``window``; grown by the reader when an event is larger)."""
     if split:
         data = _split_lines(data)
     path = tmp_path_factory.mktemp("xr", numbered=True) / "vm.xplane.pb"
     path.write_bytes(data)
-    ours = read_profile(str(path))
+    saved = xevents._WINDOW
+    xevents._WINDOW = window or saved
+    try:
+        ours = read_profile(str(path))
+    finally:
+        xevents._WINDOW = saved
     ref = reference_profile(data, path.stat().st_mtime_ns)
     assert ref is not None
     assert ours.eager_ops == ref["eager"]
@@ -486,7 +492,8 @@ def _xplane_like_reference(tmp_path_factory: pytest.TempPathFactory, data: bytes
 
 
 test_xplane_like_reference, test_xplane_like_reference_long = both(
-    _xplane_like_reference, data=xspace(), split=st.booleans())
+    _xplane_like_reference, data=xspace(), split=st.booleans(),
+    window=st.sampled_from([None, 1, 16, 64, 256]))
 
 
 # ---------------------------------------------------------------- text logs

@@ -27,7 +27,6 @@ LAZY_ALLOWED: dict[tuple[str, str], str] = {
     # numpy (40 ms to import) loads only when a file is really decoded: a summary or a
     # tab served from the cache never needs it. wire and xevents import numpy at module
     # level, so read_profile imports them when it reads a profile.
-    ("tb_opmode.read.xplane", "tb_opmode.read.wire"): "numpy decoder, only for a profile read",
     ("tb_opmode.read.xplane", "tb_opmode.read.xevents"): "numpy decoder, only for a profile read",
     ("tb_opmode.read.tfrecord", "numpy"): "only to scan a damaged file for intact records",
     ("tb_opmode.read.tfdbg", "numpy"): "imported once before forking the fast readers",

@@ -628,9 +628,12 @@ def preader(f: BinaryIO) -> Callable[[int, int], bytes]:
     try:
         fd = f.fileno()
     except (OSError, AttributeError, io.UnsupportedOperation):
+        lock = threading.Lock()  # a seek and its read are one step: readers run in threads
+
         def pread(n: int, offset: int) -> bytes:
-            f.seek(offset)
-            return f.read(n)
+            with lock:
+                f.seek(offset)
+                return f.read(n)
         return pread
 
     def local_pread(n: int, offset: int) -> bytes:

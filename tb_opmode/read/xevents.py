@@ -6,27 +6,37 @@ the time base and the ``Profile`` to fill (``decode``). Out: that
 ``Profile``'s eager ops, graph ops, function calls, span and problems, by
 the rules written in ``xplane.py``.
 
-How: the events are located in the file from the lengths upb found
-(``_line_events``) and decoded field by field over all of them at once
-(``wire.scan``), two lines at a time in threads (numpy releases the GIL).
+How: nothing is parsed whole. The planes and lines are walked by their
+field headers, one ``pread`` each (``layout``); the planes' other fields
+(names, metadata) are parsed by upb. Each line's events are then read in
+windows of ``_WINDOW`` bytes: a Python loop finds where each event starts and
+ends (``_walk``), and ``wire.scan`` decodes the window's events field by field
+all at once; lines are read two at a time in threads (numpy releases the GIL).
 The stats of the events that need them are decoded the same way. Only the
-output tuples are built one by one. ``tests/xplane_reference.py`` is the
-plain event-by-event reading this must equal.
+output tuples are built one by one. Memory is the output plus a few windows,
+whatever the file's size. ``tests/xplane_reference.py`` is the plain
+event-by-event reading this must equal.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from ..errors import Problem
 from . import wire
-from .schema import walk_fields
+from .schema import XSpaceRawEvents, read_varint
 from .xtypes import _ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile, _event_kinds
 
-__all__ = ["HostPlane", "locate", "decode"]
+# pread(n, offset) -> bytes: os.pread of a local file, a ranged read of a remote one
+# (``fs.preader``).
+Pread = Callable[[int, int], bytes]
+
+__all__ = ["Damaged", "LineRef", "Layout", "HostPlane", "layout", "host_planes", "decode"]
 
 _U64_MAX = np.uint64((1 << 64) - 1)
 # Times (epoch ns; 2**62 is the year 2116), offsets and durations (ps) past
@@ -35,36 +45,157 @@ _TIME_MAX = float(1 << 62)
 _THREADS = 2
 # Metadata ids below this are looked up through a table (TF numbers from 1).
 _TABLE_MAX = 1 << 20
+# Bytes of a line read and decoded at once: ~200k events, whose decoding
+# arrays take some tens of MB (two windows in flight, one per thread).
+_WINDOW = 4 << 20
+# Enough for a tag and a length (two varints of at most 10 bytes).
+_HEADER = 20
+
+
+class Damaged(Exception):
+    """The file's protobuf structure is broken (a field runs past its message,
+    a varint longer than 10 bytes, a group or unknown wire type, field 0)."""
+
+
+@dataclass
+class LineRef:
+    """Where one line of a host plane is in the file, and its timestamp as
+    read before its events (serializers write field 3 before field 4)."""
+
+    start: int
+    end: int
+    timestamp_ns: int
+    # The last timestamp_ns the event walk met (None: none), checked against it.
+    seen_ns: int | None = None
+
+
+@dataclass
+class Layout:
+    """``space``: the XSpace with every plane's fields but its lines (names,
+    metadata, stats), parsed by upb; ``lines``: per plane index, the lines of
+    the host planes, located, not read."""
+
+    space: Any
+    lines: dict[int, list[LineRef]]
+
+
+def _header(pread: Pread, pos: int, end: int) -> tuple[int, int, int, int]:
+    """(field number, wire type, value or length, position after the header,
+    i.e. the body of a LEN field or the next field) of the field at ``pos``."""
+    head = pread(min(_HEADER, end - pos), pos)
+    tag, p = read_varint(head, 0, len(head))
+    if p < 0:
+        raise Damaged(f"bad tag at byte {pos}")
+    number, wt = tag >> 3, tag & 7
+    if number == 0:
+        raise Damaged(f"field number 0 at byte {pos}")
+    if wt in (wire.VARINT, wire.LEN):
+        value, p = read_varint(head, p, len(head))
+        if p < 0:
+            raise Damaged(f"bad varint at byte {pos}")
+        after = pos + p + (value if wt == wire.LEN else 0)
+    elif wt in (wire.FIXED64, wire.FIXED32):
+        value, after = 0, pos + p + (8 if wt == wire.FIXED64 else 4)
+    else:
+        raise Damaged(f"wire type {wt} at byte {pos}")
+    if after > end:
+        raise Damaged(f"field {number} at byte {pos} runs past its message (ends {end})")
+    return number, wt, value, pos + p if wt == wire.LEN else after
+
+
+def _fields(pread: Pread, start: int, end: int) -> Iterator[tuple[int, int, int, int, int, int]]:
+    """(number, wire type, value or length, tag position, body position, end)
+    of each field of the message at ``[start, end)`` of the file, read by
+    their headers alone (one pread each)."""
+    pos = start
+    while pos < end:
+        number, wt, value, body = _header(pread, pos, end)
+        after = body + value if wt == wire.LEN else body
+        yield number, wt, value, pos, body, after
+        pos = after
+
+
+def layout(pread: Pread, size: int) -> Layout:
+    """Walk the XSpace's planes and lines by their headers (one pread per
+    field above the events, which stay on disk). Raises ``Damaged``."""
+    metas: list[bytes] = []
+    lines: dict[int, list[LineRef]] = {}
+    index = 0
+    for number, wt, _, _, body, after in _fields(pread, 0, size):
+        if (number, wt) != (1, wire.LEN):
+            continue
+        meta: list[bytes] = []
+        refs: list[LineRef] = []
+        for n, w, _, tag, b, a in _fields(pread, body, after):
+            if (n, w) == (3, wire.LEN):
+                refs.append(LineRef(b, a, _prescan_timestamp(pread, b, a)))
+            else:
+                meta.append(pread(a - tag, tag))
+        blob = b"".join(meta)
+        metas.append(b"\x0a" + _varint(len(blob)) + blob)
+        lines[index] = refs
+        index += 1
+    space = XSpaceRawEvents()
+    try:
+        space.ParseFromString(b"".join(metas))
+    except DecodeError as e:
+        raise Damaged(str(e)) from e
+    return Layout(space, {i: refs for i, refs in lines.items()
+                          if space.planes[i].name == HOST_PLANE})
+
+
+def _prescan_timestamp(pread: Pread, start: int, end: int) -> int:
+    """The line's timestamp_ns (field 3) as far as it is written before the
+    first event; 0 if none. The event walk checks that none follows."""
+    ts = 0
+    for number, wt, value, _, _, _ in _fields(pread, start, end):
+        if (number, wt) == (4, wire.LEN):
+            break
+        if (number, wt) == (3, wire.VARINT):
+            ts = _int64(value)
+    return ts
+
+
+def _int64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 @dataclass
 class HostPlane:
-    """What decoding needs of one host plane, taken out of the upb message so
-    that the message (three times the file in memory) can go first."""
+    """What decoding needs of one host plane: its metadata, taken out of the
+    upb message, and its lines, located in the file."""
 
     name: str
     kinds: dict[int, tuple[int, str, str, str]]
     stat_names: dict[int, str]
-    # per line with events: (timestamp_ns, (buffer, event starts, event ends))
-    lines: list[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]
+    lines: list[LineRef]
 
 
-def locate(space: Any, raw: bytearray, size: int) -> list[HostPlane]:
-    """The host planes of ``space`` with their events located in ``raw`` (the
-    file's ``size`` bytes followed by ``wire.PAD`` zero bytes)."""
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    runs = _event_runs(raw, size)
+def host_planes(found: Layout) -> list[HostPlane]:
+    """The host planes of ``found``, in file order."""
     return [HostPlane(plane.name, _event_kinds(plane),
-                      {e.key: e.value.name for e in plane.stat_metadata},
-                      [(line.timestamp_ns, _line_events(line.events, buf, runs.get((i, j))))
-                       for j, line in enumerate(plane.lines) if line.events])
-            for i, plane in enumerate(space.planes) if plane.name == HOST_PLANE]
+                      {e.key: e.value.name for e in plane.stat_metadata}, found.lines[i])
+            for i, plane in enumerate(found.space.planes) if i in found.lines]
 
 
-def decode(planes: list[HostPlane], base: int, prof: Profile) -> None:
-    """Decode the located events into ``prof``."""
+def decode(pread: Pread, planes: list[HostPlane], base: int, prof: Profile) -> bool:
+    """Read the planes' events from the file (``pread``) into ``prof``. False if
+    a line's timestamp_ns turned out to be written again after its events
+    with another value (never by TF): the lines' ``timestamp_ns`` are then
+    set to the last value, and the caller must decode again."""
+    consistent = True
     for plane in planes:
-        _read_plane(plane, base, prof)
+        consistent &= _read_plane(pread, plane, base, prof)
+    return consistent
 
 
 def _inside(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -155,57 +286,176 @@ def _last(stats: _Stats, sid: int | None) -> np.ndarray:
     return i[np.append(ev[1:] != ev[:-1], True)] if i.size else i
 
 
-def _event_runs(data: bytearray, size: int) -> dict[tuple[int, int], tuple[int, int]]:
-    """Where each line's events are in the file: (plane index, line index) ->
-    (position of the first event's tag, end of the line). Only the few fields
-    around the events are walked here, in Python."""
-    runs = {}
-    planes = (f for f in walk_fields(data, 0, size) if f[:2] == (1, wire.LEN))
-    for i, (_, _, length, _, plane_end) in enumerate(planes):
-        lines = (f for f in walk_fields(data, plane_end - length, plane_end) if f[:2] == (3, wire.LEN))
-        for j, (_, _, length, _, line_end) in enumerate(lines):
-            for number, wt, _, tag, _ in walk_fields(data, line_end - length, line_end):
-                if (number, wt) == (4, wire.LEN):
-                    runs[(i, j)] = (tag, line_end)
-                    break
-    return runs
+class _Reorder(Exception):
+    """A constant-folding executor found in a later window starts before events
+    of an earlier one: the line must be decoded in one window to be exact."""
 
 
-def _line_events(raw: Any, buf: np.ndarray, run: tuple[int, int] | None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(buffer, starts, ends) of a line's serialized events. Serializers
-    write a repeated field's elements back to back, so the positions follow
-    from the lengths upb found; they are checked against the bytes, and if
-    the events are not one run (or anything disagrees) they are copied out."""
-    lens = np.fromiter(map(len, raw), dtype=np.int64, count=len(raw))
-    if run is not None:
-        first, line_end = run
-        # A sum of arrays (from 0) is an array; mypy types sum() of them as ndarray | int.
-        heads: np.ndarray = 2 + sum((lens >= (1 << (7 * k))).astype(np.int64) for k in range(1, 5))  # type: ignore[assignment]
-        tags = first + np.cumsum(heads + lens) - (heads + lens)
-        if tags[-1] + heads[-1] + lens[-1] <= line_end and (buf[tags] == 0x22).all():
-            got, sizes = wire.varints(buf, tags + 1)
-            if (got == lens.astype(np.uint64)).all() and (sizes == heads - 1).all():
-                return buf, tags + heads, tags + heads + lens
-    copied = wire.padded(b"".join(raw))
-    ends = np.cumsum(lens)
-    return copied, ends - lens, ends
+@dataclass
+class _Fold:
+    """Constant-folding executor intervals of a line's earlier windows (offsets
+    in ps, relative to the line), and the largest offset of an event read there."""
+
+    starts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    max_off: int | None = None
 
 
-def _read_plane(plane: HostPlane, base: int, prof: Profile) -> None:
+def _windows(pread: Pread, ref: LineRef, window: int
+             ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The line's events, window by window: (the window's bytes followed by
+    ``wire.PAD`` zeros, event body starts, ends, both within the window).
+    Records the last timestamp_ns met in ``ref.seen_ns``. Raises ``Damaged``."""
+    pos, end = ref.start, ref.end
+    pad = bytes(wire.PAD)
+    while pos < end:
+        data = pread(min(window, end - pos), pos)
+        lim = len(data)
+        if not lim:
+            raise Damaged(f"file shrank while read (at byte {pos})")
+        last = pos + lim == end  # the window reaches the line's end
+        d = data + pad
+        buf = np.frombuffer(d, dtype=np.uint8)
+        starts, ends, p = _walk(d, buf, lim, ref)
+        if p < lim and last:
+            raise Damaged(f"an event or field at byte {pos + p} runs past its line (ends {end})")
+        if not p:  # one field larger than the window
+            window *= 2
+            continue
+        if starts.size:
+            yield buf, starts, ends
+        pos += p
+
+
+class _Chains:
+    """The runs of back-to-back events in one window, found with numpy.
+
+    Every byte 0x22 (the tag of field 4, length-delimited) may start an event;
+    its length varint says where the next field would start. Events follow
+    each other, so from a known event the run is the chain of these jumps.
+    The chain is followed by pointer doubling: ``levels[k]`` jumps 2**k
+    events at once, so a run of n events takes log2(n) array gathers over
+    the candidates instead of n steps of a Python loop. Candidates inside an
+    event (its stats, or a 0x22 byte in a number) are never reached."""
+
+    def __init__(self, buf: np.ndarray, lim: int) -> None:
+        cand = np.flatnonzero(buf[:lim] == 0x22)
+        length, size = wire.varints(buf, cand + 1)
+        fits = (size > 0) & (length <= np.uint64(lim))
+        length[~fits] = lim + 1  # past any window: not valid below
+        body = cand + 1 + size
+        end = body + length.astype(np.int64)
+        valid = fits & (end <= lim)
+        stop = cand.size  # the sink: "no event follows"
+        # position -> candidate, for the valid ones; everything else the sink
+        index = np.full(lim + 1, stop, dtype=np.int32)
+        index[cand[valid]] = np.flatnonzero(valid)
+        nxt = np.full(stop + 1, stop, dtype=np.int32)
+        nxt[:stop][valid] = index[end[valid]]
+        self.cand, self.body, self.end, self.valid = cand, body, end, valid
+        self.levels = [nxt]
+
+    def run(self, p: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """(body starts, ends) of the events from the one whose tag is at
+        ``p`` as far as they follow each other within the window, and the
+        position after the last; empty and ``p`` if that event does not fit."""
+        i = int(np.searchsorted(self.cand, p))
+        if i >= self.cand.size or self.cand[i] != p or not self.valid[i]:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, p
+        stop = self.cand.size
+        path = np.array([i], dtype=np.int32)
+        k = 0
+        while path[-1] != stop:
+            if k == len(self.levels):
+                jump = self.levels[-1]
+                self.levels.append(jump[jump])
+            path = np.concatenate((path, self.levels[k][path]))
+            k += 1
+        path = path[:int(np.argmax(path == stop))]
+        return self.body[path], self.end[path], int(self.end[path[-1]])
+
+
+def _walk(d: bytes, buf: np.ndarray, lim: int, ref: LineRef) -> tuple[np.ndarray, np.ndarray, int]:
+    """Walk the fields of ``d[:lim]`` (a window of a line; ``d`` has
+    ``wire.PAD`` bytes after ``lim``; ``buf`` the same as an array): the
+    events' body starts and ends, and the position of the first field not
+    wholly in the window (``lim`` if none). Runs of events are found by
+    ``_Chains``; the few other fields of a line are walked here."""
+    chains: _Chains | None = None
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    p = 0
+    while p < lim:
+        if d[p] == 0x22:
+            chains = chains or _Chains(buf, lim)
+            s, e, q = chains.run(p)
+            if q == p:
+                break
+            starts.append(s)
+            ends.append(e)
+            p = q
+            continue
+        tag, q = read_varint(d, p, lim)
+        if q < 0:
+            break
+        number, wt = tag >> 3, tag & 7
+        if number == 0 or wt not in (wire.VARINT, wire.LEN, wire.FIXED64, wire.FIXED32):
+            raise Damaged(f"field number {number}, wire type {wt} in a line")
+        if wt == wire.VARINT:
+            value, q = read_varint(d, q, lim)
+            if q < 0:
+                break
+            if number == 3:
+                ref.seen_ns = _int64(value)
+        elif wt == wire.LEN:
+            n, b = read_varint(d, q, lim)
+            if b < 0 or b + n > lim:
+                break
+            if number == 4:  # an event whose tag is not the one-byte 0x22
+                starts.append(np.array([b], dtype=np.int64))
+                ends.append(np.array([b + n], dtype=np.int64))
+            q = b + n
+        else:
+            q += 8 if wt == wire.FIXED64 else 4
+            if q > lim:
+                break
+        p = q
+    if not starts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, p
+    return np.concatenate(starts), np.concatenate(ends), p
+
+
+def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> bool:
+    """Decode one plane's lines into ``prof``; False if a line's timestamp
+    differs from the one it was decoded with (see ``decode``)."""
     stat_ids = {name: key for key, name in plane.stat_names.items()}
     counts = {"read": 0, "unknown": 0, "bad": 0, "range": 0}
 
-    def read(line: tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
-             ) -> tuple[Profile, dict[str, int]]:
+    def read(ref: LineRef) -> tuple[Profile, dict[str, int]]:
+        try:
+            return read_windows(ref, _WINDOW)
+        except _Reorder:  # exact only when the whole line is one window
+            return read_windows(ref, ref.end - ref.start)
+
+    def read_windows(ref: LineRef, window: int) -> tuple[Profile, dict[str, int]]:
         part, seen = Profile(path=prof.path, host=prof.host), dict.fromkeys(counts, 0)
-        _read_line(line[0], line[1], base, plane.kinds, plane.stat_names, stat_ids, part, seen)
+        fold = _Fold()
+        ref.seen_ns = None
+        for events in _windows(pread, ref, window):
+            _read_line(ref.timestamp_ns, events, base, plane.kinds, plane.stat_names, stat_ids,
+                       part, seen, fold)
         return part, seen
 
+    consistent = True
     # Two threads: most of a line's work is numpy, which releases the GIL.
     # Results are merged in line order, so the lists come out as if serial.
     with ThreadPoolExecutor(max_workers=max(1, min(_THREADS, len(plane.lines)))) as pool:
-        for part, seen in pool.map(read, plane.lines):
+        for ref, (part, seen) in zip(plane.lines, pool.map(read, plane.lines)):
+            last = ref.seen_ns if ref.seen_ns is not None else 0
+            if last != ref.timestamp_ns:
+                ref.timestamp_ns, consistent = last, False
             prof.eager_ops.extend(part.eager_ops)
             prof.graph_ops.extend(part.graph_ops)
             prof.function_calls.extend(part.function_calls)
@@ -224,6 +474,7 @@ def _read_plane(plane: HostPlane, base: int, prof: Profile) -> None:
     if counts["range"]:
         prof.problems.append(Problem(prof.path, 0, f"{counts['range']} {where} have times "
                                                    "beyond the int64 nanosecond range; skipped"))
+    return consistent
 
 
 def _kind_of(mds: np.ndarray, kinds: dict[int, tuple[int, str, str, str]]
@@ -243,10 +494,13 @@ def _kind_of(mds: np.ndarray, kinds: dict[int, tuple[int, str, str, str]]
 
 
 def _folding(kind: np.ndarray, usable: np.ndarray, off: np.ndarray, dur: np.ndarray,
-             stats: _Stats, ok_stat: np.ndarray, sid: int | None) -> np.ndarray:
-    """Per event, whether it lies inside a constant-folding executor: an
-    ExecutorState::Process whose step id is -1 (CONSTANT_FOLDING_STEP_ID),
-    or one started inside such an executor."""
+             stats: _Stats, ok_stat: np.ndarray, sid: int | None, fold: _Fold) -> np.ndarray:
+    """Per event of one window, whether it lies inside a constant-folding
+    executor: an ExecutorState::Process whose step id is -1
+    (CONSTANT_FOLDING_STEP_ID), or one started inside such an executor, in
+    this window or an earlier one of the line (``fold``, updated here).
+    Raises ``_Reorder`` if a folding executor here starts before an event
+    of an earlier window, which it might then contain."""
     execs = np.flatnonzero(usable & (kind == _EXEC))
     own = np.zeros(kind.size, dtype=bool)
     if sid is not None:
@@ -257,19 +511,28 @@ def _folding(kind: np.ndarray, usable: np.ndarray, off: np.ndarray, dur: np.ndar
     folding = own[execs]
     while True:
         f = execs[folding]
-        widened = own[execs] | _inside(off[execs], off[f], off[f] + dur[f])
+        starts, ends = np.concatenate((fold.starts, off[f])), np.concatenate((fold.ends, off[f] + dur[f]))
+        widened = own[execs] | _inside(off[execs], starts, ends)
         if (widened == folding).all():
             break
         folding = widened
     f = execs[folding]
+    if fold.max_off is not None and f.size and int(off[f].min()) < fold.max_off:
+        raise _Reorder
+    starts, ends = np.concatenate((fold.starts, off[f])), np.concatenate((fold.ends, off[f] + dur[f]))
     inside = np.zeros(kind.size, dtype=bool)
-    inside[usable] = _inside(off[usable], off[f], off[f] + dur[f])
+    inside[usable] = _inside(off[usable], starts, ends)
+    fold.starts, fold.ends = starts, ends
+    if usable.any():
+        top = int(off[usable].max())
+        fold.max_off = top if fold.max_off is None else max(fold.max_off, top)
     return inside
 
 
 def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarray], base: int,
                kinds: dict[int, tuple[int, str, str, str]], stat_names: dict[int, str],
-               stat_ids: dict[str, int], prof: Profile, counts: dict[str, int]) -> None:
+               stat_ids: dict[str, int], prof: Profile, counts: dict[str, int], fold: _Fold) -> None:
+    """Decode one window of a line's events into ``prof`` and ``counts``."""
     buf, starts, ends = events
     ev = wire.scan(buf, starts, ends, prefix=(1, 2, 3))
     mds = ev.scalar(1)[0].view(np.int64)
@@ -299,7 +562,7 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     counts["bad"] += int(bad.sum())
     usable &= ~bad
     counts["read"] += int(usable.sum())
-    if not counts["read"]:
+    if not usable.any():
         return
     ok_stat = ~bad[stats.event]
     ts = int(t0) + off // 1000
@@ -307,7 +570,7 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     start, end = int(ts[usable].min()), int((ts + dns)[usable].max())
     prof.start_ns = min(prof.start_ns, start) if prof.start_ns else start
     prof.end_ns = max(prof.end_ns, end)
-    folding = _folding(kind, usable, off, dur, stats, ok_stat, stat_ids.get("id"))
+    folding = _folding(kind, usable, off, dur, stats, ok_stat, stat_ids.get("id"), fold)
 
     def column(values: list[Any]) -> np.ndarray:  # strings gathered at C speed
         out = np.empty(len(values), dtype=object)
