@@ -24,12 +24,13 @@ from bench.ddr_counts import reference_device_counts
 from tb_opmode.analyze.workers import NO_DEVICE
 from tb_opmode.cli import main
 
-from .conftest import ROOT, link_tree
+from .conftest import ROOT, link_tree, needs_tensorflow
 
 JOB = ROOT / "tests" / "multiworker_job.py"
 
 
 def _make(kind: str, out: Path) -> Path:
+    needs_tensorflow()  # the job is TF's own MultiWorkerMirroredStrategy / MirroredStrategy
     proc = subprocess.run([sys.executable, str(JOB), kind, str(out)], capture_output=True,
                           text=True, timeout=600)
     if proc.returncode:
