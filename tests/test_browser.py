@@ -38,7 +38,7 @@ def browser_logdir(tmp_path_factory: pytest.TempPathFactory, bert_logdir: Path,
 def tensorboard(browser_logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``tensorboard`` serving the logdir; yields its base URL; always stopped."""
     plugins = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="tensorboard_plugins")}
-    assert plugins.get("opmode") == "tb_opmode.plugin:OpModePlugin", (
+    assert plugins.get("opmode") == "tb_opmode.plugin:OpModeLoader", (
         "tb_opmode is not installed as a TensorBoard plugin: pip install -e . first")
     log_path = tmp_path_factory.mktemp("tb_log") / "tensorboard.log"
     with running_tensorboard(browser_logdir, log_path, runs=3, timeout=180) as base:

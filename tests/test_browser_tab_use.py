@@ -39,7 +39,7 @@ def use_logdir(tmp_path_factory: pytest.TempPathFactory, bert_logdir: Path,
 
 def _plugin_installed() -> None:
     plugins = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="tensorboard_plugins")}
-    assert plugins.get("opmode") == "tb_opmode.plugin:OpModePlugin", (
+    assert plugins.get("opmode") == "tb_opmode.plugin:OpModeLoader", (
         "tb_opmode is not installed as a TensorBoard plugin: pip install -e . first")
 
 

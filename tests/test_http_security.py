@@ -527,7 +527,7 @@ def test_one_unloadable_run_does_not_stop_the_others(tmp_path: Path, cnn_logdir:
 def tensorboard(hostile_logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``tensorboard`` on 127.0.0.1 serving the hostile logdir; always stopped."""
     plugins = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="tensorboard_plugins")}
-    if plugins.get("opmode") != "tb_opmode.plugin:OpModePlugin":
+    if plugins.get("opmode") != "tb_opmode.plugin:OpModeLoader":
         pytest.skip("tb_opmode is not installed as a TensorBoard plugin (pip install -e .)")
     log_path = tmp_path_factory.mktemp("tb_log") / "tensorboard.log"
     with running_tensorboard(hostile_logdir, log_path, runs=3, timeout=240) as base:
