@@ -410,7 +410,7 @@ def test_opmode_logdir_flag_gives_the_tab_its_logdir(s3: S3Server, bert_url: str
         try:
             assert plugin.loader.logdir == bert_url
             assert plugin.wait_idle(120)
-            runs = plugin._discovered
+            runs = plugin.loader._discovered
         finally:
             plugin.close()
     assert list(runs) == ["."] and runs["."].logs[0].startswith(bert_url + "/")
@@ -465,7 +465,7 @@ def test_tab_says_why_an_unreachable_store_shows_nothing(s3: S3Server, bert_url:
         plugin = OpModePlugin(base_plugin.TBContext(logdir=bert_url))
         try:
             assert plugin.wait_idle(120)
-            error = plugin._progress_json()["error"]
+            error = plugin.loader.progress()["error"]
             active = plugin.is_active()
         finally:
             plugin.close()
