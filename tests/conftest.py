@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,14 +119,20 @@ def get_json(url: str) -> Any:
 
 
 @contextlib.contextmanager
-def running_tensorboard(logdir: Path, log_path: Path, runs: int, timeout: float) -> Iterator[str]:
-    """A real ``tensorboard`` on 127.0.0.1 serving ``logdir``, yielded as its base URL
-    once our plugin has ``runs`` runs ready; always stopped."""
+def running_tensorboard(logdir: Path | str | None, log_path: Path, runs: int, timeout: float,
+                        args: list[str] | None = None, env: dict[str, str] | None = None,
+                        settled: Callable[[dict[str, Any]], bool] | None = None) -> Iterator[str]:
+    """A real ``tensorboard`` on 127.0.0.1 serving ``logdir`` (or given ``args``, in the
+    environment plus ``env``), yielded as its base URL once our plugin lists ``runs`` runs,
+    each ``settled`` (default: ready); always stopped."""
+    settled = settled or (lambda run: run["status"] == "ready")
     port = free_port()
     log = open(log_path, "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir),
-         "--port", str(port), "--host", "127.0.0.1"], stdout=log, stderr=subprocess.STDOUT)
+        [sys.executable, "-m", "tensorboard.main",
+         *(args if args is not None else ["--logdir", str(logdir)]),
+         "--port", str(port), "--host", "127.0.0.1"], stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, **env} if env else None)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout
@@ -135,7 +141,7 @@ def running_tensorboard(logdir: Path, log_path: Path, runs: int, timeout: float)
                 raise RuntimeError(f"tensorboard exited: {log_path.read_text(errors='replace')[-3000:]}")
             try:
                 ready = get_json(f"{base}/data/plugin/opmode/runs")["runs"]
-                if len(ready) == runs and all(r["status"] == "ready" for r in ready):
+                if len(ready) == runs and all(settled(r) for r in ready):
                     break
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass

@@ -28,7 +28,7 @@ import pytest
 from tb_opmode.cli import main
 from tb_opmode.read import fs
 
-from .conftest import ROOT, get_json
+from .conftest import ROOT, get_json, running_tensorboard
 
 s3fs = pytest.importorskip("s3fs", reason="pip install 'tb_opmode[s3]' for object-store logdirs")
 WEED = shutil.which("weed", path=os.path.dirname(sys.executable)) or shutil.which("weed")
@@ -270,43 +270,11 @@ def test_bad_urls_and_unreachable_stores_exit_2_naming_them(
 # ---------------------------------------------------------------- tensorboard
 
 
-@contextlib.contextmanager
 def _tensorboard(args: list[str], env: dict[str, str], log_path: Path,
-                 runs: int) -> Iterator[str]:
-    """A real ``tensorboard`` on 127.0.0.1 with ``args``, yielded as its base URL once
-    our tab has ``runs`` runs ready; always stopped."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(log_path, "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", *args, "--port", str(port),
-                             "--host", "127.0.0.1"], stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, **env})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"tensorboard exited: {log_path.read_text(errors='replace')[-3000:]}")
-            try:
-                ready = get_json(f"{base}/data/plugin/opmode/runs")["runs"]
-                if len(ready) == runs and all(r["status"] != "loading" for r in ready):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"tensorboard did not load the runs: "
-                                   f"{log_path.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.5)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
-        log.close()
+                 runs: int) -> contextlib.AbstractContextManager[str]:
+    """A real ``tensorboard`` with ``args``, once our tab has ``runs`` runs past loading."""
+    return running_tensorboard(None, log_path, runs, 240, args=args, env=env,
+                               settled=lambda run: run["status"] != "loading")
 
 
 def _tab_answers(base: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -8,7 +8,8 @@ point (more one for unknowns), so that noise between machines passes and a regre
 fails. Each cell keeps the reason written next to it; a new cell gets ``_CHEAP`` and must
 be given its true reason by hand. Run it after a change to kernel assignment:
 
-    python tests/matrix/refloor.py
+    python tests/matrix/refloor.py           # rewrite the floors
+    python tests/matrix/refloor.py --table   # print the README's matrix table
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -52,7 +54,36 @@ def _render(name: str, annotation: str, rows: dict[str, dict[str, float]],
     return "\n".join(lines) + "\n}"
 
 
+def table() -> str:
+    """The README's matrix table: per cell, executions and the two shares per TF version."""
+    runs: dict[str, dict[str, Any]] = {}
+    for path in sorted(ARTIFACTS.glob("matrix-*.json")):
+        runs[path.stem.removeprefix("matrix-")] = json.loads(path.read_text())
+    versions = sorted(runs, key=lambda v: [int(x) for x in v.split(".")], reverse=True)
+    head = ["cell", f"executions ({versions[0]})"] + [
+        f"{v} {side}" for v in versions for side in ("with log", "dump + profile")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cell in sorted({c for r in runs.values() for c in r}):
+        first = runs[versions[0]].get(cell)
+        total = (first["with_log"]["eager"]["total"] + first["with_log"]["graph"]["total"]
+                 if first else 0)
+        row = [cell, f"{total:,}"]
+        for v in versions:
+            got = runs[v].get(cell)
+            if got is None:
+                row += ["-", "-"]
+                continue
+            wo = got["without_log"]
+            row += [f"{got['with_log']['share']:.2%}",
+                    f"{wo['share']:.2%} ({wo['unknown_share']:.1%})"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--table"]:
+        print(table())
+        return 0
     measured = _measured()
     if not measured:
         sys.stderr.write(f"refloor: no matrix-*.json in {ARTIFACTS}; run `make matrix` first\n")
