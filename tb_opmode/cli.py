@@ -28,7 +28,7 @@ from .present.report import DEFAULT_FOCUS, FORMATS, Redaction, build, focus_ops,
 from .present.workers import render_workers
 from .read import fs
 from .read.discover import display
-from .read.partials import Partial, Unit, read_dask, read_pool, read_serial
+from .read.partials import Partial, Unit, read_pool, read_serial
 from .vocab import MODES
 
 __all__ = ["main", "render_table", "render_csv"]
@@ -103,11 +103,15 @@ def _reader(args: argparse.Namespace) -> Callable[[list[Unit]], Partial]:
     the Dask cluster at ``--dask ADDRESS`` (all through ``partials.read_unit``)."""
     if args.dask:
         def on_dask(units: list[Unit]) -> Partial:
+            # The optional extra is imported here, where --dask chose it: the CLI runs
+            # (and starts fast) without dask.distributed installed.
             try:
-                return read_dask(units, args.dask)
+                from .read.daskread import read_dask
             except ImportError as err:
                 raise DaskError(f"--dask needs dask.distributed ({err}); pip install "
                                 "'tb_opmode[dask]'") from None
+            try:
+                return read_dask(units, args.dask)
             except OSError as err:  # the scheduler is not there (distributed's timeouts are OSErrors)
                 raise DaskError(f"--dask {args.dask}: cannot reach the scheduler: {err}") from None
         return on_dask

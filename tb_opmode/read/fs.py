@@ -48,6 +48,7 @@ import io
 import os
 import posixpath
 import stat as _stat
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -153,42 +154,21 @@ def _scheme(url: str) -> str:
     return url.split("://", 1)[0]
 
 
-def _remote_error_types() -> tuple[type[BaseException], ...]:
-    """The exception classes of the object-store clients that are not OSErrors: a
-    connection refused after retries, no credentials (botocore), a socket error of
-    aiohttp, a timeout of fsspec's event loop, Google's auth errors."""
-    found: list[type[BaseException]] = []
-    try:
-        from botocore.exceptions import BotoCoreError
-        found.append(BotoCoreError)
-    except ImportError:
-        pass
-    try:
-        from aiohttp import ClientError
-        found.append(ClientError)
-    except ImportError:
-        pass
-    try:
-        from fsspec.exceptions import FSTimeoutError
-        found.append(FSTimeoutError)
-    except ImportError:
-        pass
-    try:
-        from google.auth.exceptions import GoogleAuthError
-        found.append(GoogleAuthError)
-    except ImportError:
-        pass
-    return tuple(found)
-
-
-_ERRORS: tuple[type[BaseException], ...] | None = None
+# The exception classes of the object-store clients that are not OSErrors: a connection
+# refused after retries, no credentials (botocore), a socket error of aiohttp, a timeout
+# of fsspec's event loop, Google's auth errors. Looked up among the modules loaded when
+# an error is being handled, not imported: a client never imported cannot have raised.
+_CLIENT_ERRORS = (("botocore.exceptions", "BotoCoreError"), ("aiohttp", "ClientError"),
+                  ("fsspec.exceptions", "FSTimeoutError"), ("google.auth.exceptions", "GoogleAuthError"))
 
 
 def _errors() -> tuple[type[BaseException], ...]:
-    global _ERRORS
-    if _ERRORS is None:
-        _ERRORS = _remote_error_types()
-    return _ERRORS
+    found: list[type[BaseException]] = []
+    for module_name, name in _CLIENT_ERRORS:
+        cls = getattr(sys.modules.get(module_name), name, None)
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
 
 
 def _explain(url: str, err: BaseException) -> RemoteError:
@@ -236,13 +216,14 @@ def _filesystem(url: str) -> tuple[Any, str]:
     with _lock:
         fs = _filesystems.get(scheme)
     if fs is None:
+        # The optional extra is imported here, where a URL chose it (see objstore).
         try:
-            import fsspec
+            from . import objstore
         except ImportError as err:
             raise RemoteError(url, "reading URLs needs fsspec: pip install 'tb_opmode[s3]' "
                                    "(or fsspec with s3fs / gcsfs)") from err
         try:
-            fs = fsspec.filesystem(scheme)
+            fs = objstore.filesystem(scheme)
         except ImportError as err:
             raise RemoteError(url, f"no fsspec implementation of {scheme}:// is installed ({err}); "
                                    "for s3:// pip install 'tb_opmode[s3]'") from err

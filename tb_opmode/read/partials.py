@@ -10,7 +10,7 @@ reads one, through the cache (``cache.cached_dump_set`` & co.), and returns the
 ``Partial`` of that one source; it is the only code that reads sources for a run,
 whether in this process (``read_serial``), on a local process pool
 (``read_pool``, ``tb-opmode summary --workers N``) or on a Dask cluster
-(``read_dask``, ``--dask ADDRESS``). ``merge`` joins two partials: a union of the
+(``daskread.read_dask``, ``--dask ADDRESS``). ``merge`` joins two partials: a union of the
 sources each holds, so it is associative and commutative (a source read twice gives
 the same value; the left one is kept), and ``Partial()`` is its identity. Pools can
 therefore merge results as they arrive, in any order and grouping.
@@ -39,7 +39,7 @@ from .tfdbg import DumpSet
 from .xplane import Profile
 
 __all__ = ["Unit", "Partial", "units_of", "read_unit", "merge", "merge_all", "read_serial",
-           "read_pool", "read_dask"]
+           "read_pool", "read_pickled", "unpickled"]
 
 
 @dataclass(frozen=True)
@@ -149,14 +149,16 @@ def read_serial(units: list[Unit]) -> Partial:
     return merge_all(read_unit(u) for u in units)
 
 
-def _read_pickled(unit: Unit) -> bytes:
+def read_pickled(unit: Unit) -> bytes:
     """``read_unit`` in a pool's process, its result pickled there: the parent then
     unpickles it with the cyclic GC off (a dump's result is many small objects that all
     live on; the GC would scan them again and again while they load)."""
     return pickle.dumps(read_unit(unit), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _unpickled(data: bytes) -> Partial:
+def unpickled(data: bytes) -> Partial:
+    """What ``read_pickled`` returned, unpickled with the cyclic GC off. Raises TypeError
+    if it is not a ``Partial``."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -193,29 +195,6 @@ def read_pool(units: list[Unit], workers: int) -> Partial:
     merged = Partial()
     with ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
                              initializer=_pool_worker) as pool:
-        for done in as_completed([pool.submit(_read_pickled, u) for u in ordered]):
-            merged = merge(merged, _unpickled(done.result()))
-    return merged
-
-
-def read_dask(units: list[Unit], address: str) -> Partial:
-    """The units on the Dask cluster at ``address`` (a scheduler, ``tcp://host:port``),
-    merged here as they finish, in whatever order. (Merging on the cluster in a tree
-    gives the same, ``merge`` being associative, but a union does not shrink: each
-    level would only move every result once more.) Raises ImportError without
-    ``dask.distributed`` (``pip install 'tb_opmode[dask]'``), OSError when the
-    scheduler cannot be reached."""
-    from distributed import Client
-    from distributed import as_completed as dask_completed
-
-    ordered = sorted(units, key=lambda u: -u.size())
-    merged = Partial()
-    # A scheduler that is not there fails in seconds, not after distributed's 30 s default.
-    # distributed ships no type hints: its calls are untyped to mypy.
-    with Client(address, set_as_default=False, timeout=10) as client:  # type: ignore[no-untyped-call]
-        futures = client.map(_read_pickled, ordered, pure=False)
-        # as_completed asks for the current client; this one is current only in here.
-        with client.as_current():
-            for done in dask_completed(futures):  # type: ignore[no-untyped-call]
-                merged = merge(merged, _unpickled(done.result()))
+        for done in as_completed([pool.submit(read_pickled, u) for u in ordered]):
+            merged = merge(merged, unpickled(done.result()))
     return merged

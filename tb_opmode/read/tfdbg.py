@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import importlib.util
 import math
 import os
 import pickle
@@ -700,7 +699,7 @@ class _TraceJob:
         self.tail: int | None = None
         # (lo, hi, find the first record after lo?, (pid, read fd) of its worker or None)
         self.ranges: list[tuple[int, int, bool, tuple[int, int] | None]] = []
-        if self.size - start < FAST_MIN_BYTES or importlib.util.find_spec("numpy") is None:
+        if self.size - start < FAST_MIN_BYTES:
             return
         first = _first_payload(state.path, start)
         self.tail = _trace_tail(first) if first else None
@@ -712,8 +711,6 @@ class _TraceJob:
                    and not fs.is_remote(state.path) else 1)
         span = self.size - start
         bounds = [start + span * i // workers for i in range(workers)] + [self.size]
-        if workers > 1:
-            import numpy  # noqa: F401  (once here rather than once in each worker)
         for i in range(workers):
             lo, hi = bounds[i], bounds[i + 1]
             self.ranges.append((lo, hi, i > 0, self._fork(lo, hi, i > 0) if workers > 1 else None))

@@ -29,9 +29,10 @@ import os
 import struct
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import google_crc32c
+import numpy as np
 
 from ..errors import Problem
 from . import fs
@@ -304,8 +305,6 @@ def _candidates(buf: Any, size: int, pos: int, stop: int) -> Iterable[int]:
     n = stop - pos + 1
     if n < 4096:
         return range(pos, stop + 1)
-    import numpy as np  # tensorboard depends on numpy; imported only when needed
-
     block = np.frombuffer(buf, dtype=np.uint8, count=n + 11, offset=pos)
     lengths = np.ndarray((n,), dtype="<u8", buffer=block, strides=(1,))
     stored = np.ndarray((n,), dtype="<u4", buffer=block, offset=8, strides=(1,))
@@ -333,9 +332,6 @@ class ChunkVerifier:
     """
 
     def __init__(self) -> None:
-        import numpy as np  # tensorboard depends on numpy; imported only when needed
-
-        self._np = np
         self._zero_crc: Any = np.zeros(0, dtype=np.uint32)  # crc32c(bytes(n)) by payload length n
         self._have: Any = np.zeros(0, dtype=bool)
         self._header_zero = google_crc32c.value(bytes(8))
@@ -352,7 +348,6 @@ class ChunkVerifier:
         return google_crc32c.extend(crc, self._zeros[:n]) if n else crc
 
     def _zero_table(self, lengths: Any) -> Any:
-        np = self._np
         top = int(lengths.max())
         if top >= len(self._have):
             grow = max(top + 1, 2 * len(self._have), 1024)
@@ -371,11 +366,10 @@ class ChunkVerifier:
     def verify(self, buf: Any, offsets: Sequence[int], end: int) -> bool:
         """Whether the records starting at ``offsets`` (ascending, consecutive, the last
         one ending at ``end``) in ``buf`` (bytes, mmap or any buffer) are all intact."""
-        np = self._np
         if not len(offsets):
             return True
         o = np.asarray(offsets, dtype=np.int64) if not hasattr(offsets, "typecode") else \
-            np.frombuffer(offsets, dtype=np.int64)
+            np.frombuffer(cast(Any, offsets), dtype=np.int64)  # an array('q'): its buffer
         start = int(o[0])
         n = end - start
         if n < _HEADER + _FOOTER:

@@ -54,7 +54,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import Problem
-from . import fs
+from . import fs, xevents
 from .xtypes import _EPOCH_MIN_NS, HOST_PLANE, Profile
 
 __all__ = ["Profile", "read_profile", "find_profiles", "HOST_PLANE", "CONSTANT_FOLDING_STEP_ID"]
@@ -94,10 +94,6 @@ def _profile_start(space: Any) -> int | None:
 
 def read_profile(path: str) -> Profile:
     """Read one ``.xplane.pb``. Never raises for unreadable or bad content."""
-    # The decoder and numpy (40 ms to import) load only when a profile is read:
-    # a summary served from the cache never needs them.
-    from . import xevents
-
     prof = Profile(path=path, host=_host(path))
     try:
         with fs.open_read(path) as f:
@@ -122,8 +118,6 @@ def _read_events(pread: Callable[[int, int], bytes], size: int, mtime_ns: int,
                  prof: Profile) -> None:
     """Read the file's events (``pread(n, offset)``: ``fs.preader``) into the empty
     ``prof``; raises ``xevents.Damaged`` for a broken protobuf structure, ``OSError``."""
-    from . import xevents
-
     found = xevents.layout(pread, size)
     space = found.space
     if not found.lines:
