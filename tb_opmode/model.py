@@ -4,7 +4,8 @@ In: the readers' types (``DumpSet``, ``Profile``, ``LogFacts``, ``Problem``). Ou
 dataclasses that ``analyze`` fills and ``present`` reads: ``RunModel`` (one run: its
 sources, counts per op type and mode, kernels, problems, profiled times), its rows
 (``OpTypeRow``, ``ModeStats``, ``KernelUse``) and the kernel assignments
-(``OpKernel`` per dump graph op, ``EagerAssignment`` per eager op type and dtype).
+(``OpKernel`` per dump graph op, ``EagerAssignment`` per eager op type and dtype), and
+the counts a dump's circular buffer cut (``BufferCut``).
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from .read.textlog import LogFacts
 from .read.tfdbg import DumpSet
 from .read.xplane import Profile
 
-__all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "OpKernel", "EagerAssignment"]
+__all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "OpKernel", "EagerAssignment",
+           "BufferCut"]
 
 
 @dataclass
@@ -46,6 +48,22 @@ class OpTypeRow:
         return self.eager if mode == "eager" else self.graph
 
 
+@dataclass(frozen=True)
+class BufferCut:
+    """A dump whose records of one kind are exactly its circular buffer's size: tfdbg
+    kept only the last ``records``, so the counts of that mode are a lower bound."""
+
+    path: str      # the dump file of those records
+    kind: str      # "execution" (eager counts) or "graph_execution_trace" (graph counts)
+    records: int
+    how: str       # how the buffer's size is known (the log, or tfdbg's default)
+    fix: str       # what to do to count every execution
+
+    @property
+    def mode(self) -> str:
+        return "eager" if self.kind == "execution" else "graph"
+
+
 @dataclass
 class RunModel:
     run: str
@@ -69,6 +87,9 @@ class RunModel:
     # The run JSON's ``workers`` (analyze.workers.breakdown): per worker and device, for a
     # run of several dumps (a multi-worker job) or devices (MirroredStrategy); else empty.
     workers: list[dict[str, Any]] = field(default_factory=list)
+    # Dumps whose circular buffer dropped records (``analyze.assemble`` sets it; each is
+    # also one of ``problems``, in words).
+    buffer_cuts: list[BufferCut] = field(default_factory=list)
 
     def row(self, op_type: str) -> OpTypeRow:
         row = self.op_types.get(op_type)

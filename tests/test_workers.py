@@ -15,14 +15,17 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.ddr_counts import reference_device_counts
+from tb_opmode.analyze.assemble import load
 from tb_opmode.analyze.workers import NO_DEVICE
 from tb_opmode.cli import main
+from tb_opmode.present.tab import _device_splits, prepare, short_device
 
 from .conftest import ROOT, link_tree, needs_tensorflow
 
@@ -192,6 +195,27 @@ def test_mirrored_replicas_per_device_equal_debugdatareader(mirrored_dir: Path) 
                    "/job:localhost/replica:0/task:0/device:CPU:1"):
         assert reference["graph"][device]["MatMul"] > 0
     assert any(c["op_type"].startswith("Collective") for c in run["collectives"])
+
+
+def test_tab_devices_equal_debugdatareader_and_the_dump(mirrored_dir: Path) -> None:
+    """The tab's executions per device of each row (taken from the run's ``workers``) are
+    DebugDataReader's, and the same as read from the dump alone (how the tab reads a run
+    of one dump on one device, which has no ``workers``)."""
+    [model] = load(str(mirrored_dir))
+    assert model.workers
+    view = prepare(model, str(mirrored_dir))
+    reference = _reference(mirrored_dir / "run")
+    for mode in ("eager", "graph"):
+        expected: Counter[tuple[str, str]] = Counter()
+        for device, per in reference[mode].items():
+            for op_type, n in per.items():
+                if op_type in model.op_types:
+                    expected[(op_type, short_device(device))] += n
+        got = Counter({(op_type, device): n for op_type, row in view.rows.items()
+                       for device, n in row[mode].get("devices", {}).items()})
+        assert got == expected, mode
+        assert len({device for _op, device in got}) > 1, mode
+    assert _device_splits(model) == _device_splits(replace(model, workers=[]))
 
 
 def test_unreadable_worker_is_named_and_the_other_counted(job_dir: Path, tmp_path: Path) -> None:

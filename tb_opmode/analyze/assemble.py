@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ..errors import LogdirError, NoSuchRun, Problem
-from ..model import KernelUse, ModeStats, RunModel
+from ..model import BufferCut, KernelUse, ModeStats, RunModel
 from ..read import fs
 from ..read.cache import prefetch_files
 from ..read.discover import RunSources, discover, display, dump_location, relpath
@@ -68,7 +68,7 @@ def _dump_counts(model: RunModel) -> None:
 DEFAULT_CIRCULAR_BUFFER = 1000
 
 
-def _buffer_checks(model: RunModel) -> list[Problem]:
+def _buffer_checks(model: RunModel) -> list[BufferCut]:
     """A dump whose record count of a kind is its circular buffer's size kept only
     the tail of the run: its counts are a lower bound."""
     sizes = {log.circular_buffer_size for log in model.logs if log.circular_buffer_size is not None}
@@ -83,11 +83,15 @@ def _buffer_checks(model: RunModel) -> list[Problem]:
                 continue
             how = (f"the log shows its debug ops were built with circular_buffer_size={limit}"
                    if sizes else f"{limit} is tfdbg's default circular_buffer_size")
-            out.append(Problem(path, 0, (
-                f"{n} {kind} records, exactly the circular buffer's size ({how}): the dump kept "
-                f"only the last {n}, so its counts are a lower bound; dump with "
-                f"enable_dump_debug_info(..., circular_buffer_size=-1) to count every execution")))
+            out.append(BufferCut(path, kind, n, how, "dump with enable_dump_debug_info(..., "
+                                 "circular_buffer_size=-1) to count every execution"))
     return out
+
+
+def _cut_problem(cut: BufferCut) -> Problem:
+    return Problem(cut.path, 0, (
+        f"{cut.records} {cut.kind} records, exactly the circular buffer's size ({cut.how}): the "
+        f"dump kept only the last {cut.records}, so its counts are a lower bound; {cut.fix}"))
 
 
 # Fused kernels stand for the op their pattern starts with (the fused node keeps the
@@ -304,7 +308,8 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
     if model.dumps:
         model.counts_from = "debugger"
         _dump_counts(model)
-        model.problems.extend(_buffer_checks(model))
+        model.buffer_cuts = _buffer_checks(model)
+        model.problems.extend(_cut_problem(cut) for cut in model.buffer_cuts)
     elif any(log.eager_dispatch or log.graph_executions for log in model.logs):
         model.counts_from = "log"
         _log_counts(model)

@@ -72,14 +72,8 @@ def _strip_slot(tensor: str) -> str:
 
 def _lowest_slot_counts(model: RunModel) -> dict[tuple[int, str, str], tuple[int, int]]:
     """(dump index, graph id, op name) -> (lowest traced slot, executions)."""
-    out: dict[tuple[int, str, str], tuple[int, int]] = {}
-    for i, dump in enumerate(model.dumps):
-        for (graph_id, op_name, slot), n in dump.traces.items():
-            key = (i, graph_id, op_name)
-            have = out.get(key)
-            if have is None or slot < have[0]:
-                out[key] = (slot, n)
-    return out
+    return {(i, graph_id, op_name): found for i, dump in enumerate(model.dumps)
+            for (graph_id, op_name), found in dump.lowest_slots().items()}
 
 
 def _resolve_traced_op(pattern: str, ident: str, names: dict[str, object]) -> str:

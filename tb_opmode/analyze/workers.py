@@ -86,14 +86,8 @@ def _dump_breakdown(model: RunModel, index: int) -> dict[str, Any]:
             kernel = " or ".join(k for k, _e in found) or "(unknown)"
             evidence = "/".join(sorted({e for _k, e in found})) or "inferred"
         kernels[(device, "eager", op_type)][(kernel, evidence)] += n
-    lowest: dict[tuple[str, str], int] = {}
-    for (graph_id, op_name, slot) in dump.traces:
-        key = (graph_id, op_name)
-        if key not in lowest or slot < lowest[key]:
-            lowest[key] = slot
-    for (graph_id, op_name, slot), n in dump.traces.items():
-        if slot != lowest[(graph_id, op_name)]:
-            continue
+    lowest = dump.lowest_slots()
+    for (graph_id, op_name), (slot, n) in lowest.items():
         graph = dump.graphs.get(graph_id)
         creation = graph.ops.get(op_name) if graph else None
         if creation is None:
@@ -106,7 +100,7 @@ def _dump_breakdown(model: RunModel, index: int) -> dict[str, Any]:
             continue  # another worker's graph (graph ids are uuids, one process's each)
         first = lowest.get((op.graph_id, op.op_name))
         created = graph.ops.get(op.op_name)
-        device = ((dump.trace_devices.get((op.graph_id, op.op_name, first), "")
+        device = ((dump.trace_devices.get((op.graph_id, op.op_name, first[0]), "")
                    if first is not None else "")
                   or (created.device if created is not None else "") or NO_DEVICE)
         kernels[(device, "graph", op.op_type)][(op.kernel, op.evidence)] += op.executions

@@ -29,6 +29,7 @@ from ..analyze.assemble import is_user_op, row_op
 from ..analyze.explain import call_sites, class_times, explain, function_graphs, kernel_class
 from ..analyze.kernels import is_fused
 from ..analyze.nodes import canonical_op
+from ..analyze.workers import NO_DEVICE
 from ..errors import BadParameter, UnknownOpType
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
@@ -148,7 +149,7 @@ def _dtype_splits(model: RunModel) -> dict[tuple[str, str], list[dict[str, Any]]
             if not item.executions:
                 continue
             per = found.setdefault((item.op_type, mode), {})
-            kernel = getattr(item, "kernel", "") or UNKNOWN
+            kernel = item.kernel or UNKNOWN
             per.setdefault(item.dtype or "", Counter())[kernel] += item.executions
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for key, per in found.items():
@@ -180,63 +181,53 @@ def short_device(name: str) -> str:
 
 def _device_splits(model: RunModel) -> dict[tuple[str, str], Counter[str]]:
     """(op type, mode) -> executions per device the dump's records name (short names; with
-    the host in front when the run's dumps come from several hosts). Graph: the device the
-    traces of an op's lowest traced slot name (``DumpSet.trace_devices``: (graph id, op
-    name, slot) -> device), as the counts take that slot; eager: the device of an
-    execution's first output (``DumpSet.execution_devices``: (op type, graph id, device id,
-    dtype) -> count; "" for an op without outputs). A reader that records no devices gives
-    nothing."""
+    the host in front when the run's dumps come from several hosts; "" for none recorded).
+    From the run's ``workers`` (``analyze.workers``: per dump and device, counted as the
+    run's counts are) when it has them; a run of one dump on one device has none, and its
+    device is read from the dump the same way: graph, the device the traces of an op's
+    lowest traced slot name (``DumpSet.lowest_slots``, ``DumpSet.trace_devices``); eager,
+    the device of an execution's first output (``DumpSet.execution_devices``)."""
     out: dict[tuple[str, str], Counter[str]] = {}
     hosts = {d.host for d in model.dumps}
 
-    def name(dump: Any, device: str) -> str:
-        short = short_device(device)
-        return f"{dump.host}/{short}" if len(hosts) > 1 and short else short
+    def add(host: str, device: str, op_type: str, mode: str, n: int) -> None:
+        if not n or op_type not in model.op_types:
+            return  # not a row: a tf.function call (its ops are the graph's), a debug op
+        short = short_device("" if device == NO_DEVICE else device)
+        name = f"{host}/{short}" if len(hosts) > 1 and short else short
+        out.setdefault((op_type, mode), Counter())[name] += n
+
+    if model.workers:
+        for entry in model.workers:
+            for on_device in entry["devices"]:
+                for row in on_device["op_types"]:
+                    for mode in MODES:
+                        add(entry["host"], on_device["device"], row["op_type"], mode,
+                            row[mode]["executions"])
+        return out
     for dump in model.dumps:
-        traces = getattr(dump, "trace_devices", None)
-        if traces:
-            lowest: dict[tuple[str, str], int] = {}
-            for (graph_id, op_name, slot) in dump.traces:
-                key = (graph_id, op_name)
-                if key not in lowest or slot < lowest[key]:
-                    lowest[key] = slot
-            for (graph_id, op_name, slot), n in dump.traces.items():
-                if lowest[(graph_id, op_name)] != slot:
-                    continue
+        if dump.trace_devices:  # else the reader recorded no devices: say nothing of them
+            for (graph_id, op_name), (slot, n) in dump.lowest_slots().items():
                 graph = dump.graphs.get(graph_id)
                 op = graph.ops.get(op_name) if graph else None
-                if op is None or op.op_type not in model.op_types:
-                    continue
-                device = traces.get((graph_id, op_name, slot)) or op.device
-                out.setdefault((op.op_type, "graph"), Counter())[name(dump, device)] += n
-        for key, n in (getattr(dump, "execution_devices", None) or {}).items():
-            op_type, graph_id, device_id = key[0], key[1], key[2]
-            if graph_id or op_type not in model.op_types:
-                continue   # a tf.function call: its ops are the graph's
-            device = dump.devices.get(device_id, "") if device_id >= 0 else ""
-            out.setdefault((op_type, "eager"), Counter())[name(dump, device)] += n
+                if op is not None:
+                    add(dump.host, dump.trace_devices.get((graph_id, op_name, slot)) or op.device,
+                        op.op_type, "graph", n)
+        for (op_type, graph_id, device_id, _dtype), n in dump.execution_devices.items():
+            if not graph_id:
+                add(dump.host, dump.devices.get(device_id, "") if device_id >= 0 else "",
+                    op_type, "eager", n)
     return out
-
-
-# tfdbg's circular buffer, as join's warning words it: "<n> <kind> records, exactly the
-# circular buffer's size (<how>): the dump kept only the last <n>, so its counts are a
-# lower bound; <what to do>".
-_LOWER_BOUND = re.compile(r"^(\d+) (execution|graph_execution_trace) records, exactly the "
-                          r"circular buffer's size \((.*?)\): .*lower bound; (.*)$")
 
 
 def lower_bound(model: RunModel) -> dict[str, dict[str, Any]]:
     """Modes whose counts are a lower bound because the dump's circular buffer dropped the
     older records: mode -> records kept, how we know, and what to do."""
     out: dict[str, dict[str, Any]] = {}
-    for problem in model.problems:
-        m = _LOWER_BOUND.match(problem.message)
-        if not m:
-            continue
-        mode = "eager" if m.group(2) == "execution" else "graph"
-        entry = out.setdefault(mode, {"records": 0, "how": m.group(3), "fix": m.group(4),
-                                      "kind": m.group(2)})
-        entry["records"] += int(m.group(1))
+    for cut in model.buffer_cuts:
+        entry = out.setdefault(cut.mode, {"records": 0, "how": cut.how, "fix": cut.fix,
+                                          "kind": cut.kind})
+        entry["records"] += cut.records
     return out
 
 

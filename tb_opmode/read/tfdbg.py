@@ -252,6 +252,18 @@ class DumpSet:
         path = self.source_files[index][1] if 0 <= index < len(self.source_files) else "?"
         return path, line, func
 
+    def lowest_slots(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """(graph id, op name) -> (its lowest traced output slot, that slot's trace count),
+        in the order the traces first name each op. The run counts an op's executions as
+        the traces of its lowest traced slot (each execution traces every traced slot once),
+        so analysis, worker breakdown and tab all count by this."""
+        out: dict[tuple[str, str], tuple[int, int]] = {}
+        for (graph_id, op_name, slot), n in self.traces.items():
+            have = out.get((graph_id, op_name))
+            if have is None or slot < have[0]:
+                out[(graph_id, op_name)] = (slot, n)
+        return out
+
 
 def find_dump_sets(directory: str) -> dict[str, dict[str, str]]:
     """File sets in one directory (not its subdirectories): prefix -> kind -> path."""

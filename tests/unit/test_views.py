@@ -13,7 +13,8 @@ from collections import Counter
 
 import pytest
 
-from tb_opmode.analyze.assemble import RunModel
+from tb_opmode.analyze import assemble
+from tb_opmode.analyze.assemble import RunModel, load
 from tb_opmode.errors import UnknownOpType
 from tb_opmode.present.tab import (
     FILTERS,
@@ -147,3 +148,25 @@ def test_csv_export_adds_up(view: RunView, full_health: Fixture) -> None:
     ref = full_health.reference
     assert {op: n for (op, mode), n in per_mode.items() if mode == "eager"} == ref["eager"]
     assert {op: n for (op, mode), n in per_mode.items() if mode == "graph"} == ref["graph"]
+
+
+def test_counts_of_a_full_circular_buffer_are_a_lower_bound(
+        no_tensor: Fixture, no_tensor_model: RunModel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dump whose graph trace records are exactly the circular buffer's size: assemble
+    says so on the model (``buffer_cuts``) and in a problem, and the tab marks the graph
+    counts, and only those, a lower bound."""
+    [dump] = no_tensor_model.dumps
+    traces = sum(dump.traces.values())
+    assert traces != sum(dump.executions.values()) and not no_tensor_model.buffer_cuts
+    monkeypatch.setattr(assemble, "DEFAULT_CIRCULAR_BUFFER", traces)
+    (model,) = load(str(no_tensor.directory))
+    [cut] = model.buffer_cuts
+    assert (cut.mode, cut.kind, cut.records) == ("graph", "graph_execution_trace", traces)
+    assert "default" in cut.how and "circular_buffer_size=-1" in cut.fix
+    assert [p for p in model.problems if "lower bound" in p.message][0].path == cut.path
+    view = prepare(model, str(no_tensor.directory))
+    assert view.lower_bound == {"graph": {"records": traces, "how": cut.how, "fix": cut.fix,
+                                          "kind": "graph_execution_trace"}}
+    rows = view.rows.values()
+    assert all(r["graph"].get("lower_bound", False) == bool(r["graph"]["executions"]) for r in rows)
+    assert not any(r["eager"].get("lower_bound") for r in rows)
