@@ -7,56 +7,80 @@
 // whether it is oneDNN (_Mkl*), always: a fused kernel (_MklNativeFused*) is
 // oneDNN-coloured and carries a separate mark (FUSED: an outline and a
 // "fused" tag), never a colour of its own. The table and the timeline use the
-// same keys.
+// same keys. The words (modes, kinds) are the server's (vocab.js).
 
-/** Legend entries: key -> {color, label, description}. */
-export const CLASSES = {
-  eager_onednn: {color: '#0072B2', label: 'eager · oneDNN', text: '#ffffff',
-    description: 'ran eagerly, a oneDNN kernel (_Mkl*)'},
-  eager_stock: {color: '#E69F00', label: 'eager · stock', text: '#000000',
-    description: 'ran eagerly, a stock TensorFlow kernel'},
-  graph_onednn: {color: '#56B4E9', label: 'graph · oneDNN', text: '#000000',
-    description: 'ran inside a graph (tf.function), a oneDNN kernel'},
-  graph_stock: {color: '#D55E00', label: 'graph · stock', text: '#ffffff',
-    description: 'ran inside a graph (tf.function), a stock kernel'},
-  removed: {color: 'transparent', label: 'no kernel (removed by grappler)', text: '#000000',
-    hollow: true,
-    description: 'grappler took the op out of the graph (e.g. an identity transpose): no kernel ran'},
-  unknown: {color: '#999999', label: 'unknown kernel', text: '#000000',
-    description: 'executed, but the evidence does not name the kernel (hover it for why)'},
-  function: {color: '#009E73', label: 'tf.function call', text: '#ffffff',
-    description: 'an eager call of a tf.function (its ops are in the graph lane)'},
-  debug: {color: '#F0E442', label: 'tfdbg instrumentation', text: '#000000',
-    description: 'ops the debugger added to dump tensors (hidden unless asked for)'},
-};
+import {V} from './vocab.js';
+
+/**
+ * @typedef {{color: string, label: string, text: string, description: string,
+ *            hollow: (boolean|undefined)}} LegendEntry
+ */
+
+/**
+ * Legend entries: key -> {color, label, description}, keyed as kindKey() keys a mode and
+ * a kernel kind, plus the timeline's "function" and "debug". Filled by buildLegend(),
+ * once the words (vocab.js) are loaded.
+ * @type {!Object<string, LegendEntry>}
+ */
+export const CLASSES = {};
 
 /** The mark of a fused kernel (grappler's remapper made it from several ops). */
 export const FUSED = {color: '#CC79A7', label: 'fused kernel (outlined)',
   description: 'a kernel grappler fused from several ops (e.g. _MklNativeFusedMatMul); ' +
     'its colour still says mode and oneDNN'};
 
-/** Legend order. */
-export const LEGEND_ORDER = ['eager_onednn', 'eager_stock', 'graph_onednn', 'graph_stock',
-  'removed', 'unknown', 'function', 'debug'];
+/** Legend order (filled by buildLegend()). @type {!Array<string>} */
+export const LEGEND_ORDER = [];
+
+/** Fill CLASSES and LEGEND_ORDER, in legend order, from the served words. */
+export function buildLegend() {
+  /** @type {!Array<[string, LegendEntry]>} */
+  const entries = [
+    [kindKey(V.EAGER, V.KIND_ONEDNN), {color: '#0072B2', label: 'eager · oneDNN', text: '#ffffff',
+      description: `ran eagerly, a oneDNN kernel (${V.ONEDNN_PREFIX}*)`}],
+    [kindKey(V.EAGER, V.KIND_STOCK), {color: '#E69F00', label: 'eager · stock', text: '#000000',
+      description: 'ran eagerly, a stock TensorFlow kernel'}],
+    [kindKey(V.GRAPH, V.KIND_ONEDNN), {color: '#56B4E9', label: 'graph · oneDNN', text: '#000000',
+      description: 'ran inside a graph (tf.function), a oneDNN kernel'}],
+    [kindKey(V.GRAPH, V.KIND_STOCK), {color: '#D55E00', label: 'graph · stock', text: '#ffffff',
+      description: 'ran inside a graph (tf.function), a stock kernel'}],
+    [V.KIND_REMOVED, {color: 'transparent', label: 'no kernel (removed by grappler)',
+      text: '#000000', hollow: true,
+      description: 'grappler took the op out of the graph (e.g. an identity transpose): no kernel ran'}],
+    [V.KIND_UNKNOWN, {color: '#999999', label: 'unknown kernel', text: '#000000',
+      description: 'executed, but the evidence does not name the kernel (hover it for why)'}],
+    ['function', {color: '#009E73', label: 'tf.function call', text: '#ffffff',
+      description: 'an eager call of a tf.function (its ops are in the graph lane)'}],
+    ['debug', {color: '#F0E442', label: 'tfdbg instrumentation', text: '#000000',
+      description: 'ops the debugger added to dump tensors (hidden unless asked for)'}],
+  ];
+  LEGEND_ORDER.length = 0;
+  for (const [key, entry] of entries) {
+    CLASSES[key] = entry;
+    LEGEND_ORDER.push(key);
+  }
+}
 
 /**
- * Kind of a kernel: "onednn" | "stock" | "removed" | "unknown" (the server's "kind";
- * from its older "class" field when absent).
- * @param {?{kind: (string|undefined), class: string, onednn: boolean, name: string}} kernel
+ * Kind of a kernel: one of V.KERNEL_KINDS (the server's "kind"; from its "class" field
+ * when absent).
+ * @param {?{kind: (string|undefined), class: (string|undefined), onednn: boolean,
+ *           name: string}} kernel
  * @return {string}
  */
 export function kernelKind(kernel) {
-  if (!kernel) return 'unknown';
+  if (!kernel) return V.KIND_UNKNOWN;
   if (kernel.kind) return kernel.kind;
-  if (kernel.name === '(optimized away)') return 'removed';
-  if (kernel.class === 'unknown') return 'unknown';
-  return kernel.onednn ? 'onednn' : 'stock';
+  if (kernel.name === V.REMOVED) return V.KIND_REMOVED;
+  if (kernel.class === V.KIND_UNKNOWN) return V.KIND_UNKNOWN;
+  return kernel.onednn ? V.KIND_ONEDNN : V.KIND_STOCK;
 }
 
 /**
  * Class key of a kernel in a mode: mode x oneDNN, or removed / unknown.
- * @param {string} mode "eager" | "graph"
- * @param {?Object} kernel
+ * @param {string} mode one of V.MODES
+ * @param {?{kind: (string|undefined), class: (string|undefined), onednn: boolean,
+ *           name: string}} kernel
  * @return {string}
  */
 export function classKey(mode, kernel) {
@@ -66,16 +90,21 @@ export function classKey(mode, kernel) {
 /**
  * Class key of a mode and a kind.
  * @param {string} mode
- * @param {string} kind "onednn" | "stock" | "removed" | "unknown"
+ * @param {string} kind one of V.KERNEL_KINDS
+ * @return {string}
  */
 export function kindKey(mode, kind) {
-  if (kind === 'removed' || kind === 'unknown') return kind;
+  if (kind === V.KIND_REMOVED || kind === V.KIND_UNKNOWN) return kind;
   return `${mode}_${kind}`;
 }
 
-/** Timeline class (server index name) -> legend key. */
+/**
+ * Timeline class (server index name) -> legend key.
+ * @param {string} name
+ * @return {string}
+ */
 export function timelineKey(name) {
-  if (name === 'eager_unknown') return 'unknown';
+  if (name === `${V.EAGER}_${V.KIND_UNKNOWN}`) return V.KIND_UNKNOWN;
   return name;
 }
 

@@ -5,6 +5,7 @@
 import {classKey} from './colors.js';
 import {api, fmtInt, fmtNs} from './data.js';
 import {el, message, section, swatch} from './dom.js';
+import {V} from './vocab.js';
 
 export const CompareSection = {
   buildCompare() {
@@ -99,7 +100,7 @@ export const CompareSection = {
 
   renderCompare(c) {
     const runLabel = (r) => `${r.run} (TF ${r.tensorflow_version || '?'}, oneDNN ` +
-      `${r.onednn_state || 'unknown'}: ${r.onednn_reason || r.onednn_source || 'no evidence'})`;
+      `${r.onednn_state || V.ONEDNN_UNKNOWN}: ${r.onednn_reason || r.onednn_source || 'no evidence'})`;
     const parts = [el('p', {},
         el('strong', {text: 'A: '}), runLabel(c.a), el('br'),
         el('strong', {text: 'B: '}), runLabel(c.b), el('br'),
@@ -114,10 +115,10 @@ export const CompareSection = {
           el('span', {class: 'opm-num-inline', text: fmtInt(s.executions)}),
           s.kernels.length ? s.kernels.map((k, i) => {
             // The server's kernel class (why.kernel_class), one per kernel name.
-            const cls = (s.classes || [])[i] || 'unknown';
-            const key = classKey(mode, {name: k, class: cls, onednn: k.startsWith('_Mkl')});
+            const cls = (s.classes || [])[i] || V.KIND_UNKNOWN;
+            const key = classKey(mode, {name: k, class: cls, onednn: k.startsWith(V.ONEDNN_PREFIX)});
             return el('span', {class: 'opm-chip'}, swatch(key),
-                key === 'removed' ? el('span', {class: 'opm-kind opm-kind-removed',
+                key === V.KIND_REMOVED ? el('span', {class: `opm-kind opm-kind-${V.KIND_REMOVED}`,
                   text: 'no kernel (removed by grappler)'})
                   : el('span', {class: 'opm-kernel-name', text: k}));
           }) : el('span', {class: 'opm-muted', text: ' kernel ?'}));
@@ -134,7 +135,7 @@ export const CompareSection = {
         el('tbody', {}, c.rows.map((r) => el('tr', {class: r.kernel_changed ? 'opm-kernel-changed' : '',
           'data-compare-op': r.op_type},
         el('td', {class: 'opm-op', text: r.op_type}),
-        modeCell('eager', r.eager), modeCell('graph', r.graph),
+        modeCell(V.EAGER, r.eager), modeCell(V.GRAPH, r.graph),
         el('td', {}, r.changes.map((ch) => el('span', {class: ch.endsWith(' kernel')
           ? 'opm-tag opm-tag-strong' : 'opm-tag', text: ch}))))))));
     if (c.total > c.rows.length) {

@@ -6,6 +6,7 @@
 import {kernelKind, kindKey} from './colors.js';
 import {api, fmtInt, fmtNs, fmtNumbersIn} from './data.js';
 import {breakable, deviceLine, el, evidenceBadge, kernelCell, kernelNotes, kindWord, message, swatch, uncountedCell, verdict} from './dom.js';
+import {V} from './vocab.js';
 
 export const DetailSection = {
   async showOp(op) {
@@ -55,7 +56,7 @@ export const DetailSection = {
     if (run !== this.store.state.run || op !== this.store.state.op) return;
     this.detailBody.replaceChildren(...this.renderDetail(d));
     this.detail.scrollTop = 0;
-    this.announcer.textContent = `${d.op_type}: ` + ['eager', 'graph'].map((mode) => {
+    this.announcer.textContent = `${d.op_type}: ` + V.MODES.map((mode) => {
       const stats = d[mode];
       if (stats.uncounted) return `${mode} not counted by the dump`;
       if (!stats.executions) return `${mode} did not run`;
@@ -69,7 +70,7 @@ export const DetailSection = {
 
     // The answer: per mode, executions, whether oneDNN, the kernels with evidence and counts.
     const answer = el('div', {class: 'opm-answer', id: 'opm-answer'});
-    for (const mode of ['eager', 'graph']) {
+    for (const mode of V.MODES) {
       const stats = d[mode];
       if (stats.uncounted) {
         answer.append(el('div', {class: 'opm-answer-mode', 'data-mode': mode, 'data-uncounted': '1'},
@@ -83,7 +84,7 @@ export const DetailSection = {
       }
       if (!stats.executions && !stats.kernels.length) {
         answer.append(el('div', {class: 'opm-answer-mode opm-muted', 'data-mode': mode},
-            el('strong', {text: mode}), ` did not run ${mode === 'eager' ? 'eagerly' : 'in a graph'}`));
+            el('strong', {text: mode}), ` did not run ${mode === V.EAGER ? 'eagerly' : 'in a graph'}`));
         continue;
       }
       answer.append(el('div', {class: 'opm-answer-mode', 'data-mode': mode},
@@ -92,14 +93,14 @@ export const DetailSection = {
               el('span', {text: ` ${stats.lower_bound ? 'at least ' : ''}${fmtInt(stats.executions)} executions · `}),
               el('span', {class: 'opm-verdict', text: verdict(stats)}),
               stats.time_ns !== undefined ? el('span', {class: 'opm-muted',
-                title: mode === 'eager' ? 'EagerExecute time, including dispatch'
+                title: mode === V.EAGER ? 'EagerExecute time, including dispatch'
                   : 'the kernel\u2019s compute time',
                 text: ` · ${fmtNs(stats.time_ns)} op time`}) : null),
           kernelCell(mode, stats, true),
           this.dtypeSplit(mode, stats),
           deviceLine(stats, Object.keys(stats.devices || {}).sort()),
           // Why a kernel is unknown (or what grappler did) is said, not hidden in a tooltip.
-          stats.kernels.filter((k) => kernelKind(k) === 'unknown' && kernelNotes(k).length)
+          stats.kernels.filter((k) => kernelKind(k) === V.KIND_UNKNOWN && kernelNotes(k).length)
               .map((k) => el('p', {class: 'opm-note opm-unknown-why'},
                   el('strong', {text: 'unknown: '}), fmtNumbersIn(kernelNotes(k).join('; '))))));
     }
@@ -115,7 +116,7 @@ export const DetailSection = {
     const block = el('div', {class: 'opm-explanation', id: 'opm-explanation'});
     block.append(el('h4', {text: 'Why'}));
     let any = false;
-    for (const mode of ['eager', 'graph']) {
+    for (const mode of V.MODES) {
       if (!why[mode]) continue;
       any = true;
       block.append(el('p', {class: 'opm-why', 'data-mode': mode},
@@ -138,7 +139,7 @@ export const DetailSection = {
           full.map(([mode, text]) => el('p', {}, mode ? el('strong', {text: `${mode}: `}) : null,
               fmtNumbersIn(text)))));
     }
-    const notes = ['eager', 'graph'].flatMap((mode) => d[mode].kernels.flatMap((k) =>
+    const notes = V.MODES.flatMap((mode) => d[mode].kernels.flatMap((k) =>
       kernelNotes(k).map((note) => `${mode} · ${k.name}: ${note}`)));
     if ((d.evidence && d.evidence.length) || notes.length) {
       parts.push(fold('Evidence and notes', 'opm-evidence-box',
@@ -162,10 +163,10 @@ export const DetailSection = {
 
     // Call sites.
     const sites = el('div', {class: 'opm-sites', id: 'opm-sites'});
-    for (const mode of ['eager', 'graph']) {
+    for (const mode of V.MODES) {
       const list = d.call_sites[mode];
       if (!list.length) continue;
-      sites.append(el('h5', {text: mode === 'eager'
+      sites.append(el('h5', {text: mode === V.EAGER
         ? `eager: where it was executed (${fmtInt(d.call_sites_total.eager)} site(s))`
         : `graph: where it was traced into a graph (${fmtInt(d.call_sites_total.graph)} site(s))`}));
       for (const site of list) sites.append(this.renderSite(mode, site));
@@ -182,7 +183,7 @@ export const DetailSection = {
       parts.push(fold(`Graphs that hold it (${fmtInt(d.graphs_total)})`, 'opm-graphs-box',
           el('div', {class: 'opm-graphs'},
               el('table', {class: 'opm-small-table'},
-                  el('thead', {}, el('tr', {}, el('th', {text: 'graph'}), el('th', {text: 'inside'}),
+                  el('thead', {}, el('tr', {}, el('th', {text: V.GRAPH}), el('th', {text: 'inside'}),
                       el('th', {class: 'opm-num', text: 'ops'}), el('th', {class: 'opm-num', text: 'runs'}))),
                   el('tbody', {}, d.graphs.map((g) => el('tr', {title: g.op_names.join('\n')},
                       el('td', {}, el('code', {text: g.name || g.graph_id})),
@@ -208,7 +209,7 @@ export const DetailSection = {
             el('td', {class: 'opm-num', text: fmtInt(e.executions)}),
             el('td', {}, e.kernels.map((k) => el('span', {class: 'opm-chip', 'data-kind': k.kind},
                 swatch(kindKey(mode, k.kind)),
-                k.kind === 'removed' || k.kind === 'unknown' ? null
+                k.kind === V.KIND_REMOVED || k.kind === V.KIND_UNKNOWN ? null
                   : el('span', {class: 'opm-kernel-name'}, breakable(k.name)),
                 el('span', {class: `opm-kind opm-kind-${k.kind}`, text: kindWord(k.kind)}),
                 e.kernels.length > 1 ? el('span', {class: 'opm-count', text: `×${fmtInt(k.executions)}`}) : null)))))));
@@ -226,8 +227,8 @@ export const DetailSection = {
       }
     };
     add('', d.explanation);
-    add('eager', d.eager.explanation);
-    add('graph', d.graph.explanation);
+    add(V.EAGER, d.eager.explanation);
+    add(V.GRAPH, d.graph.explanation);
     return out;
   },
 
@@ -236,7 +237,7 @@ export const DetailSection = {
     const head = el('div', {class: 'opm-site-head'},
         el('code', {class: 'opm-site-where', text: where}),
         el('span', {class: 'opm-muted', text: ` in ${site.function || '?'}`}),
-        el('span', {class: 'opm-count', text: mode === 'eager'
+        el('span', {class: 'opm-count', text: mode === V.EAGER
           ? ` × ${fmtInt(site.count)}`
           : ` × ${fmtInt(site.count)} runs of ${fmtInt(site.ops)} op(s)`}));
     const box = el('div', {class: 'opm-site'}, head);

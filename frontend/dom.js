@@ -7,6 +7,7 @@
 
 import {CLASSES, classKey, kernelKind, kindKey} from './colors.js';
 import {fmtInt, fmtNumbersIn} from './data.js';
+import {V} from './vocab.js';
 
 /**
  * Create an element. Strings among the children become text nodes.
@@ -50,28 +51,39 @@ export function breakable(name) {
 }
 
 export function swatch(key, fused = false) {
-  const entry = CLASSES[key] || CLASSES.unknown;
+  const entry = CLASSES[key] || CLASSES[V.KIND_UNKNOWN];
   const node = el('span', {class: `opm-swatch opm-swatch-${key}` + (fused ? ' opm-fused-mark' : ''),
     'aria-hidden': 'true'});
   node.style.background = entry.color;
   return node;
 }
 
-export const EVIDENCE_TITLE = {
-  log: 'named by the TensorFlow log (Instantiating kernel / Process node)',
-  profile: 'named by a profiler event <node>:<kernel>',
-  inferred: 'inferred from rules, not observed',
-};
+/**
+ * What each evidence word (V.EVIDENCE) means, for its badge's tooltip.
+ * @param {string} evidence
+ * @return {string}
+ */
+export function evidenceTitle(evidence) {
+  return {
+    [V.LOG]: 'named by the TensorFlow log (Instantiating kernel / Process node)',
+    [V.PROFILE]: 'named by a profiler event <node>:<kernel>',
+    [V.INFERRED]: 'inferred from rules, not observed',
+  }[evidence] || evidence;
+}
 
+/**
+ * @param {string} evidence
+ * @return {!HTMLElement}
+ */
 export function evidenceBadge(evidence) {
-  const title = EVIDENCE_TITLE[evidence] || evidence;
+  const title = evidenceTitle(evidence);
   return el('span', {class: `opm-badge opm-ev-${evidence}`, title, text: evidence});
 }
 
 /** The words of a kernel's kind next to its name. */
 export function kindWord(kind) {
-  return {onednn: 'oneDNN', stock: 'stock', removed: 'no kernel (removed by grappler)',
-    unknown: 'unknown'}[kind] || kind;
+  return {[V.KIND_ONEDNN]: 'oneDNN', [V.KIND_STOCK]: 'stock',
+    [V.KIND_REMOVED]: 'no kernel (removed by grappler)', [V.KIND_UNKNOWN]: 'unknown'}[kind] || kind;
 }
 
 export function kernelNotes(kernel) {
@@ -87,8 +99,8 @@ export function kernelChip(mode, kernel, showCount) {
   const kind = kernelKind(kernel);
   const key = classKey(mode, kernel);
   const notes = kernelNotes(kernel);
-  const removed = kind === 'removed';
-  const unknown = kind === 'unknown';
+  const removed = kind === V.KIND_REMOVED;
+  const unknown = kind === V.KIND_UNKNOWN;
   return el('span', {class: `opm-chip opm-chip-${key}` + (kernel.fused ? ' opm-chip-fused' : ''),
     title: [removed || unknown ? kindWord(kind) : `${kernel.name}: ${kindWord(kind)}`,
       ...notes].join('\n'), 'data-kind': kind},
@@ -103,10 +115,10 @@ export function kernelChip(mode, kernel, showCount) {
 }
 
 export function unknownChip(count) {
-  return el('span', {class: 'opm-chip opm-chip-unknown', 'data-kind': 'unknown',
+  return el('span', {class: `opm-chip opm-chip-${V.KIND_UNKNOWN}`, 'data-kind': V.KIND_UNKNOWN,
     title: 'executed, but no log line or profiler event names the kernel'},
-  swatch('unknown'), el('span', {class: 'opm-kernel-name', text: 'kernel ?'}),
-  el('span', {class: 'opm-kind opm-kind-unknown', text: 'unknown'}),
+  swatch(V.KIND_UNKNOWN), el('span', {class: 'opm-kernel-name', text: 'kernel ?'}),
+  el('span', {class: `opm-kind opm-kind-${V.KIND_UNKNOWN}`, text: kindWord(V.KIND_UNKNOWN)}),
   count ? el('span', {class: 'opm-count', text: `×${fmtInt(count)}`}) : null);
 }
 
@@ -131,19 +143,21 @@ export function uncountedCell(u, withNote = true) {
       el('div', {class: 'opm-chips'}, u.kernels.map((k) => el('span', {
         class: `opm-chip opm-chip-graph_${k.kind}`, 'data-kind': k.kind,
         title: `${k.name}: ${kindWord(k.kind)}, seen in the profile`},
-      swatch(kindKey('graph', k.kind)), el('span', {class: 'opm-kernel-name'}, breakable(k.name)),
+      swatch(kindKey(V.GRAPH, k.kind)), el('span', {class: 'opm-kernel-name'}, breakable(k.name)),
       el('span', {class: `opm-kind opm-kind-${k.kind}`, text: kindWord(k.kind)}),
-      evidenceBadge('profile'),
+      evidenceBadge(V.PROFILE),
       el('span', {class: 'opm-count', text: `×${fmtInt(k.events)} events`})))),
       withNote ? el('p', {class: 'opm-note opm-uncounted-note', text: fmtNumbersIn(u.note)}) : null);
 }
 
 /** oneDNN, stock, partly oneDNN, or no kernel: the verdict of a mode in words. */
 export function verdict(stats) {
-  const ran = stats.kernels.filter((k) => ['onednn', 'stock'].includes(kernelKind(k)));
-  const dnn = ran.filter((k) => kernelKind(k) === 'onednn').reduce((n, k) => n + k.executions, 0);
+  const ran = stats.kernels.filter((k) => [V.KIND_ONEDNN, V.KIND_STOCK].includes(kernelKind(k)));
+  const dnn = ran.filter((k) => kernelKind(k) === V.KIND_ONEDNN).reduce((n, k) => n + k.executions, 0);
   const all = ran.reduce((n, k) => n + k.executions, 0);
-  if (!all) return stats.kernels.some((k) => kernelKind(k) === 'removed') ? 'no kernel ran' : 'kernel unknown';
+  if (!all) {
+    return stats.kernels.some((k) => kernelKind(k) === V.KIND_REMOVED) ? 'no kernel ran' : 'kernel unknown';
+  }
   if (dnn === all) return 'oneDNN';
   if (!dnn) return 'not oneDNN (stock)';
   return `partly oneDNN (${fmtInt(dnn)} of ${fmtInt(all)})`;

@@ -6,6 +6,7 @@
 import {CLASSES, kindKey} from './colors.js';
 import {api, fmtInt, fmtNs, fmtNumbersIn, fmtPct} from './data.js';
 import {atLeast, breakable, el, kernelCell, message, rovingRows, section, swatch, verdict} from './dom.js';
+import {V} from './vocab.js';
 
 export const OverviewSection = {
   buildOverview() {
@@ -40,9 +41,9 @@ export const OverviewSection = {
 
   /** The answer first: per oneDNN op type, the kernel of each mode with its evidence. */
   renderGlance(o) {
-    const onednn = o.onednn_state || 'unknown';
-    const g = o.glance || {rows: [], total: 0, basis: 'onednn'};
-    this.glanceTitle.textContent = g.basis === 'onednn'
+    const onednn = o.onednn_state || V.ONEDNN_UNKNOWN;
+    const g = o.glance || {rows: [], total: 0, basis: ''};
+    this.glanceTitle.textContent = g.basis !== 'both'
       ? 'At a glance: op types that ran a oneDNN kernel' : 'At a glance: op types that ran in both modes';
     const cpu = o.cpu || {};
     const head = el('div', {class: 'opm-glance-head'}, el('p', {class: 'opm-glance-facts'},
@@ -65,7 +66,7 @@ export const OverviewSection = {
           ? [el('span', {class: 'opm-glance-count', text: `${atLeast(row[mode])}${fmtInt(row[mode].executions)}×`}),
             el('span', {class: 'opm-verdict', text: verdict(row[mode])}),
             kernelCell(mode, row[mode], true)]
-          : el('span', {class: 'opm-none', text: `did not run ${mode === 'eager' ? 'eagerly' : 'in a graph'}`}));
+          : el('span', {class: 'opm-none', text: `did not run ${mode === V.EAGER ? 'eagerly' : 'in a graph'}`}));
     const table = el('table', {class: 'opm-glance-table', id: 'opm-glance'},
         el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'Op type'}),
             el('th', {scope: 'col', text: 'Eager: executions, kernel, evidence'}),
@@ -77,7 +78,7 @@ export const OverviewSection = {
         el('th', {scope: 'row', class: 'opm-op'}, el('span', {class: 'opm-op-name'}, breakable(row.op_type)),
             row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong', title: row.kernel_differs_why,
               text: 'kernel differs'}) : null),
-        cell(row, 'eager'), cell(row, 'graph')))));
+        cell(row, V.EAGER), cell(row, V.GRAPH)))));
     const more = g.total > g.rows.length ? el('p', {class: 'opm-muted',
       text: `and ${fmtInt(g.total - g.rows.length)} more in the op table below`}) : null;
     rovingRows(table.tBodies[0]);
@@ -85,8 +86,9 @@ export const OverviewSection = {
   },
 
   renderOverview(o) {
-    const onednn = {on: 'on', off: 'off', unknown: 'unknown'}[o.onednn_state] ||
-      (o.onednn_enabled === true ? 'on' : o.onednn_enabled === false ? 'off' : 'unknown');
+    const states = [V.ONEDNN_ON, V.ONEDNN_OFF, V.ONEDNN_UNKNOWN];
+    const onednn = states.includes(o.onednn_state) ? o.onednn_state
+      : o.onednn_enabled === true ? V.ONEDNN_ON : o.onednn_enabled === false ? V.ONEDNN_OFF : V.ONEDNN_UNKNOWN;
     const reason = o.onednn_reason || o.onednn_source || 'no evidence either way';
     const facts = el('dl', {class: 'opm-facts'},
         el('dt', {text: 'TensorFlow'}), el('dd', {text: o.tensorflow_version || 'unknown'}),
@@ -109,7 +111,7 @@ export const OverviewSection = {
 
     const timeTitle = 'Op time in the profiled window (eager: EagerExecute time, including dispatch; ' +
       'graph: kernel compute time)';
-    const outside = ['eager', 'graph'].filter((m) => o.modes[m].time_outside_table_ns);
+    const outside = V.MODES.filter((m) => o.modes[m].time_outside_table_ns);
     const dump = o.dump;
     const dumpNote = dump && (dump.uncounted_total || dump.outside_table.length) ? el('p', {
       class: 'opm-hint opm-dump-coverage', id: 'opm-dump-coverage'},
@@ -139,13 +141,13 @@ export const OverviewSection = {
               `${o.modes[m].outside_table.length > 4 ? ', …' : ''})`).join('; '), '.') : null,
         el('div', {class: 'opm-coverage'},
             el('h3', {text: 'oneDNN coverage'}),
-            ['eager', 'graph'].map((mode) => {
+            V.MODES.map((mode) => {
               const m = o.modes[mode];
               const notes = [];
               if (m.removed_executions) notes.push(`${fmtInt(m.removed_executions)} removed by grappler (no kernel)`);
               if (m.unknown_executions) notes.push(`kernel unknown for ${fmtInt(m.unknown_executions)}`);
               return el('p', {},
-                  swatch(`${mode}_onednn`),
+                  swatch(kindKey(mode, V.KIND_ONEDNN)),
                   el('strong', {text: `${mode}: `}),
                   `${fmtInt(m.onednn_executions)} of ${fmtInt(m.kernel_known_executions)} ` +
                   `executions with a known kernel ran oneDNN (${fmtPct(m.onednn_share_of_known)})`,
@@ -153,19 +155,19 @@ export const OverviewSection = {
             })));
 
     const kinds = o.kinds || [];
-    const kindCols = [['onednn', 'oneDNN'], ['stock', 'stock'],
-      ['removed', 'no kernel (removed by grappler)'], ['unknown', 'unknown kernel']];
+    const kindCols = [[V.KIND_ONEDNN, 'oneDNN'], [V.KIND_STOCK, 'stock'],
+      [V.KIND_REMOVED, 'no kernel (removed by grappler)'], [V.KIND_UNKNOWN, 'unknown kernel']];
     const matrix = el('table', {class: 'opm-matrix', id: 'opm-matrix'},
         el('caption', {text: 'Executions (and op time, where executions are) by mode and kernel'}),
         el('thead', {}, el('tr', {}, el('th', {text: 'mode'}),
             kindCols.map(([, label]) => el('th', {text: label})))),
-        el('tbody', {}, ['eager', 'graph'].map((mode) => el('tr', {'data-mode': mode},
+        el('tbody', {}, V.MODES.map((mode) => el('tr', {'data-mode': mode},
             el('th', {scope: 'row', text: mode}),
             kindCols.map(([kind]) => {
               const cell = kinds.find((c) => c.mode === mode && c.kind === kind) ||
                 {executions: 0, time_ns: null, fused_executions: 0};
               const key = kindKey(mode, kind);
-              const showTime = cell.executions > 0 && kind !== 'removed' &&
+              const showTime = cell.executions > 0 && kind !== V.KIND_REMOVED &&
                 cell.time_ns !== null && cell.time_ns !== undefined;
               return el('td', {class: cell.executions ? '' : 'opm-zero', 'data-kind': kind,
                 'data-executions': cell.executions},
@@ -176,7 +178,7 @@ export const OverviewSection = {
               cell.fused_executions ? el('div', {class: 'opm-cell-fused'}, swatch(key, true),
                   `${fmtInt(cell.fused_executions)} fused`) : null);
             }))), this.xlaRow(o, kindCols.length)));
-    const unattributed = ['eager', 'graph'].filter((m) => o.modes[m].time_unattributed_ns);
+    const unattributed = V.MODES.filter((m) => o.modes[m].time_unattributed_ns);
     const matrixNote = unattributed.length ? el('p', {class: 'opm-hint'},
         unattributed.map((m) => `${m}: ${fmtNs(o.modes[m].time_unattributed_ns)} of op time ` +
           'went to no kernel the counts name (e.g. the profile ran longer than the dump)').join('; ')) : null;
@@ -223,9 +225,9 @@ export const OverviewSection = {
   /** "Counts are a lower bound" when the dump's circular buffer dropped older records. */
   lowerBoundNote(o, id) {
     const cut = o.lower_bound || {};
-    const modes = ['eager', 'graph'].filter((m) => cut[m]);
+    const modes = V.MODES.filter((m) => cut[m]);
     if (!modes.length) return null;
-    const what = modes.map((m) => `${fmtInt(cut[m].records)} ${m === 'eager'
+    const what = modes.map((m) => `${fmtInt(cut[m].records)} ${m === V.EAGER
       ? 'eager execution' : 'graph execution trace'} records`).join(' and ');
     const first = cut[modes[0]];
     return el('div', {class: 'opm-message opm-message-warn opm-lower-bound', id, role: 'note',
@@ -262,7 +264,7 @@ export const OverviewSection = {
     const opsText = (g) => g.ops.slice(0, 6).map((op) => `${op.op_type} (${op.mode} ×${fmtInt(op.executions)})`)
         .join(', ') + (g.ops.length > 6 ? ', …' : '');
     return el('div', {class: 'opm-unknowns', id: 'opm-unknowns'},
-        el('h3', {}, swatch('unknown'), ` Kernel unknown for ${fmtInt(u.executions)} execution(s)`),
+        el('h3', {}, swatch(V.KIND_UNKNOWN), ` Kernel unknown for ${fmtInt(u.executions)} execution(s)`),
         el('ul', {}, u.groups.slice(0, 3).map(group)),
         u.groups.length > 3 ? el('details', {class: 'opm-more'},
             el('summary', {text: `${fmtInt(u.groups.length - 3)} more reason(s)`}),
@@ -290,7 +292,7 @@ export const OverviewSection = {
             el('strong', {text: `Mixed precision: ${d.low_precision.join(', ')}`}),
             ` in ${fmtInt(d.low_precision_op_types)} op type(s) beside float32 (the kernel can ` +
             'differ by dtype: see each op\u2019s dtype split; filter the table with “mixed precision”).') : null,
-        line('eager'), line('graph'));
+        line(V.EAGER), line(V.GRAPH));
   },
 
   /** Executions per device (MirroredStrategy replicas), where the dump's records name several. */
@@ -301,8 +303,8 @@ export const OverviewSection = {
         el('h3', {text: 'Executions per device (the device each record names)'}),
         el('table', {class: 'opm-small-table'},
             el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'device'}),
-                el('th', {scope: 'col', class: 'opm-num', text: 'eager'}),
-                el('th', {scope: 'col', class: 'opm-num', text: 'graph'}))),
+                el('th', {scope: 'col', class: 'opm-num', text: V.EAGER}),
+                el('th', {scope: 'col', class: 'opm-num', text: V.GRAPH}))),
             el('tbody', {}, devices.map((d) => el('tr', {'data-device': d.device},
                 el('th', {scope: 'row'}, el('code', {text: d.device})),
                 el('td', {class: 'opm-num', text: fmtInt(d.eager)}),
@@ -314,7 +316,7 @@ export const OverviewSection = {
   shareBar(title, modes, field, shareField, fmt) {
     const bar = el('div', {class: 'opm-sharebar', role: 'img',
       'aria-label': `${title}: eager ${fmtPct(modes.eager[shareField])}, graph ${fmtPct(modes.graph[shareField])}`});
-    for (const mode of ['eager', 'graph']) {
+    for (const mode of V.MODES) {
       const share = modes[mode][shareField] || 0;
       const part = el('span', {class: `opm-share opm-share-${mode}`,
         text: share >= 0.12 ? `${mode} ${fmtPct(share)}` : ''});
@@ -324,7 +326,7 @@ export const OverviewSection = {
     return el('div', {class: 'opm-share-block', 'data-field': field},
         el('h3', {text: title}), bar,
         el('div', {class: 'opm-share-legend'},
-            ['eager', 'graph'].map((mode) => el('span', {'data-mode': mode,
+            V.MODES.map((mode) => el('span', {'data-mode': mode,
               'data-value': modes[mode][field] === null ? '' : modes[mode][field]},
             el('strong', {text: `${mode} `}),
             `${fmt(modes[mode][field])} (${fmtPct(modes[mode][shareField])})`))));

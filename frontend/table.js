@@ -4,6 +4,7 @@
 
 import {api, fmtInt, fmtNs} from './data.js';
 import {atLeast, breakable, dtypeLine, el, kernelCell, message, rovingRows, section, uncountedCell} from './dom.js';
+import {V} from './vocab.js';
 
 export const TableSection = {
   buildTable() {
@@ -114,9 +115,9 @@ export const TableSection = {
     const floorTitle = 'at least: the dump\u2019s circular buffer dropped older records';
     this.tableHead.replaceChildren(el('tr', {},
         header('Op type', 'op_type'),
-        header(`Eager${floor('eager')}`, 'eager', 'opm-num', cut.includes('eager') ? floorTitle : null),
+        header(`Eager${floor(V.EAGER)}`, V.EAGER, 'opm-num', cut.includes(V.EAGER) ? floorTitle : null),
         el('th', {scope: 'col', text: 'Eager kernels'}),
-        header(`Graph${floor('graph')}`, 'graph', 'opm-num', cut.includes('graph') ? floorTitle : null),
+        header(`Graph${floor(V.GRAPH)}`, V.GRAPH, 'opm-num', cut.includes(V.GRAPH) ? floorTitle : null),
         el('th', {scope: 'col', text: 'Graph kernels'}),
         devices.map((d) => el('th', {scope: 'col', class: 'opm-num opm-device-head', 'data-device': d,
           title: `executions on ${d} (the device the dump's records name)`, text: d})),
@@ -138,7 +139,7 @@ export const TableSection = {
               title: row.kernel_differs_why || 'the kernels differ between the modes',
               text: 'kernel differs'}) : null),
         el('td', {class: 'opm-num', text: `${atLeast(row.eager)}${fmtInt(row.eager.executions)}`}),
-        el('td', {}, kernelCell('eager', row.eager),
+        el('td', {}, kernelCell(V.EAGER, row.eager),
             row.low_precision || row.dtypes_differ ? dtypeLine(row.eager) : null),
         row.graph.uncounted
           ? el('td', {class: 'opm-num', 'data-uncounted': '1'},
@@ -146,10 +147,10 @@ export const TableSection = {
                 text: 'not counted'}))
           : el('td', {class: 'opm-num', text: `${atLeast(row.graph)}${fmtInt(row.graph.executions)}`}),
         el('td', {}, row.graph.uncounted ? uncountedCell(row.graph.uncounted)
-          : kernelCell('graph', row.graph),
+          : kernelCell(V.GRAPH, row.graph),
         row.low_precision || row.dtypes_differ ? dtypeLine(row.graph) : null),
         devices.map((d) => el('td', {class: 'opm-num opm-muted opm-device', 'data-device': d},
-            ['eager', 'graph'].map((mode) => el('div', {},
+            V.MODES.map((mode) => el('div', {},
                 el('span', {class: 'opm-time-label', text: `${mode} `}),
                 fmtInt(((row[mode].devices || {})[d]) || 0))))),
         el('td', {class: 'opm-num opm-muted opm-time'},

@@ -14,6 +14,7 @@
 
 import {CLASSES, FUSED, timelineKey} from './colors.js';
 import {fmtAt, fmtInt, fmtNs, fmtPct} from './data.js';
+import {V} from './vocab.js';
 
 const GUTTER = 112;
 const AXIS = 24;
@@ -240,7 +241,7 @@ export class Timeline {
   }
 
   lanes() {
-    return ['function', 'eager', 'graph'];
+    return ['function', V.EAGER, V.GRAPH];
   }
 
   height() {
@@ -466,7 +467,7 @@ export class Timeline {
       ctx.fillStyle = CLASSES[key] ? CLASSES[key].text : '#000000';
       // Graph boxes: the kernel that ran (the node name is in the tooltip); others: the op.
       const kernel = d.names[ev[4]];
-      const label = laneName === 'graph' && kernel ? kernel : d.names[nameId].split('/').pop();
+      const label = laneName === V.GRAPH && kernel ? kernel : d.names[nameId].split('/').pop();
       ctx.save();
       ctx.beginPath();
       ctx.rect(x, top, visible + 3, h);
@@ -670,7 +671,7 @@ export class Timeline {
         lines.push(`kernel: ${kernel || 'unknown (no evidence names it)'}` +
           ((d.fused || []).includes(kernelId) ? ' (fused kernel)' : ''));
       }
-      if (d.lanes[lane] === 'eager') lines.push('EagerExecute time, including dispatch');
+      if (d.lanes[lane] === V.EAGER) lines.push('EagerExecute time, including dispatch');
       lines.push(`start ${fmtNs(start)}, duration ${fmtNs(dur)}`);
       return lines;
     }

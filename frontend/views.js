@@ -10,7 +10,7 @@
 // (op names, kernels, graph names, paths, source lines, run names) is inserted as text
 // (textContent / text nodes), never as HTML.
 
-import {CLASSES, FUSED, LEGEND_ORDER, watchTheme} from './colors.js';
+import {buildLegend, CLASSES, FUSED, kindKey, LEGEND_ORDER, watchTheme} from './colors.js';
 import {api, fmtBytes, fmtInt, Store} from './data.js';
 import {el, message, swatch} from './dom.js';
 import {CompareSection} from './compare.js';
@@ -18,6 +18,7 @@ import {DetailSection} from './detail.js';
 import {OverviewSection} from './overview.js';
 import {TableSection} from './table.js';
 import {TimelineSection} from './timelineview.js';
+import {loadVocab, V} from './vocab.js';
 
 export class App {
   /** @param {!HTMLElement} root */
@@ -35,6 +36,8 @@ export class App {
   async start() {
     this.root.classList.add('opm-body');
     this.root.replaceChildren();
+    await loadVocab();  // the words every section names (vocab.js), before any renders
+    buildLegend();
     this.stopTheme = watchTheme(this.root, () => this.timeline && this.timeline.draw());
     this.buildLayout();
     this.setState('loading');
@@ -73,17 +76,17 @@ export class App {
     const legendItem = (key) => el('span', {class: 'opm-legend-item', role: 'listitem',
       'data-key': key, title: CLASSES[key].description}, swatch(key),
     el('span', {text: CLASSES[key].label}));
-    // Table and timeline share the mode x oneDNN colours; "removed" is the table's only
+    // Table and timeline share the mode x oneDNN colours; removed is the table's only
     // (a removed op has no box), tf.function calls and tfdbg's ops the timeline's only.
     const group = (id, title, ...items) => el('span', {class: 'opm-legend-group', role: 'list',
       id, 'aria-label': title},
     el('span', {class: 'opm-legend-group-title', 'aria-hidden': 'true', text: `${title}:`}), ...items);
     const legend = el('div', {class: 'opm-legend', role: 'group', 'aria-label': 'Colour legend'},
         group('opm-legend-both', 'Table and timeline',
-            LEGEND_ORDER.filter((k) => !['removed', 'function', 'debug'].includes(k)).map(legendItem),
+            LEGEND_ORDER.filter((k) => ![V.KIND_REMOVED, 'function', 'debug'].includes(k)).map(legendItem),
             el('span', {class: 'opm-legend-item', role: 'listitem', title: FUSED.description},
-                swatch('graph_onednn', true), el('span', {text: FUSED.label}))),
-        group('opm-legend-table', 'Table only', legendItem('removed')),
+                swatch(kindKey(V.GRAPH, V.KIND_ONEDNN), true), el('span', {text: FUSED.label}))),
+        group('opm-legend-table', 'Table only', legendItem(V.KIND_REMOVED)),
         group('opm-legend-timeline', 'Timeline only', legendItem('function'), legendItem('debug')));
     const sticky = el('div', {class: 'opm-sticky'}, toolbar, legend);
     this.root.append(sticky);

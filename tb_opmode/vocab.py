@@ -5,29 +5,41 @@ evidence levels, the kernel classes and kinds and the two kernel names that are 
 kernel (``REMOVED``, ``UNKNOWN``), the oneDNN states, and the checks that sort
 what a dump, log or profile names: a tf.function call (``is_function``), a tfdbg
 instrumentation kernel (``is_debug_kernel``), the executor's plumbing
-(``PLUMBING_KERNELS``), a oneDNN kernel (``is_onednn``).
+(``PLUMBING_KERNELS``), a oneDNN kernel (``is_onednn``). ``served()``: the words as the
+tab's JavaScript receives them (``GET /data/plugin/opmode/vocab``), under these names,
+so that the frontend names them and holds no copy.
 """
 from __future__ import annotations
 
-__all__ = ["MODES", "EVIDENCE", "REMOVED", "UNKNOWN", "KERNEL_CLASSES", "KERNEL_KINDS",
-           "ONEDNN_STATES", "PLUMBING_KERNELS", "FUNCTION_PREFIXES", "DEBUG_PREFIX",
-           "ONEDNN_PREFIX", "is_function", "is_debug_kernel", "is_onednn", "onednn_state"]
+from typing import Any
+
+__all__ = ["MODES", "EAGER", "GRAPH", "EVIDENCE", "LOG", "PROFILE", "INFERRED", "REMOVED",
+           "UNKNOWN", "KERNEL_CLASSES", "KERNEL_KINDS", "KIND_ONEDNN", "KIND_FUSED",
+           "KIND_STOCK", "KIND_REMOVED", "KIND_UNKNOWN", "ONEDNN_STATES", "ONEDNN_ON",
+           "ONEDNN_OFF", "ONEDNN_UNKNOWN", "PLUMBING_KERNELS", "FUNCTION_PREFIXES",
+           "DEBUG_PREFIX", "ONEDNN_PREFIX", "is_function", "is_debug_kernel", "is_onednn",
+           "onednn_state", "served"]
 
 # How an op ran: dispatched one by one (eager), or inside a graph (tf.function).
-MODES = ("eager", "graph")
+EAGER, GRAPH = "eager", "graph"
+MODES = (EAGER, GRAPH)
 # How a kernel is known, strongest first: the TF log, the profiler trace, inference.
-EVIDENCE = ("log", "profile", "inferred")
+LOG, PROFILE, INFERRED = "log", "profile", "inferred"
+EVIDENCE = (LOG, PROFILE, INFERRED)
 # Shown as the kernel of an op that grappler took out of the graph.
 REMOVED = "(optimized away)"
 # Shown where the evidence cannot decide the kernel; the note says why and how to find out.
 UNKNOWN = "(unknown)"
 # ``explain.kernel_class``: fused (a oneDNN kernel grappler's remapper made of several
 # ops), another oneDNN kernel, a stock one, or no kernel known.
-KERNEL_CLASSES = ("onednn", "fused", "stock", "unknown")
+KIND_ONEDNN, KIND_FUSED, KIND_STOCK, KIND_REMOVED, KIND_UNKNOWN = (
+    "onednn", "fused", "stock", "removed", "unknown")
+KERNEL_CLASSES = (KIND_ONEDNN, KIND_FUSED, KIND_STOCK, KIND_UNKNOWN)
 # ``tab.kernel_kind``, what the tab colours a kernel by: fusion is a mark, not a kind.
-KERNEL_KINDS = ("onednn", "stock", "removed", "unknown")
+KERNEL_KINDS = (KIND_ONEDNN, KIND_STOCK, KIND_REMOVED, KIND_UNKNOWN)
 # RunModel.onednn_enabled -> the word the tab and the run list say.
-ONEDNN_STATES = {True: "on", False: "off", None: "unknown"}
+ONEDNN_ON, ONEDNN_OFF, ONEDNN_UNKNOWN = "on", "off", "unknown"
+ONEDNN_STATES = {True: ONEDNN_ON, False: ONEDNN_OFF, None: ONEDNN_UNKNOWN}
 # Executor bookkeeping nodes: no op of the user's program.
 PLUMBING_KERNELS = frozenset(("_Retval", "_Arg", "NoOp", "_SOURCE", "_SINK"))
 # tf.function calls are dispatched as ops named after the traced function.
@@ -57,3 +69,12 @@ def is_onednn(kernel: str) -> bool:
 def onednn_state(enabled: bool | None) -> str:
     """``on``, ``off`` or ``unknown`` for ``RunModel.onednn_enabled``."""
     return ONEDNN_STATES[enabled]
+
+
+def served() -> dict[str, Any]:
+    """Every word above by its name here (tuples and sets as lists; ``ONEDNN_STATES``,
+    keyed by Python's True/False/None, as its three names), for the tab's JavaScript."""
+    words = {name: value for name, value in globals().items()
+             if name in __all__ and name != "ONEDNN_STATES" and not callable(value)}
+    return {name: sorted(value) if isinstance(value, frozenset) else
+            list(value) if isinstance(value, tuple) else value for name, value in words.items()}

@@ -35,6 +35,7 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from .. import vocab
 from ..errors import BadParameter, NoSuchFile, PublicError
 from ..present import tab, timeline
 from .loader import RunLoader
@@ -60,6 +61,7 @@ STATIC_FILES: dict[str, str] = {
     "compare.js": "text/javascript",
     "timeline.js": "text/javascript",
     "colors.js": "text/javascript",
+    "vocab.js": "text/javascript",
     "style.css": "text/css",
 }
 MAX_RESPONSE_BYTES = 1 << 20
@@ -171,6 +173,7 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     def get_plugin_apps(self) -> dict[str, Handler]:
         apps: dict[str, Handler] = {
+            "/vocab": self._serve_vocab,
             "/runs": self._serve_runs,
             "/progress": self._serve_progress,
             "/overview": self._serve_overview,
@@ -242,6 +245,11 @@ class OpModePlugin(base_plugin.TBPlugin):
         raise BadParameter(f"{name} must be 0 or 1; got {raw[:40]!r}")
 
     # ------------------------------------------------------------ routes
+
+    @_route
+    def _serve_vocab(self, request: wrappers.Request) -> wrappers.Response:
+        """The shared words (``vocab.served``): modes, evidence, kernel kinds, ..., by name."""
+        return self._respond(request, vocab.served())
 
     @_route
     def _serve_runs(self, request: wrappers.Request) -> wrappers.Response:
