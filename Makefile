@@ -2,8 +2,8 @@
 #   make demo   build a real logdir with TensorFlow and open TensorBoard with the Op Mode tab
 #   make test   install everything and run every test: first the tier without TensorFlow
 #               (tests/unit, in .venv-notf, and the wheel's smoke test), then lint and strict
-#               types (make lint), then on TF 2.21 and on TF 2.13, and the truth matrix on
-#               TF 2.17 too
+#               types (make lint) and the tab's JSDoc types (make jscheck), then on TF 2.21
+#               and on TF 2.13, and the truth matrix on TF 2.17 too
 PYTHON ?= python3
 VENV ?= .venv
 VENV213 ?= .venv-tf213
@@ -13,7 +13,7 @@ DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-notf lint test-213 matrix venv venv213 venv217 venv-notf browser bench bench-quick clean
+.PHONY: demo test test-notf lint jscheck node test-213 matrix venv venv213 venv217 venv-notf browser bench bench-quick clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -58,9 +58,24 @@ test-notf: venv-notf
 
 # Debian's chromium for the browser tests (Playwright drives it; no browser download), and
 # npm, with which the accessibility test fetches axe-core from the npm registry.
-browser:
+browser: node
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium; }
+
+node:
 	@command -v npm >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q nodejs npm; }
+
+# The tab's JSDoc types, checked by TypeScript (tsc --checkJs --noEmit, settings in
+# jsconfig.json: strict but for noImplicitAny). TypeScript is pinned and installed from the
+# npm registry into $(TOOLS) (git-ignored), once per version.
+TSC_VERSION ?= 5.9.3
+TOOLS ?= .tools
+$(TOOLS)/.typescript-$(TSC_VERSION):
+	$(MAKE) node
+	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error typescript@$(TSC_VERSION)
+	touch $@
+
+jscheck: $(TOOLS)/.typescript-$(TSC_VERSION)
+	$(TOOLS)/node_modules/.bin/tsc -p jsconfig.json
 
 demo: venv
 	rm -rf $(DEMO_DIR) && $(VENV)/bin/python demo/make_logdir.py $(DEMO_DIR)
@@ -74,7 +89,7 @@ lint: venv
 
 # The no-TF tier first: it needs only the small venv, so it answers before TF is installed.
 test: test-notf
-	$(MAKE) lint venv venv213 venv217 browser
+	$(MAKE) lint jscheck venv venv213 venv217 browser
 	$(VENV)/bin/python -m pytest -q tests
 	$(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
 	$(VENV217)/bin/python -m pytest -q tests/matrix
@@ -94,4 +109,4 @@ bench-quick: venv
 	$(VENV)/bin/python bench/bench.py --quick
 
 clean:
-	rm -rf $(VENV) $(VENV213) $(VENV217) $(VENVNOTF) demo/logs
+	rm -rf $(VENV) $(VENV213) $(VENV217) $(VENVNOTF) $(TOOLS) demo/logs

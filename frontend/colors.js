@@ -13,7 +13,7 @@ import {V} from './vocab.js';
 
 /**
  * @typedef {{color: string, label: string, text: string, description: string,
- *            hollow: (boolean|undefined)}} LegendEntry
+ *            hollow?: boolean}} LegendEntry
  */
 
 /**
@@ -64,8 +64,7 @@ export function buildLegend() {
 /**
  * Kind of a kernel: one of V.KERNEL_KINDS (the server's "kind"; from its "class" field
  * when absent).
- * @param {?{kind: (string|undefined), class: (string|undefined), onednn: boolean,
- *           name: string}} kernel
+ * @param {?{kind?: string, class?: string, onednn: boolean, name: string}} kernel
  * @return {string}
  */
 export function kernelKind(kernel) {
@@ -79,8 +78,7 @@ export function kernelKind(kernel) {
 /**
  * Class key of a kernel in a mode: mode x oneDNN, or removed / unknown.
  * @param {string} mode one of V.MODES
- * @param {?{kind: (string|undefined), class: (string|undefined), onednn: boolean,
- *           name: string}} kernel
+ * @param {?{kind?: string, class?: string, onednn: boolean, name: string}} kernel
  * @return {string}
  */
 export function classKey(mode, kernel) {
@@ -128,8 +126,8 @@ function tensorBoardBody() {
  * watches it. Outside TensorBoard, the system's prefers-color-scheme decides.
  * Sets "opm-dark" or "opm-light" on ``root`` and calls ``onChange`` after a change.
  * @param {!HTMLElement} root
- * @param {function()} onChange
- * @return {function()} stops watching
+ * @param {function(): void} onChange
+ * @return {function(): void} stops watching
  */
 export function watchTheme(root, onChange) {
   const scheme = window.matchMedia('(prefers-color-scheme: dark)');

@@ -3,7 +3,7 @@
 // Out: DOM nodes, strings as text.
 
 import {classKey} from './colors.js';
-import {api, fmtInt, fmtNs} from './data.js';
+import {api, failure, fmtInt, fmtNs} from './data.js';
 import {el, message, section, swatch} from './dom.js';
 import {V} from './vocab.js';
 
@@ -88,7 +88,8 @@ export const CompareSection = {
     let c;
     try {
       c = await api.compare(a, b, this.compareChanged.checked);
-    } catch (err) {
+    } catch (caught) {
+      const err = failure(caught);
       if (ticket === this.compareTicket) {
         this.compareBody.replaceChildren(message(err.message, 'error'));
       }

@@ -30,11 +30,22 @@ export async function getJSON(route, params = {}, signal = null) {
   const response = await fetch(routeUrl(route, params), {signal: signal || undefined});
   if (!response.ok) {
     const text = await response.text();
-    const error = new Error(text || `${response.status} ${response.statusText}`);
+    const error = /** @type {!Error & {status: number}} */ (
+        new Error(text || `${response.status} ${response.statusText}`));
     error.status = response.status;
     throw error;
   }
   return response.json();
+}
+
+/**
+ * A caught exception as an Error: getJSON's carry the server's text, an aborted fetch is
+ * an AbortError (a DOMException, an Error too); anything else thrown becomes one.
+ * @param {unknown} err
+ * @return {!Error}
+ */
+export function failure(err) {
+  return err instanceof Error ? err : new Error(String(err));
 }
 
 export const api = {
@@ -58,11 +69,11 @@ export const api = {
 export class Store {
   constructor(initial) {
     this.state = initial;
-    /** @type {!Array<function(!Object, !Object)>} */
+    /** @type {!Array<function(!Object, !Object): void>} */
     this.listeners = [];
   }
 
-  /** @param {function(!Object, !Object)} listener */
+  /** @param {function(!Object, !Object): void} listener */
   subscribe(listener) {
     this.listeners.push(listener);
   }

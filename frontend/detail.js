@@ -4,7 +4,7 @@
 // route's JSON. Out: DOM nodes, strings as text.
 
 import {kernelKind, kindKey} from './colors.js';
-import {api, fmtInt, fmtNs, fmtNumbersIn} from './data.js';
+import {api, failure, fmtInt, fmtNs, fmtNumbersIn} from './data.js';
 import {breakable, deviceLine, el, evidenceBadge, kernelCell, kernelNotes, kindWord, message, swatch, uncountedCell, verdict} from './dom.js';
 import {V} from './vocab.js';
 
@@ -49,7 +49,8 @@ export const DetailSection = {
     let d;
     try {
       d = await api.op(run, op);
-    } catch (err) {
+    } catch (caught) {
+      const err = failure(caught);
       this.detailBody.replaceChildren(message(err.message, 'error'));
       return;
     }

@@ -200,7 +200,7 @@ export function deviceLine(stats, devices) {
  * @param {!HTMLElement} tbody
  */
 export function rovingRows(tbody) {
-  const rows = () => [...tbody.querySelectorAll('tr[data-op]')];
+  const rows = () => [...tbody.querySelectorAll('tr[data-op]')].map((r) => /** @type {!HTMLElement} */ (r));
   const all = rows();
   if (!all.length) return;
   const current = all.find((r) => r.classList.contains('opm-selected')) || all[0];
@@ -209,7 +209,7 @@ export function rovingRows(tbody) {
   tbody.dataset.roving = '1';
   tbody.addEventListener('keydown', (e) => {
     const list = rows();
-    const at = list.indexOf(e.target.closest('tr[data-op]'));
+    const at = list.indexOf(/** @type {!HTMLElement} */ (/** @type {!Element} */ (e.target).closest('tr[data-op]')));
     if (at < 0) return;
     const to = {ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: list.length - 1}[e.key];
     if (to === undefined) return;
@@ -219,7 +219,7 @@ export function rovingRows(tbody) {
     next.focus();
   });
   tbody.addEventListener('focusin', (e) => {
-    const row = e.target.closest('tr[data-op]');
+    const row = /** @type {!Element} */ (e.target).closest('tr[data-op]');
     if (!row) return;
     for (const r of rows()) r.tabIndex = r === row ? 0 : -1;
   });

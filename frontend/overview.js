@@ -4,7 +4,7 @@
 // Methods of App (views.js). In: the overview JSON. Out: DOM nodes, strings as text.
 
 import {CLASSES, kindKey} from './colors.js';
-import {api, fmtInt, fmtNs, fmtNumbersIn, fmtPct} from './data.js';
+import {api, failure, fmtInt, fmtNs, fmtNumbersIn, fmtPct} from './data.js';
 import {atLeast, breakable, el, kernelCell, message, rovingRows, section, swatch, verdict} from './dom.js';
 import {V} from './vocab.js';
 
@@ -27,7 +27,8 @@ export const OverviewSection = {
     let o;
     try {
       o = await api.overview(run);
-    } catch (err) {
+    } catch (caught) {
+      const err = failure(caught);
       this.overviewBody.replaceChildren(message(err.message, 'error'));
       this.glanceBody.replaceChildren();
       return;
@@ -81,7 +82,7 @@ export const OverviewSection = {
         cell(row, V.EAGER), cell(row, V.GRAPH)))));
     const more = g.total > g.rows.length ? el('p', {class: 'opm-muted',
       text: `and ${fmtInt(g.total - g.rows.length)} more in the op table below`}) : null;
-    rovingRows(table.tBodies[0]);
+    rovingRows(/** @type {!HTMLTableElement} */ (table).tBodies[0]);
     this.glanceBody.replaceChildren(...[head, table, more].filter(Boolean));
   },
 

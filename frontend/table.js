@@ -2,7 +2,7 @@
 // per-device columns) with the detail's element beside it. Methods of App (views.js).
 // In: a page of the optypes route. Out: DOM nodes, strings as text.
 
-import {api, fmtInt, fmtNs} from './data.js';
+import {api, failure, fmtInt, fmtNs} from './data.js';
 import {atLeast, breakable, dtypeLine, el, kernelCell, message, rovingRows, section, uncountedCell} from './dom.js';
 import {V} from './vocab.js';
 
@@ -87,7 +87,8 @@ export const TableSection = {
     let page;
     try {
       page = await api.opTypes(run, table, controller.signal);
-    } catch (err) {
+    } catch (caught) {
+      const err = failure(caught);
       if (err.name === 'AbortError') return;
       this.tableBody.replaceChildren(el('tr', {}, el('td', {colspan: 6},
           message(err.message, 'error'))));
@@ -98,6 +99,12 @@ export const TableSection = {
 
   renderTable(page) {
     const {table} = this.store.state;
+    /**
+     * @param {string} label
+     * @param {string} sort
+     * @param {string=} cls
+     * @param {?string=} title
+     */
     const header = (label, sort, cls = '', title = null) => {
       const active = table.sort === sort;
       const arrow = active ? (table.order === 'desc' ? ' ▼' : ' ▲') : '';

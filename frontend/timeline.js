@@ -13,7 +13,7 @@
 // inspected is said in a live region and shown in the tooltip.
 
 import {CLASSES, FUSED, timelineKey} from './colors.js';
-import {fmtAt, fmtInt, fmtNs, fmtPct} from './data.js';
+import {failure, fmtAt, fmtInt, fmtNs, fmtPct} from './data.js';
 import {V} from './vocab.js';
 
 const GUTTER = 112;
@@ -57,15 +57,20 @@ export class Timeline {
   constructor(host, fetchWindow) {
     this.fetchWindow = fetchWindow;
     // null: the run's span is not known yet (its overview is loading); 0: no profile.
+    /** @type {?number} */
     this.span = null;
     this.view = {start: 0, end: 1};
+    /** @type {?Object} the window shown, as the timeline route answers it */
     this.data = null;
     this.debug = false;
+    /** @type {?AbortController} */
     this.pending = null;
     this.timer = 0;
     this.drag = null;
     this.hover = null;
     this.status = '';
+    /** @type {?function(): void} called after the view changes (timelineview.js sets it) */
+    this.onChange = null;
 
     this.root = document.createElement('div');
     this.root.className = 'opm-timeline';
@@ -159,11 +164,12 @@ export class Timeline {
     const controller = this.overviewPending = new AbortController();
     const span = this.span;
     try {
-      const data = await this.fetchWindow(0, Math.ceil(span) + 1, 600, this.debug, controller.signal);
+      const data = await this.fetchWindow(0, Math.ceil(span || 0) + 1, 600, this.debug, controller.signal);
       if (controller.signal.aborted || span !== this.span) return;
       this.overview = data;
       this.drawStrip();
-    } catch (err) {
+    } catch (caught) {
+      const err = failure(caught);
       if (err.name !== 'AbortError') this.overview = null;
     }
   }
@@ -199,6 +205,7 @@ export class Timeline {
     const items = this.visible();
     if (!items.length) return 0.5;
     const centre = this.view.start + width / 2;
+    /** @type {?Array<number>} */
     let best = null;
     let bestDist = Infinity;
     for (const item of items) {
@@ -207,7 +214,7 @@ export class Timeline {
       if (dist < bestDist) { best = [a, z]; bestDist = dist; }
       if (!dist) break;
     }
-    return bestDist === 0 ? 0.5 : frac(Math.min(Math.max(centre, best[0]), best[1]));
+    return bestDist === 0 || !best ? 0.5 : frac(Math.min(Math.max(centre, best[0]), best[1]));
   }
 
   reset() {
@@ -216,6 +223,10 @@ export class Timeline {
     this.changed();
   }
 
+  /**
+   * @param {number} factor
+   * @param {?number=} centerFrac where the zoom is anchored, as a share of the width
+   */
   zoom(factor, centerFrac = null) {
     if (!this.span) return;
     if (centerFrac === null) centerFrac = this.zoomAnchor();
@@ -229,7 +240,8 @@ export class Timeline {
   setView(start, end) {
     const width = end - start;
     if (start < 0) { start = 0; end = width; }
-    if (end > this.span) { end = this.span; start = Math.max(0, end - width); }
+    const span = /** @type {number} */ (this.span);  // set: callers return while it is not
+    if (end > span) { end = span; start = Math.max(0, end - width); }
     this.view = {start, end};
     this.changed();
   }
@@ -295,7 +307,8 @@ export class Timeline {
         const items = data.level === 'events' ? data.events : data.bins;
         this.focusItem = items.find((it) => it[0] === lane && it[1] === start) || null;
       }
-    } catch (err) {
+    } catch (caught) {
+      const err = failure(caught);
       if (err.name === 'AbortError') return;
       this.status = `cannot load the timeline: ${err.message}`;
     } finally {
@@ -320,7 +333,7 @@ export class Timeline {
       this.canvas.width = Math.round(width * dpr);
       this.canvas.height = Math.round(height * dpr);
     }
-    const ctx = this.canvas.getContext('2d');
+    const ctx = /** @type {!CanvasRenderingContext2D} */ (this.canvas.getContext('2d'));
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const fg = cssVar('--opm-fg', '#212121');
     const muted = cssVar('--opm-muted', '#616161');
@@ -515,7 +528,7 @@ export class Timeline {
       this.strip.width = Math.round(width * dpr);
       this.strip.height = Math.round(STRIP * dpr);
     }
-    const ctx = this.strip.getContext('2d');
+    const ctx = /** @type {!CanvasRenderingContext2D} */ (this.strip.getContext('2d'));
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, width, STRIP);
     const plot = this.plotWidth();
@@ -593,6 +606,7 @@ export class Timeline {
   nearestIn(lane, t) {
     const d = this.data;
     if (!d) return null;
+    /** @type {?Array<number>} */
     let best = null;
     let bestDist = Infinity;
     for (const item of d.level === 'events' ? d.events : d.bins) {

@@ -11,7 +11,7 @@
 // (textContent / text nodes), never as HTML.
 
 import {buildLegend, CLASSES, FUSED, kindKey, LEGEND_ORDER, watchTheme} from './colors.js';
-import {api, fmtBytes, fmtInt, Store} from './data.js';
+import {api, failure, fmtBytes, fmtInt, Store} from './data.js';
 import {el, message, swatch} from './dom.js';
 import {CompareSection} from './compare.js';
 import {DetailSection} from './detail.js';
@@ -20,10 +20,21 @@ import {TableSection} from './table.js';
 import {TimelineSection} from './timelineview.js';
 import {loadVocab, V} from './vocab.js';
 
-export class App {
+/**
+ * The sections' methods, mixed into App's prototype below.
+ * @typedef {typeof OverviewSection & typeof TableSection & typeof DetailSection &
+ *           typeof TimelineSection & typeof CompareSection} Sections
+ */
+/** App's base: nothing at run time, the sections' methods to the type checker. */
+const WithSections = /** @type {new () => Sections} */ (/** @type {unknown} */ (class {}));
+
+export class App extends WithSections {
   /** @param {!HTMLElement} root */
   constructor(root) {
+    super();
     this.root = root;
+    /** @type {?import('./timeline.js').Timeline} the timeline card's canvas (timelineview.js builds it) */
+    this.timeline = null;
     this.store = new Store({
       runs: [], progress: null, run: null, loadedAt: null,
       table: {sort: 'total', order: 'desc', filters: [], q: '', page: 0, pageSize: 50},
@@ -31,6 +42,12 @@ export class App {
     });
     this.pollTimer = 0;
     this.tableRequest = null;
+    // Built by buildLayout() (in start()) before anything reads them.
+    /** @type {!HTMLElement} */ this.status;
+    /** @type {!HTMLElement} */ this.progressFill;
+    /** @type {!HTMLElement} */ this.progressBar;
+    /** @type {!HTMLElement} */ this.progressText;
+    /** @type {!HTMLElement} */ this.exportLinks;
   }
 
   async start() {
@@ -111,7 +128,8 @@ export class App {
     let data;
     try {
       data = await api.runs();
-    } catch (err) {
+    } catch (caught) {
+      const err = failure(caught);
       this.status.replaceChildren(message(`Cannot list runs: ${err.message}`, 'error'));
       this.pollTimer = setTimeout(() => this.refreshRuns(), 5000);
       return;
@@ -201,7 +219,7 @@ export class App {
     if (changed) {
       this.closeDetail();
       // The span of a run is known once its overview is: until then the timeline loads.
-      this.timeline.setLoading();
+      if (this.timeline) this.timeline.setLoading();  // built by buildLayout()
       this.renderTimelineInfo();
     }
     await Promise.all([
