@@ -30,11 +30,11 @@ from ..model import EagerAssignment, OpKernel, RunModel
 from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, OpCreation, digest_rank
 from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
 from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
-from .nodes import canonical_op, suffixes
+from .nodes import canonical_op, origin_name, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
 
 __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
-           "is_fused", "run_cpu", "inferred_kernel", "FLOAT_DTYPES"]
+           "is_fused", "run_cpu", "inferred_kernel", "FLOAT_DTYPES", "cpu_from_kernels"]
 
 FLOAT_DTYPES = frozenset(("DT_FLOAT", "DT_DOUBLE", "DT_BFLOAT16", "DT_HALF"))
 _NO_TENSOR = 1  # tensor_debug_mode of a dump that records no tensor values
@@ -196,9 +196,12 @@ def _profiled_debug_ops(model: RunModel, wanted: set[str]) -> tuple[set[str], se
 
 
 def _suffix_index(nodes: dict[str, tuple[str, str, str]], wanted: set[str]) -> dict[str, list[str]]:
+    """Dump op name -> executed nodes that stand for it, by the longest suffix of the
+    node's name, or of the name of the op grappler made it from (its own node wins,
+    being shorter)."""
     index: dict[str, list[str]] = defaultdict(list)
     for node in nodes:
-        for suffix in suffixes(node):
+        for suffix in suffixes(origin_name(node)):
             if suffix in wanted:
                 index[suffix].append(node)
                 break
@@ -357,6 +360,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     for op in resolved:
         if op.kernel != REMOVED and not op.fused_into and op.evidence in ("log", "profile"):
             seen[(op.op_type, op.dtype)][op.kernel] += 1
+    cpu_seen = cpu_from_kernels(model, resolved)
     consumers_cache: dict[tuple[int, str], dict[str, list[str]]] = {}
     resolved_by_name = {(op.graph_id, op.op_name): op for op in resolved}
     if model.onednn_enabled is not False:
@@ -509,7 +513,8 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             op.note = (f"no node of its own was observed; other {op.op_type} ops "
                        f"({op.dtype or 'same dtype'}) in this run's graphs ran {kernel}")
             continue
-        op.kernel, op.note = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT")
+        op.kernel, op.note = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
+                                             cpu_seen)
         op.evidence = "inferred"
 
 
@@ -655,6 +660,30 @@ def run_cpu(model: RunModel) -> frozenset[str] | None:
     return frozenset().union(*found) if found else None
 
 
+def cpu_from_kernels(model: RunModel, graph_ops: list[OpKernel]) -> dict[str, tuple[bool, str]]:
+    """CPU feature -> (whether the run's CPU had it, how we know), from graph nodes a
+    profile or log saw run a kernel that hangs on that feature (a float16 MatMul runs
+    _MklMatMul only with AVX512_FP16). With oneDNN off or not known to be on, a stock
+    kernel says nothing about the CPU, but the stock answer it implies is the same."""
+    out: dict[str, tuple[bool, str]] = {}
+    if model.onednn_enabled is False:
+        return out
+    version = model.tensorflow_version
+    for op in graph_ops:
+        if op.evidence not in ("log", "profile") or op.fused_into or op.dtype not in FLOAT_DTYPES:
+            continue
+        needs = cpu_dependence(op.op_type, "graph", version, op.dtype, True)
+        if needs is None or not needs.cpu:
+            continue
+        if op.kernel == needs.kernel:
+            out[needs.cpu] = (True, f"its graph {op.op_type} ({op.dtype}) ran {op.kernel} "
+                                    f"({'TF log' if op.evidence == 'log' else 'profile'})")
+        elif op.kernel == op.op_type and needs.cpu not in out:
+            out[needs.cpu] = (False, f"its graph {op.op_type} ({op.dtype}) ran the stock "
+                                     f"{op.kernel} ({'TF log' if op.evidence == 'log' else 'profile'})")
+    return out
+
+
 # Contractions, convolutions, pooling, softmax and batch norm: in a model they run in
 # a float type, so an unrecorded dtype is taken as float32 (said in the note).
 _FLOAT_MATH = frozenset((
@@ -669,13 +698,15 @@ _RERUN = ("to know, keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2, stderr) with the run
           "with tensor_debug_mode='FULL_HEALTH'")
 
 
-def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str) -> tuple[str, str]:
+def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str,
+                    cpu_seen: dict[str, tuple[bool, str]] | None = None) -> tuple[str, str]:
     """(kernel, note) from the rule table for an op no evidence observed.
 
     ``dtype`` is a ``DT_*`` name, "" (a non-float output), ``DTYPE_SOME_FLOAT``
     (CURT/CONCISE_HEALTH: some float type) or ``DTYPE_UNKNOWN`` (NO_TENSOR). Where
     the answer hangs on what was not recorded (the dtype, the CPU), the kernel is
-    ``UNKNOWN`` and the note says what it depends on."""
+    ``UNKNOWN`` and the note says what it depends on. ``cpu_seen`` (from
+    :func:`cpu_from_kernels`) answers a CPU question no log line did."""
     version = model.tensorflow_version
     onednn = model.onednn_enabled is not False
     cpu = run_cpu(model)
@@ -700,6 +731,14 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str) -> tup
     kernel, rule = expected_kernel(op_type, mode, version, dtype, onednn, cpu)
     if cpu is None:
         needs = cpu_dependence(op_type, mode, version, dtype, onednn)
+        seen = (cpu_seen or {}).get(needs.cpu) if needs is not None else None
+        if needs is not None and seen is not None:
+            has, how = seen
+            if has:
+                return needs.kernel, (f"by the rule for a CPU with {needs.cpu} ({needs.source}): "
+                                      f"the run's CPU has it, as {how}")
+            return kernel, (f"{_rule_note(model, rule)}; {op_type} ({dtype}) runs {needs.kernel} "
+                            f"only on a CPU with {needs.cpu}, which this run's had not, as {how}")
         if needs is not None:
             return UNKNOWN, (f"unknown: in TF {version or '(unknown version)'} {op_type} ({dtype}) "
                              f"runs {needs.kernel} on a CPU with {needs.cpu} and {kernel} "
@@ -734,6 +773,7 @@ def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssign
         if (op.evidence in ("log", "profile") and not op.fused_into
                 and canonical_op(op.kernel) == op.op_type):
             seen[(op.op_type, op.dtype)][op.kernel] += op.executions
+    cpu_seen = cpu_from_kernels(model, graph_ops)
     out: list[EagerAssignment] = []
     for (op_type, dtype), n in sorted(per_dtype.items()):
         candidates = log_kernels.get(op_type)
@@ -756,7 +796,7 @@ def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssign
                           f"pass runs; {op_type} ({_dtype_words(dtype)}) ran {entry.kernel} in "
                           f"this run's graphs")
         else:
-            entry.kernel, entry.note = inferred_kernel(model, op_type, "eager", dtype)
+            entry.kernel, entry.note = inferred_kernel(model, op_type, "eager", dtype, cpu_seen)
             if not dtype:
                 entry.note = "non-float output (not instrumented by this dump mode); " + entry.note
         out.append(entry)
@@ -818,13 +858,34 @@ def detect_onednn(model: RunModel) -> tuple[bool | None, str]:
     for log in model.logs:
         kernels.update(log.graph_kernels.values())
         kernels.update((ek.kernel, ek.dtype) for ek in log.eager_kernels if ek.kernel)
+    profiled: set[str] = set()
     for prof in model.profiles:
-        kernels.update((k, "") for k in {k for _n, k, _s, _d in prof.graph_ops})
-    if any(is_onednn(k) for k, _t in kernels):
+        profiled.update(k for _n, k, _s, _d in prof.graph_ops)
+    if any(is_onednn(k) for k, _t in kernels) or any(is_onednn(k) for k in profiled):
         return True, "oneDNN kernels (_Mkl*) ran"
+    # A profile's events carry no dtype: a stock kernel says "oneDNN off" only if every
+    # op of its type in the dump has a dtype oneDNN would take (a float16 MatMul runs
+    # stock on most CPUs with oneDNN on); without a dump, float32 is assumed.
+    dump_dtypes = _dump_dtypes_by_type(model, profiled) if model.dumps else {}
+    kernels.update((k, "DT_FLOAT") for k in profiled
+                   if dump_dtypes.get(k, {"DT_FLOAT"}) == {"DT_FLOAT"})
     stock = sorted({k for k, t in kernels if t in ("DT_FLOAT", "")
                     and expected_kernel(k, "graph", model.tensorflow_version, "DT_FLOAT", True)[0] != k})
     if stock:
         return False, (f"stock {', '.join(stock[:3])} ran where oneDNN would run its _Mkl kernel "
                        "(and no _Mkl kernel ran at all)")
     return None, ""
+
+
+def _dump_dtypes_by_type(model: RunModel, op_types: set[str]) -> dict[str, set[str]]:
+    """Op type -> the dtypes its graph ops' traced outputs have in the dumps (the
+    "some float"/"not recorded" markers read as float32, as the rules read them)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for dump in model.dumps:
+        for (graph_id, op_name, _slot), dtype in dump.trace_dtypes.items():
+            graph = dump.graphs.get(graph_id)
+            created = graph.ops.get(op_name) if graph is not None else None
+            if created is not None and created.op_type in op_types:
+                out[created.op_type].add(
+                    "DT_FLOAT" if dtype in (DTYPE_SOME_FLOAT, DTYPE_UNKNOWN) else dtype or "non-float")
+    return out
