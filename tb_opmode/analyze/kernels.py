@@ -416,6 +416,13 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "node): grappler removed or constant-folded it; a NO_TENSOR dump does "
                        "not record which")
             continue
+        if op.op_type == "Const" and _lifted_capture(model.dumps[i], op):
+            op.kernel, op.evidence = REMOVED, "inferred"
+            op.note = ("no Const kernel ran: it is an eager tensor the tf.data function "
+                       "captured by value (its creation stack passes through TF's "
+                       "capture_by_value), which tf.data feeds its function as an argument "
+                       "(_Arg) instead (inferred; no log or profile shows it)")
+            continue
         summaries, identities = profiled_debug
         # A NO_TENSOR dump has no summary nodes at all: a missing summary says nothing.
         if (summaries and op.op_name in identities and op.op_name not in summaries
@@ -500,10 +507,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         if op.op_type == "Placeholder":
             graphs = model.dumps[i].graphs
             graph = graphs[op.graph_id]
-            # tf.data runs its functions (graphs "Dataset_map_...", "reduce_..._body") with
-            # their own executors even when they are traced inside a tf.function.
-            inlined = (graph.outer_id in graphs
-                       and not graph.name.startswith(("Dataset_", "reduce_")))
+            inlined = graph.outer_id in graphs and not graph.name.startswith(_DATASET_GRAPHS)
             _placeholder(op, inlined)
             continue
         observed = seen.get((op.op_type, op.dtype))
@@ -516,6 +520,24 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         op.kernel, op.note = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
                                              cpu_seen)
         op.evidence = "inferred"
+
+
+_CAPTURE_FRAMES = frozenset(("_capture_as_const", "capture_by_value"))
+
+
+def _lifted_capture(dump: DumpSet, op: OpKernel) -> bool:
+    """Whether a Const of a tf.data function graph is a captured eager tensor: tf.data
+    functions capture by value, and the dataset op passes such captures as arguments."""
+    graph = dump.graphs.get(op.graph_id)
+    created = graph.ops.get(op.op_name) if graph is not None else None
+    if graph is None or created is None or not graph.name.startswith(_DATASET_GRAPHS):
+        return False
+    return any(dump.stack_frames.get(f, (0, 0, ""))[2] in _CAPTURE_FRAMES for f in created.stack)
+
+
+# tf.data runs its functions (graphs "Dataset_map_...", "reduce_..._body") with their own
+# executors even when they are traced inside a tf.function.
+_DATASET_GRAPHS = ("Dataset_", "reduce_")
 
 
 # Ops that can forward their input unchanged, which grappler then removes (or replaces
