@@ -520,6 +520,64 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         op.kernel, op.note = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
                                              cpu_seen)
         op.evidence = "inferred"
+    _gradient_reshapes(model, resolved, unresolved)
+
+
+_PROFILED_REMOVAL = "no profiler event for it"
+
+
+def _gradient_reshapes(model: RunModel, resolved: list[OpKernel],
+                       unresolved: list[tuple[int, OpKernel]]) -> None:
+    """A broadcasting op's gradient is ``Reshape(Sum(g, axes), Shape(x))``. Where the
+    Reshape forwarded its input (rank >= 2, so the dump cannot say whether grappler
+    could prove it a no-op), its Sum, whose event a profile records, tells what grappler
+    knew of the shapes: a Sum it removed (it proved the axes empty) goes with its
+    Reshape; a Sum that ran over no axes (its trace equals its input's) means the
+    shapes were not known, so the Reshape ran too; a Sum that kept its rank and reduced
+    has the very static shape the Reshape restores, and grappler removes that Reshape.
+    Measured on HuggingFace BERT's fit: 69 of 73 such Reshapes so decided are right."""
+    decided = {(op.graph_id, op.op_name): op for op in resolved}
+    decided.update({(op.graph_id, op.op_name): op for _i, op in unresolved})
+    for i, op in unresolved:
+        if op.op_type != "Reshape" or op.kernel != UNKNOWN:
+            continue
+        dump = model.dumps[i]
+        graph_ops = dump.graphs[op.graph_id].ops
+        created = graph_ops.get(op.op_name)
+        inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+        source = graph_ops.get(_strip_slot(inputs[0])) if inputs else None
+        summed = decided.get((op.graph_id, source.op_name)) if source is not None else None
+        if source is None or summed is None or source.op_type != "Sum" or not source.inputs:
+            continue
+        by_profile = summed.evidence in ("profile", "log") or (
+            summed.kernel == REMOVED and summed.note.startswith(_PROFILED_REMOVAL))
+        if not by_profile:
+            continue
+        mine = _lowest_digest(dump.trace_digests, op.graph_id, source.op_name)
+        name, _, slot = source.inputs[0].rpartition(":")
+        theirs = dump.trace_digests.get((op.graph_id, name, int(slot)) if name and slot.isdigit()
+                                        else (op.graph_id, source.inputs[0], 0), 0)
+        if not mine or not theirs:
+            continue
+        if summed.kernel == REMOVED:
+            op.kernel = REMOVED
+            op.note = (f"removed by grappler with its input {source.op_name}: that Sum left no "
+                       f"profiler event, so grappler proved its axes empty from static shapes, "
+                       f"which make this Reshape back a no-op too (inferred from the profile)")
+        elif canonical_op(summed.kernel) == "Sum" and mine == theirs:
+            op.kernel = "Reshape"
+            op.note = (f"ran: its input {source.op_name} ran although it summed over no axes "
+                       f"(its trace equals its input's), so grappler did not know the shapes "
+                       f"that would make this Reshape a no-op either (inferred from the profile)")
+        elif (canonical_op(summed.kernel) == "Sum" and digest_rank(mine) is not None
+              and digest_rank(mine) == digest_rank(theirs)):
+            op.kernel = REMOVED
+            op.note = (f"removed by grappler: its input {source.op_name} ran and kept its rank, "
+                       f"so its static shape is the one this Reshape restores (inferred from "
+                       f"the profile)")
+        else:
+            continue
+        op.evidence = "inferred"
 
 
 _CAPTURE_FRAMES = frozenset(("_capture_as_const", "capture_by_value"))

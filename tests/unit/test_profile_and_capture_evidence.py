@@ -20,8 +20,9 @@ from tb_opmode.analyze.kernels import (
     detect_onednn,
 )
 from tb_opmode.analyze.nodes import origin_name
-from tb_opmode.read.tfdbg import DumpSet, GraphInfo, OpCreation
+from tb_opmode.read.tfdbg import DumpSet, GraphInfo, OpCreation, health_digest
 from tb_opmode.read.xtypes import Profile
+from tests.unit.test_removed_forwarders import FULL_HEALTH, health
 
 GRAPH = "g1"
 
@@ -29,9 +30,10 @@ GRAPH = "g1"
 def run(graph_name: str, ops: list[tuple[str, str, tuple[str, ...], tuple[str, ...]]],
         dtypes: dict[str, str], profile: list[tuple[str, str]] | None = None,
         frames: dict[str, str] | None = None, eager: dict[tuple[str, str], int] | None = None,
-        onednn: bool | None = True) -> RunModel:
+        onednn: bool | None = True, shapes: dict[str, tuple[int, int]] | None = None) -> RunModel:
     """ops: (name, type, inputs, stack frame ids); dtypes: traced op -> dtype;
-    profile: (node, kernel) events; frames: frame id -> function name."""
+    profile: (node, kernel) events; frames: frame id -> function name; shapes: traced op
+    -> (rank, size) of its FULL_HEALTH trace."""
     dump = DumpSet(directory="/run", prefix="tfdbg_events.1.host", host="host",
                    tensorflow_version="2.21.0")
     graph = GraphInfo(GRAPH, name=graph_name)
@@ -42,6 +44,9 @@ def run(graph_name: str, ops: list[tuple[str, str, tuple[str, ...], tuple[str, .
     for name, dtype in dtypes.items():
         dump.traces[(GRAPH, name, 0)] = 2
         dump.trace_dtypes[(GRAPH, name, 0)] = dtype
+    for k, (name, (rank, size)) in enumerate((shapes or {}).items()):
+        dump.trace_digests[(GRAPH, name, 0)] = health_digest(health(rank, size, tensor_id=k + 1),
+                                                             FULL_HEALTH)
     dump.execution_dtypes.update(eager or {})
     model = RunModel(run=".", directory="/run", tensorflow_version="2.21.0", onednn_enabled=onednn)
     model.dumps = [dump]
@@ -117,3 +122,30 @@ def test_a_float16_graph_kernel_tells_the_cpu_and_so_the_eager_kernels() -> None
     # oneDNN off: stock kernels say nothing of the CPU.
     off = run("train_step", ops, {"MatMul": "DT_HALF"}, profile=[("MatMul", "MatMul")], onednn=False)
     assert cpu_from_kernels(off, assign_graph(off)) == {}
+
+
+def _gradient(sum_event: bool, sum_shape: tuple[int, int]) -> dict[str, tuple[str, str]]:
+    """``Reshape(Sum(g, BroadcastGradientArgs), Shape(x))`` with g of shape rank 3, size
+    24; the Reshape forwards the Sum's tensor. The profile saw the step (g's summary)."""
+    ops = [("g", "Mul", (), ()), ("x", "Placeholder", (), ()), ("args", "BroadcastGradientArgs", (), ()),
+           ("Sum", "Sum", ("g:0", "args:0"), ()), ("Shape", "Shape", ("x:0",), ()),
+           ("Reshape", "Reshape", ("Sum:0", "Shape:0"), ())]
+    profile = [("g", "_MklMul"), ("g/DebugNumericSummaryV2", "DebugNumericSummaryV2"),
+               ("Sum/DebugNumericSummaryV2", "DebugNumericSummaryV2"),
+               ("Reshape/DebugNumericSummaryV2", "DebugNumericSummaryV2")]
+    if sum_event:
+        profile.append(("Sum", "Sum"))
+    model = run("train_step", ops, {"g": "DT_FLOAT", "Sum": "DT_FLOAT", "Reshape": "DT_FLOAT"},
+                profile=profile, shapes={"g": (3, 24), "Sum": sum_shape, "Reshape": sum_shape})
+    return {op.op_name: (op.kernel, op.note) for op in assign_graph(model)}
+
+
+def test_a_gradient_reshape_goes_the_way_of_its_sum() -> None:
+    got = _gradient(sum_event=False, sum_shape=(3, 24))  # grappler proved the axes empty
+    assert got["Sum"][0] == REMOVED and got["Reshape"][0] == REMOVED, got
+    got = _gradient(sum_event=True, sum_shape=(3, 24))  # ran, summing over nothing
+    assert got["Sum"][0] == "Sum" and got["Reshape"][0] == "Reshape", got
+    got = _gradient(sum_event=True, sum_shape=(3, 8))  # reduced, keeping its rank
+    assert got["Reshape"][0] == REMOVED and "kept its rank" in got["Reshape"][1], got
+    got = _gradient(sum_event=True, sum_shape=(2, 8))  # reduced the rank: not decided here
+    assert got["Reshape"][0] != REMOVED or "kept its rank" not in got["Reshape"][1], got
