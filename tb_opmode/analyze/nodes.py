@@ -9,12 +9,25 @@ Executor and profiler names carry the prefixes of inlined function calls:
 ``functional_1/dense_1/MatMul`` of the function the call inlined. We match by
 the longest ``/``-separated suffix of the node name that is an op name in the
 dump.
+
+Grappler's optimizers name a node they make in place of an op
+``[<scope>/]<Optimizer>/<Stage>_<op's name>``: the MatMul that absorbed a Transpose runs as
+``ArithmeticOptimizer/FoldTransposeIntoMatMul_MatMul``; ``origin_name`` gives the op's name.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-__all__ = ["suffixes", "canonical_op"]
+__all__ = ["suffixes", "canonical_op", "origin_name"]
+
+_OPTIMIZED = re.compile(r"(^|/)[A-Za-z]+Optimizer/[A-Za-z0-9]+_([^/]+)$")
+
+
+def origin_name(node: str) -> str:
+    """The op a grappler-made node stands for (``a/ArithmeticOptimizer/X_MatMul`` ->
+    ``a/MatMul``); other names unchanged."""
+    return _OPTIMIZED.sub(r"\1\2", node)
 
 # Prefixes TF puts on kernels that replace a stock op, longest first.
 _MKL_PREFIXES = ("_MklNative", "_Mkl")

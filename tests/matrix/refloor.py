@@ -27,7 +27,7 @@ NOISE, UNKNOWN_NOISE = 0.005, 0.005
 
 
 def _measured() -> dict[str, dict[str, tuple[float, float]]]:
-    """cell -> TF minor -> (dump-only share, unknown share)."""
+    """cell -> TF minor -> (dump + profile share, unknown share)."""
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for path in sorted(ARTIFACTS.glob("matrix-*.json")):
         minor = ".".join(path.stem.removeprefix("matrix-").split(".")[:2])
@@ -55,13 +55,13 @@ def _render(name: str, annotation: str, rows: dict[str, dict[str, float]],
 
 
 def table() -> str:
-    """The README's matrix table: per cell, executions and the two shares per TF version."""
+    """The README's matrix table: per cell, executions and the three shares per TF version."""
     runs: dict[str, dict[str, Any]] = {}
     for path in sorted(ARTIFACTS.glob("matrix-*.json")):
         runs[path.stem.removeprefix("matrix-")] = json.loads(path.read_text())
     versions = sorted(runs, key=lambda v: [int(x) for x in v.split(".")], reverse=True)
     head = ["cell", f"executions ({versions[0]})"] + [
-        f"{v} {side}" for v in versions for side in ("with log", "dump + profile")]
+        f"TF {v}: with log / dump + profile (unknown) / dump alone" for v in versions]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cell in sorted({c for r in runs.values() for c in r}):
         first = runs[versions[0]].get(cell)
@@ -71,11 +71,12 @@ def table() -> str:
         for v in versions:
             got = runs[v].get(cell)
             if got is None:
-                row += ["-", "-"]
+                row += ["-"]
                 continue
-            wo = got["without_log"]
-            row += [f"{got['with_log']['share']:.2%}",
-                    f"{wo['share']:.2%} ({wo['unknown_share']:.1%})"]
+            wo, alone = got["without_log"], got.get("dump_only")
+            row += [f"{got['with_log']['share']:.2%} / **{wo['share']:.2%}** "
+                    f"({wo['unknown_share']:.1%}) / "
+                    + (f"{alone['share']:.2%}" if alone else "-")]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 

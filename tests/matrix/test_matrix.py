@@ -1,13 +1,14 @@
 """The truth matrix: on real runs of every kind, the kernel of each execution against TF's log.
 
 Each cell (``workloads.CELLS``) is a real TensorFlow run of this venv. For each, the
-summary is scored twice against ``truth.truth_of`` (TF's own log, parsed by the
+summary is scored three times against ``truth.truth_of`` (TF's own log, parsed by the
 checker, and the dump read by ``DebugDataReader``): with the run's log in the logdir,
-and from the dump (+ profile) alone. The figures land in
+from the dump and the profile (every cell profiles one window of its run), and from
+the dump alone. The figures land in
 ``tests/artifacts/matrix-<TF version>.md`` for the README and the closing note.
 
 Held here: counts equal ``DebugDataReader``'s; with the log every execution has its
-true kernel; adding the log never lowers a cell; without the log at least the cell's
+true kernel; adding the log or the profile never lowers a cell; without the log at least the cell's
 floor (99% unless ``FLOORS`` says why a cell cannot reach it yet), and at most 1% of
 executions "unknown".
 """
@@ -145,6 +146,10 @@ def cell(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     logs = [p for p in (out / "stderr.log", out / "stdout.log") if p.exists()]
     truth = truth_of(logdir, logs)
     without = _our_run(logdir)
+    dump_only_dir = out / "logdir_dump_only"
+    shutil.copytree(logdir, dump_only_dir, copy_function=os.link,
+                    ignore=shutil.ignore_patterns("*.xplane.pb"))
+    dump_only = _our_run(dump_only_dir)
     with_log_dir = link_tree(logdir, out / "logdir_with_log")
     for p in logs:
         shutil.copy2(p, with_log_dir / p.name)
@@ -153,6 +158,7 @@ def cell(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         "cell": name, "meta": meta, "logdir": logdir, "out": out, "without": without,
         "with": with_log,
         "score_without": score(without, truth), "score_with": score(with_log, truth),
+        "score_dump_only": score(dump_only, truth),
     }
     _record(result)
     return result
@@ -165,15 +171,17 @@ def _record(result: dict[str, Any]) -> None:
     table = json.loads(path.read_text()) if path.exists() else {}
     table[result["cell"]] = {"with_log": _brief(result["score_with"]),
                              "without_log": _brief(result["score_without"]),
+                             "dump_only": _brief(result["score_dump_only"]),
                              "meta": result["meta"]}
     path.write_text(json.dumps(table, indent=1, sort_keys=True, default=str))
-    lines = [f"| cell (TF {version}) | executions | with the log | dump + profile | unknown |",
-             "|---|---|---|---|---|"]
+    lines = [f"| cell (TF {version}) | executions | with the log | dump + profile | unknown "
+             "| dump alone | unknown |", "|---|---|---|---|---|---|---|"]
     for name, row in sorted(table.items()):
         w, wo = row["with_log"], row["without_log"]
+        d = row.get("dump_only") or {"share": float("nan"), "unknown_share": float("nan")}
         total = w["eager"]["total"] + w["graph"]["total"]
         lines.append(f"| {name} | {total:,} | {w['share']:.2%} | {wo['share']:.2%} | "
-                     f"{wo['unknown_share']:.2%} |")
+                     f"{wo['unknown_share']:.2%} | {d['share']:.2%} | {d['unknown_share']:.2%} |")
     (ARTIFACTS / f"matrix-{version}.md").write_text("\n".join(lines) + "\n")
 
 
@@ -202,6 +210,11 @@ def test_with_the_log_every_execution_has_its_kernel(cell: dict[str, Any]) -> No
 
 def test_the_log_never_makes_it_worse(cell: dict[str, Any]) -> None:
     assert cell["score_with"]["share"] >= cell["score_without"]["share"]
+
+
+def test_the_profile_never_makes_it_worse(cell: dict[str, Any]) -> None:
+    assert cell["score_without"]["share"] >= cell["score_dump_only"]["share"], (
+        _brief(cell["score_without"])["wrong"], _brief(cell["score_dump_only"])["wrong"])
 
 
 def test_from_the_dump_alone(cell: dict[str, Any]) -> None:
