@@ -16,7 +16,9 @@ and rewritten; a cache directory that cannot be written is not used. Cache
 files are only loaded when owned by the current user (they are pickles).
 
 Size: the cache holds an entry for every file of every logdir read (a logdir of
-200 runs needs 400: a dump set and a profile each), bounded by the disk rather
+200 runs needs 800: per run a dump set, the cluster tasks its ``.graphs`` names
+(``cached_dump_tasks``, asked by discovery), a profile and the run's light view),
+bounded by the disk rather
 than by a count: entries go, least recently used first, only when the disk's
 free space would fall under ``MIN_FREE_FRACTION`` of it (at least
 ``MIN_FREE_BYTES``), or past ``MAX_BYTES``/``MAX_ENTRIES`` when those are set.
