@@ -134,8 +134,9 @@ def test_the_cache_holds_every_run_and_drops_deleted_files(
         pass
     entries = list(cache_env.glob("*.pickle"))
     runs = discover(str(many))
-    # One per file read, and each run's light view.
-    expected = sum(len(r.dump_sets) + len(r.profiles) + len(r.logs) + 1 for r in runs)
+    # One per file read, each run's light view, and per dump set the tasks that wrote it
+    # (discovery asks, as every run's directory is below one holding no dump: the logdir).
+    expected = sum(2 * len(r.dump_sets) + len(r.profiles) + len(r.logs) + 1 for r in runs)
     assert len(entries) == expected > 3 * SMALL_RUNS
     # A second start builds nothing: every run is listed from its cached light view.
     for plugin in _plugin(many):
@@ -152,7 +153,7 @@ def test_the_cache_holds_every_run_and_drops_deleted_files(
     cache.prune(str(cache_env))
     left = discover(str(many))
     assert len(list(cache_env.glob("*.pickle"))) == sum(
-        len(r.dump_sets) + len(r.profiles) + len(r.logs) + 1 for r in left)
+        2 * len(r.dump_sets) + len(r.profiles) + len(r.logs) + 1 for r in left)
 
 
 def test_a_full_disk_evicts_the_least_recently_used(

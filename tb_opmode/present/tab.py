@@ -417,8 +417,10 @@ def _row_json(row_doc: dict[str, Any], time_ns: dict[tuple[str, str], int]) -> d
     return out
 
 
-def prepare(model: RunModel, logdir: str) -> RunView:
-    """Index one run for the routes (run once per load, off the request path)."""
+def prepare(model: RunModel, logdir: str, timeline: bool = True) -> RunView:
+    """Index one run for the routes (run once per load, off the request path). Without
+    ``timeline`` its timeline is left empty: for a view only the run list will read
+    (the loader's light views), whose full form is built again when a route asks."""
     logdir = fs.absolute(logdir)
     # Explanations are long and per op: made on request (op detail, JSON export).
     doc = run_json(model, logdir, explanations=False)
@@ -461,8 +463,9 @@ def prepare(model: RunModel, logdir: str) -> RunView:
             kind_time[(mode, kernel_kind(kernel))] += ns
         else:
             outside[(mode, op_type)] += ns
+    lanes = _timeline.build(model) if timeline else _timeline.Timeline({}, 0, 0, 0)
     return RunView(model=model, logdir=logdir, doc=doc, rows=rows,
-                   class_time=class_times(model.times), timeline=_timeline.build(model),
+                   class_time=class_times(model.times), timeline=lanes,
                    outside_time=dict(outside), kind_time=dict(kind_time), dump_modes=modes,
                    lower_bound=cut, devices=[d for d, _n in names.most_common()],
                    device_totals=dict(device_totals))

@@ -16,7 +16,9 @@ and rewritten; a cache directory that cannot be written is not used. Cache
 files are only loaded when owned by the current user (they are pickles).
 
 Size: the cache holds an entry for every file of every logdir read (a logdir of
-200 runs needs 400: a dump set and a profile each), bounded by the disk rather
+200 runs needs 800: per run a dump set, the cluster tasks its ``.graphs`` names
+(``cached_dump_tasks``, asked by discovery), a profile and the run's light view),
+bounded by the disk rather
 than by a count: entries go, least recently used first, only when the disk's
 free space would fall under ``MIN_FREE_FRACTION`` of it (at least
 ``MIN_FREE_BYTES``), or past ``MAX_BYTES``/``MAX_ENTRIES`` when those are set.
@@ -37,13 +39,14 @@ from typing import Any, Callable, Optional, TypeVar
 
 from .. import __version__
 from . import fs
+from .tasks import dump_tasks
 from .textlog import LogFacts, read_log
 from .tfdbg import DumpSet, FileState, assemble_dump_set, file_identity, read_file_states
 from .xplane import Profile, read_profile
 
 __all__ = ["CACHE_ENV", "cache_dir", "cached_dump_set", "cached_profile", "cached_log",
            "MAX_ENTRIES", "MAX_BYTES", "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "SWEEP_SECONDS",
-           "prune", "load_view", "store_view", "prefetch_files"]
+           "prune", "load_view", "store_view", "prefetch_files", "cached_dump_tasks"]
 
 CACHE_ENV = "TB_OPMODE_CACHE"
 _OFF = ("", "0", "off", "none", "false", "no")
@@ -91,6 +94,7 @@ _READERS: dict[str, tuple[str, ...]] = {
     "profile": ("read.xplane", "read.xevents", "read.xtypes", "read.wire", "read.tfrecord",
                 "read.schema", "read.cache", "errors"),
     "log": ("read.textlog", "read.tfrecord", "read.cache", "errors"),
+    "tasks": ("read.tasks", "read.tfdbg", "read.tfrecord", "read.schema", "read.cache", "errors"),
     # A run's light view (what the tab's run list shows) comes from all of the code.
     "view": (),
 }
@@ -294,6 +298,9 @@ def prune(directory: str, keep: str = "") -> None:
     if swept:
         gone = _sweep(directory, names, keep)
         names = [n for n in names if n not in gone]
+    free, reserve = _free_bytes(directory)
+    if free >= reserve and MAX_BYTES is None and (MAX_ENTRIES is None or len(names) <= MAX_ENTRIES):
+        return  # nothing to evict: no need to stat every entry (a store per run of hundreds)
     aged = []
     for name in names:
         try:
@@ -306,7 +313,6 @@ def prune(directory: str, keep: str = "") -> None:
         # The entry just written first, then the most recently used: those stay.
         aged.append((name == keep, st.st_mtime, st.st_size, name))
     aged.sort(reverse=True)
-    free, reserve = _free_bytes(directory)
     total = sum(size for _k, _m, size, _n in aged)
     excess = max(0, reserve - free)
     if MAX_BYTES is not None:
@@ -431,6 +437,15 @@ def store_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...
 def cached_profile(path: str) -> Profile:
     """``xplane.read_profile``, through the cache."""
     return _cached_file("profile", path, read_profile, Profile)
+
+
+def cached_dump_tasks(files: dict[str, str]) -> frozenset[str]:
+    """``tasks.dump_tasks``, through the cache (keyed by the ``.graphs`` file): what
+    discovery asks of every dump set of a logdir of runs at each start."""
+    path = files.get("graphs")
+    if path is None:
+        return frozenset()
+    return _cached_file("tasks", path, lambda p: dump_tasks({"graphs": p}), frozenset)
 
 
 def cached_log(path: str) -> LogFacts:

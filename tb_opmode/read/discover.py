@@ -57,8 +57,8 @@ from typing import Any, TypeVar
 
 from ..errors import Problem, UnreadableLogdir
 from . import fs
-from .cache import cached_dump_set, cached_log
-from .tasks import dump_tasks, is_cluster_task
+from .cache import cached_dump_set, cached_dump_tasks, cached_log
+from .tasks import is_cluster_task
 from .textlog import looks_like_log
 from .tfdbg import DUMP_FILE_RE, file_identity, find_dump_sets, read_file_states
 
@@ -405,7 +405,7 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
 
 def _tasks(files: dict[str, str]) -> frozenset[str]:
     return _memoized(("tasks", files.get("graphs", "")), file_identity(files.get("graphs", "")),
-                     lambda: dump_tasks(files))
+                     lambda: cached_dump_tasks(files))
 
 
 def _stem(name: str) -> str:

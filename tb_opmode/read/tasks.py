@@ -4,12 +4,28 @@ In: TF device names (``/job:worker/replica:0/task:1/device:CPU:0``) or a dump se
 files. Out: the task (``worker:1``; ``localhost:0`` for a one-process run), and the
 tasks a dump set's ``.graphs`` file names, with which discovery puts the dumps of one
 multi-worker job into one run.
+
+Discovery asks this of every dump set below a directory holding no dump itself (every
+run of a logdir of runs), before any run loads, so it must not decode the whole
+``.graphs`` file: ``dump_tasks`` frames its records, looks at each one's first field
+tags to find the few ``debugged_device`` events, decodes only those, and checks every
+CRC in one pass (``tfrecord.ChunkVerifier``). Anything it does not expect (damage, a
+cut-off tail, another field layout) makes it read the file as ``tfdbg`` does instead,
+so the answer is the same either way.
 """
 from __future__ import annotations
 
 import re
+import struct
+import threading
+from array import array
 
+from google.protobuf.message import DecodeError
+
+from . import fs
+from .schema import DebugEvent
 from .tfdbg import read_file_states
+from .tfrecord import ChunkVerifier
 
 __all__ = ["task_of", "is_cluster_task", "dump_tasks"]
 
@@ -34,7 +50,87 @@ def dump_tasks(files: dict[str, str]) -> frozenset[str]:
     path = files.get("graphs")
     if path is None:
         return frozenset()
-    state = read_file_states({"graphs": path}).get("graphs")
-    if state is None:
-        return frozenset()
-    return frozenset(t for t in map(task_of, state.part.devices.values()) if t)
+    try:
+        devices = _device_names(path)
+    except OSError:
+        devices = None  # the full read below says why (as a problem, or nothing)
+    if devices is None:
+        state = read_file_states({"graphs": path}).get("graphs")
+        if state is None:
+            return frozenset()
+        devices = list(state.part.devices.values())
+    return frozenset(t for t in map(task_of, devices) if t)
+
+
+_U64 = struct.Struct("<Q")
+_HEADER, _FOOTER = 12, 4
+# A graphs file read whole by the quick path at most (a larger one streams through
+# ``tfdbg``'s windows instead; the graphs of one process are tens of MB).
+_QUICK_MAX_BYTES = 256 << 20
+_FIELDS = DebugEvent.DESCRIPTOR.fields_by_name
+_WALL_TIME_TAG = (_FIELDS["wall_time"].number << 3) | 1   # fixed64
+_STEP_TAG = _FIELDS["step"].number << 3                   # varint
+_DEVICE_TAG = (_FIELDS["debugged_device"].number << 3) | 2
+# The one-byte tags of the length-delimited payloads a DebugEvent may carry.
+_PAYLOAD_TAGS = frozenset((f.number << 3) | 2 for f in DebugEvent.DESCRIPTOR.oneofs_by_name["what"].fields
+                          if f.number < 16)
+
+
+_verifier: ChunkVerifier | None = None
+_verifier_lock = threading.Lock()
+
+
+def _device_names(path: str) -> list[str] | None:
+    """The device names of the ``debugged_device`` events of a ``.graphs`` file, in file
+    order (as ``tfdbg``'s reader keeps them by device id), or None when the file is not
+    a run of intact records each laid out as TensorFlow writes them (wall time, optional
+    step, then one payload field): then the caller reads it record by record."""
+    with fs.open_read(path) as f:
+        size = fs.size_of(f)
+        if size > _QUICK_MAX_BYTES:
+            return None
+        data = f.read(size)
+    n = len(data)
+    if n < size:
+        return None
+    u64 = _U64.unpack_from
+    offsets = array("q")
+    found: list[tuple[int, int]] = []
+    pos = 0
+    while pos < n:
+        if n - pos < _HEADER + _FOOTER:
+            return None  # a cut-off tail
+        (length,) = u64(data, pos)
+        start, stop = pos + _HEADER, pos + _HEADER + length
+        if stop + _FOOTER > n:
+            return None
+        p = start
+        if p < stop and data[p] == _WALL_TIME_TAG:
+            p += 9
+        if p < stop and data[p] == _STEP_TAG:
+            p += 1
+            while p < stop and data[p] & 0x80:
+                p += 1
+            p += 1
+        if p >= stop or data[p] not in _PAYLOAD_TAGS:
+            return None
+        if data[p] == _DEVICE_TAG:
+            found.append((start, stop))
+        offsets.append(pos)
+        pos = stop + _FOOTER
+    if offsets:
+        with _verifier_lock:
+            global _verifier
+            if _verifier is None:
+                _verifier = ChunkVerifier()  # its tables and C function, found once
+            intact = _verifier.verify(data, offsets, pos)
+        if not intact:
+            return None
+    devices: dict[int, str] = {}
+    for start, stop in found:
+        try:
+            device = DebugEvent.FromString(data[start:stop]).debugged_device
+        except DecodeError:
+            return None
+        devices[device.device_id] = device.device_name
+    return list(devices.values())
