@@ -476,7 +476,8 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             continue
         rank = _forwarded_rank(model.dumps[i], op) if same else None
         if rank is not None and (
-                (op.op_type in _SHAPE_ONLY and rank <= 1)
+                (op.op_type in _SHAPE_ONLY and rank <= 1
+                 and _static_operand(graph_ops, op.op_name, folding_memo))
                 or (op.op_type in _REDUCTIONS and rank == 0) or op.op_type == "ExpandDims"):
             op.kernel, op.evidence = REMOVED, "inferred"
             op.note = (f"removed by grappler: at its first run its debug summary equals its "
@@ -606,6 +607,17 @@ _FORWARDERS = frozenset((
 # sees where the operand is known; reductions of a scalar reduce over no axes.
 _SHAPE_ONLY = frozenset(("Reshape", "BroadcastTo", "Squeeze"))
 _REDUCTIONS = frozenset(("Sum", "Mean", "Prod", "Max", "Min"))
+
+
+def _static_operand(graph_ops: dict[str, OpCreation], name: str,
+                    memo: dict[tuple[int, str], bool]) -> bool:
+    """Whether a Reshape's (BroadcastTo's) target shape is a constant, which grappler's
+    shape inference sees; a shape computed at run time (``tf.shape(x)``) it may not
+    (TF 2.13 keeps such rank-1 Reshapes of HuggingFace BERT's LayerNorm gradients,
+    measured). A Squeeze has no shape operand: its dims are an attribute."""
+    created = graph_ops.get(name)
+    inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+    return len(inputs) < 2 or _constant_input(graph_ops, inputs[1], memo)
 
 
 def _forwarded_rank(dump: DumpSet, op: OpKernel) -> int | None:

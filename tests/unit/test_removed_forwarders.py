@@ -121,3 +121,13 @@ def test_an_op_of_constants_is_folded() -> None:
         [("c", "Const", ()), ("Cast", "Cast", ("c:0",))], {"Cast": (1, 3)}))
     assert got["Cast"] == "Const"
     assert Counter(got.values())["Const"] == 1
+
+
+def test_a_rank_1_reshape_to_a_shape_computed_at_run_time_is_unknown() -> None:
+    """``Reshape(Sum, Shape(gamma))``: the target is ``tf.shape`` of a tensor, not a
+    constant; TF 2.13's grappler keeps such Reshapes of BERT's LayerNorm gradients."""
+    (op,) = [o for o in build(
+        [("gamma", "ReadVariableOp", ()), ("s", "Shape", ("gamma:0",)), ("x", "Relu", ()),
+         ("Sum", "Sum", ("x:0",)), ("Reshape", "Reshape", ("Sum:0", "s:0"))],
+        {"Sum": (1, 32), "Reshape": (1, 32)}) if o.op_name == "Reshape"]
+    assert op.kernel == UNKNOWN, op.note
