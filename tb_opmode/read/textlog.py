@@ -81,22 +81,36 @@ with another line inside, is read as it is. The kernel of a node is the one its
 last line names; a debug node's dump graph is the one its target names when its
 step is filed. Memory holds one chunk and a table of distinct texts, not the
 lines (README, Speed, for the figures).
+
+A local file of ``SPLIT_BYTES`` or more is read in two halves at once, the second
+by a forked child (not in a process running threads, where a fork can deadlock),
+split just after a newline near the middle. What the second half cannot know is
+kept for the merge: lines of a thread that dispatched no eager op there yet are
+read after the first half (they may continue an op dispatched in it), and an eager
+op whose wrapper the second half did not see instantiated takes the kernel the
+first half saw. A step running across the split is filed in two parts.
 """
 from __future__ import annotations
 
 import datetime
+import logging
 import math
 import operator
+import os
+import pickle
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, NamedTuple, Optional
+from typing import Any, BinaryIO, Callable, NamedTuple, Optional
 
 from ..errors import Problem
 from . import fs
 
 __all__ = ["EagerKernel", "LogFacts", "looks_like_log", "read_log", "parse_lines", "MAX_LINE"]
+
+logger = logging.getLogger(__name__)
 
 # Lines longer than this are cut; only their head is parsed.
 MAX_LINE = 1 << 20
@@ -341,6 +355,14 @@ class _Parser:
         self.targets_version = 0
         # Debug nodes whose name has no input recorded yet (``_debug_input``).
         self.pending_debug: set[_Node] = set()
+        # Reading the second part of a split file (``_read_split``): what depends on the
+        # lines before it is kept for the merge: lines of threads that have dispatched
+        # nothing here yet (they may belong to an eager op dispatched before), and eager
+        # executions whose wrapper was instantiated before.
+        self.tail = False
+        self.dispatched: set[Optional[bytes]] = set()
+        self.orphans: list[tuple[bytes, int]] = []
+        self.unresolved: Counter[tuple[bytes, tuple[bytes, bytes]]] = Counter()
         # source file -> (message starts it prints that we read, handler)
         self.handlers: dict[bytes, tuple[tuple[bytes, ...], _Handler]] = {
             b"execute.cc": ((_EXECUTING,), self._execute),
@@ -367,7 +389,11 @@ class _Parser:
             kernel, dtype = b"", b""
         else:
             key = ctx.key if ctx.key is not None else (ctx.dispatch, ctx.device)
-            kernel, dtype = self.wrapper_kernels.get(key, (b"", b""))
+            found = self.wrapper_kernels.get(key)
+            if found is None and self.tail:
+                self.unresolved[(ctx.dispatch, key)] += 1  # perhaps instantiated before
+                return
+            kernel, dtype = found or (b"", b"")
         self.eager[(ctx.dispatch, kernel, dtype)] += 1
 
     # -- the hot loop --------------------------------------------------------------
@@ -872,6 +898,8 @@ class _Parser:
             self.issue(_GARBLED, off)
             return
         self.dispatch[op] += 1
+        if self.tail:
+            self.dispatched.add(tid)
         prev = self.contexts.get(tid)
         if prev is not None:
             self._finalize(prev)
@@ -880,6 +908,8 @@ class _Parser:
     def _pflr(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         ctx = self.contexts.get(tid)
         if ctx is None:
+            if self.tail and tid not in self.dispatched:
+                self.orphans.append((line, off))
             return
         if line.startswith(_RUNNING, at):
             i = line.rfind(b" from ", at)
@@ -934,6 +964,9 @@ class _Parser:
 
     def _op_kernel(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if not line.startswith(_INSTANTIATING, at):
+            return
+        if self.tail and tid not in self.dispatched:
+            self.orphans.append((line, off))
             return
         parsed = self._kept_node(line, at, off)
         if parsed is None:
@@ -1062,6 +1095,74 @@ class _Parser:
             elif word.startswith(b"off"):
                 self.onednn_opts = False
 
+    # -- a file read in two halves --------------------------------------------------
+    _TAIL_FIELDS = ("fmt", "first_time", "last_prefixed", "last_matched", "onednn_opts",
+                    "cpu_features", "dispatch", "eager", "graph_kernels", "debug_inputs",
+                    "instantiated", "folded", "debug_targets", "debug_modes",
+                    "circular_buffer_size", "run_ids", "xla_launches", "scoped", "graph_exec",
+                    "kernel_exec", "prims", "prim_ms", "wrapper_kernels", "issues", "lines",
+                    "bytes", "dispatched", "orphans", "unresolved")
+
+    def tail_state(self) -> dict[str, Any]:
+        """What this parser (of a file's second half, ``tail``) read, to send back: its
+        steps filed, its eager ops finished."""
+        for tid in list(self.contexts):
+            self._finalize(self.contexts.pop(tid))
+        for step_id in list(self.steps):
+            self._close_step(step_id)
+        self._fold_keys()
+        return {name: getattr(self, name) for name in self._TAIL_FIELDS}
+
+    def merge_tail(self, t: dict[str, Any]) -> None:
+        """Add what a parser of the rest of the file read (``tail_state``) to what this one
+        read of its first part. Its lines of threads that dispatched nothing there yet are
+        read here first (they may continue an eager op dispatched here); its eager ops
+        whose wrapper it did not see instantiated take the kernel instantiated here. A
+        step running across the split is filed in two parts."""
+        for line, off in t["orphans"]:
+            self._line(line, off)
+        for tid in t["dispatched"]:
+            ctx = self.contexts.pop(tid, None)
+            if ctx is not None:  # its next dispatch, there, ended it
+                self._finalize(ctx)
+        for (dispatch, key), n in t["unresolved"].items():
+            kernel, dtype = self.wrapper_kernels.get(key, (b"", b""))
+            self.eager[(dispatch, kernel, dtype)] += n
+        for step_id in list(self.steps):
+            self._close_step(step_id)
+        self._fold_keys()
+        if not self.fmt:
+            self.fmt, self.first_time = t["fmt"], t["first_time"]
+        for name in ("last_prefixed", "last_matched", "onednn_opts"):
+            if t[name] is not None:
+                setattr(self, name, t[name])
+        if t["cpu_features"] is not None:
+            self.cpu_features = t["cpu_features"] | (self.cpu_features or frozenset())
+        if self.circular_buffer_size is None:
+            self.circular_buffer_size = t["circular_buffer_size"]
+        for name in ("dispatch", "eager", "xla_launches", "graph_exec", "kernel_exec", "prims"):
+            getattr(self, name).update(t[name])
+        for key, ms in t["prim_ms"].items():
+            self.prim_ms[key] = self.prim_ms.get(key, 0.0) + ms
+        first = set(self.debug_inputs)  # the first line of a debug node gives its input
+        for name in ("debug_targets", "debug_modes"):
+            mine = getattr(self, name)
+            mine.update((k, v) for k, v in t[name].items() if k not in first)
+        for k, v in t["debug_inputs"].items():
+            self.debug_inputs.setdefault(k, v)
+        self.graph_kernels.update(t["graph_kernels"])
+        self.instantiated.update(t["instantiated"])
+        self.wrapper_kernels.update(t["wrapper_kernels"])
+        self.folded |= t["folded"]
+        self.run_ids |= t["run_ids"]
+        for context, nodes in t["scoped"].items():
+            self.scoped.setdefault(context, {}).update(nodes)
+        for kind, (offset, count) in t["issues"].items():
+            entry = self.issues.setdefault(kind, [offset, 0])
+            entry[1] += count
+        self.lines += t["lines"]
+        self.bytes = t["bytes"]
+
     # -- result --------------------------------------------------------------------
     def result(self) -> LogFacts:
         for tid in list(self.contexts):
@@ -1170,17 +1271,20 @@ def _lines_in(parser: _Parser, data: bytes, start: int, end: int, off: int) -> N
     parser.block(data, start, end, base + start)
 
 
-def _read_file(f: BinaryIO, parser: _Parser) -> None:
-    """Read a file in chunks of ``_CHUNK`` bytes, each block of whole lines at once; a
-    line longer than MAX_LINE keeps its head and the rest is read and dropped, so memory
-    stays bounded. Sets ``parser.bytes`` and notes a last line without newline."""
+def _read_file(f: BinaryIO, parser: _Parser, start: int = 0, stop: Optional[int] = None) -> None:
+    """Read a file (from ``start``, a line start, to ``stop``, one after a newline, or the
+    end) in chunks of ``_CHUNK`` bytes, each block of whole lines at once; a line longer
+    than MAX_LINE keeps its head and the rest is read and dropped, so memory stays
+    bounded. Sets ``parser.bytes`` and notes a last line without newline."""
     cap = MAX_LINE
-    base = 0          # file offset of ``data[0]``
+    if start:
+        f.seek(start)
+    base = start      # file offset of ``data[0]``
     carry = b""       # the unfinished line before ``data``
     carry_off = 0     # its file offset
     dropping = False  # inside the cut-off tail of a long line
     while True:
-        data = f.read(_CHUNK)
+        data = f.read(_CHUNK if stop is None else min(_CHUNK, stop - base))
         if not data:
             break
         s = 0
@@ -1256,13 +1360,97 @@ def parse_lines(lines: Iterable[bytes], path: str = "<lines>") -> LogFacts:
 
 
 def read_log(path: str) -> LogFacts:
-    """Stream one log file from disk; constant memory whatever its size.
+    """Stream one log file from disk; constant memory whatever its size. A big local
+    file is read in two halves at once, the second by a forked child (``_read_split``).
 
     Raises OSError if the file cannot be opened or read."""
     parser = _Parser(path)
     with fs.open_read(path) as f:
-        _read_file(f, parser)
+        split = _split_point(f, path)
+        child = _fork_tail(f, path, split) if split else None
+        if child is None:
+            _read_file(f, parser)
+        else:
+            f.seek(0)
+            _read_file(f, parser, 0, split)
+            tail = _tail_state(child)
+            if tail is None:  # the child failed (logged): read the second half here
+                _read_file(f, parser, split)
+            else:
+                parser.merge_tail(tail)
     return parser.result()
+
+
+# A local log this big is read in two halves at once when another core is there.
+SPLIT_BYTES = 64 << 20
+
+
+def _split_point(f: BinaryIO, path: str) -> int:
+    """Where to split ``path`` for two readers: just after a newline near its middle;
+    0 for no split (small, remote, a running thread that forking could deadlock, one core,
+    or no newline near the middle)."""
+    if fs.is_remote(path) or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 \
+            or threading.active_count() != 1:
+        return 0
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except (OSError, AttributeError, ValueError):
+        return 0
+    if size < SPLIT_BYTES:
+        return 0
+    f.seek(size // 2)
+    near = f.read(min(_CHUNK, MAX_LINE))
+    i = near.find(b"\n")
+    return size // 2 + i + 1 if i >= 0 else 0
+
+
+def _fork_tail(f: BinaryIO, path: str, split: int) -> Optional[tuple[int, int]]:
+    """A forked child reading ``path`` from ``split`` on: (pid, fd its pickled state comes
+    on), or None (then this process reads it all)."""
+    try:
+        rfd, wfd = os.pipe()
+    except OSError as err:
+        logger.warning("%s: no pipe for a second reader (%s): read in one process", path, err)
+        return None
+    try:
+        pid = os.fork()
+    except OSError as err:
+        os.close(rfd)
+        os.close(wfd)
+        logger.warning("%s: cannot fork a second reader (%s): read in one process", path, err)
+        return None
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            os.close(rfd)
+            tail = _Parser(path)
+            tail.tail = True
+            with fs.open_read(path) as g:
+                _read_file(g, tail, split)
+            with os.fdopen(wfd, "wb") as out:
+                pickle.dump(tail.tail_state(), out, protocol=pickle.HIGHEST_PROTOCOL)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    return pid, rfd
+
+
+def _tail_state(child: tuple[int, int]) -> Optional[dict[str, Any]]:
+    """The state the child of ``_fork_tail`` sent, or None (logged) if it failed."""
+    pid, rfd = child
+    with os.fdopen(rfd, "rb") as inp:
+        data = inp.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        logger.warning("the second reader of a log failed (wait status %d): read here", status)
+        return None
+    try:
+        state = pickle.loads(data)
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as err:
+        logger.warning("the second reader of a log sent no state (%s): read here", err)
+        return None
+    return state if isinstance(state, dict) else None
 
 
 def looks_like_log(path: str, head_bytes: int = 65536) -> bool:
