@@ -71,7 +71,8 @@ Reading is streamed in binary in 4 MiB chunks with lines capped at ``MAX_LINE``
 bytes (the rest of a longer line is skipped, not held), so memory stays constant
 on a multi-GB file. A chunk's lines are not split in Python: searches over the
 whole chunk, in C, find the few lines a handler reads one by one (the messages
-above but Process node, oneDNN lines, the CPU line), and one regex between them
+above but Process node, oneDNN lines; the CPU line, which has no prefix, in the
+chunk of cpu_feature_guard.cc's line and the next two), and one regex between them
 reads every ``executor.cc`` Process node line at once: its step id and its
 ``{{node ...}}`` text, which a node prints the same at every step, so the text is
 parsed once and the lines are counted per text (C ``Counter``), each step keeping
@@ -151,7 +152,10 @@ _FOLDING_STEP = b" step -1 "
 # executor.cc appends this to a node of an untaken cond branch: it ran no kernel.
 _DEAD = b" is dead device: "
 # cpu_feature_guard.cc's start-up message, whose second line has no prefix.
+_CPU_GUARD = b"This TensorFlow binary is optimized"
 _CPU_FEATURES = b"To enable the following instructions: "
+# Blocks searched for that second line from the one with the first line on.
+_CPU_BLOCKS = 3
 _FOLDED = b"Folded node: "
 _BANNER = b"oneDNN custom operations are "
 # xla_ops.cc: one launch of a function XLA compiles (jit_compile=True).
@@ -166,8 +170,10 @@ _DEBUG_RUN_ID = re.compile(rb'[ \[]tfdbg_run_id="([^"]*)"')
 _DEBUG_KERNEL = b"Debug"  # DebugNumericSummaryV2, DebugIdentityV2: tfdbg's instrumentation
 # Whole-block searches (each a literal first, which the regex engine skips to in C):
 # the lines handlers other than executor.cc's read, one by one...
+# (The CPU line, which has no prefix, is searched for only near cpu_feature_guard's line.)
 _SPECIAL = re.compile(rb"\] (?:" + rb"|".join(re.escape(m) for m in (
-    _EXECUTING, _RUNNING, _SUCCEEDED, _INSTANTIATING, _BANNER, _XLA_LAUNCH, _FOLDED)) + rb")")
+    _EXECUTING, _RUNNING, _SUCCEEDED, _INSTANTIATING, _BANNER, _XLA_LAUNCH, _FOLDED,
+    _CPU_GUARD)) + rb")")
 # ...and every Process node line at once: (step id, "{{node NAME}} = KERNEL[..." to the end
 # of the line), or ("", rest of the line) when it is not laid out so (``_line`` reads it).
 # The look-behind (after the literal, so that it stays the literal) keeps the file name
@@ -340,6 +346,7 @@ class _Parser:
         self.locations: dict[bytes, object] = {}  # "file:line" -> handler, _PLAIN
         self.last_matched: Optional[bytes] = None  # last line parsed by a handler
         self.matched_at = -1  # where in the block being read a line set last_matched
+        self.cpu_blocks = 0  # blocks left to search for the CPU line (``_CPU_BLOCKS``)
         self.entries: dict[bytes, _Node] = {}  # Process node text -> what it says
         # Process node lines read in bulk, per text: how many, and the number (``seq``)
         # of the last; lines read one by one number their node name in ``name_seq``
@@ -441,6 +448,8 @@ class _Parser:
             # Not searched for lines written into it: TF writes whole lines, so a cut
             # line starts with a oneDNN line (stdout) or has a location we read.
             self.last_prefixed = line
+            if _CPU_GUARD in line:
+                self.cpu_blocks = _CPU_BLOCKS
             return
         m = _PREFIX.match(line)
         if m is None:  # a line written into the start of this one
@@ -516,6 +525,8 @@ class _Parser:
             pos = le
         self._region(data, pos, end, base)
         self._tails(data, start, end)
+        if self.cpu_blocks:
+            self.cpu_blocks -= 1
 
     def _odd_block(self, data: bytes, start: int, end: int, base: int) -> None:
         """``_odd_bytes`` for each line of the block holding a NUL or a non-ASCII byte."""
@@ -541,7 +552,9 @@ class _Parser:
             ls = data.rfind(b"\n", a, p) + 1 or a
             if ls not in spans:
                 spans[ls] = data.find(b"\n", p, b) + 1
-        for marker in (b"_verbose,", _CPU_FEATURES):
+                if data.startswith(_CPU_GUARD, p + 2):
+                    self.cpu_blocks = _CPU_BLOCKS
+        for marker in (b"_verbose,", _CPU_FEATURES) if self.cpu_blocks else (b"_verbose,",):
             p = data.find(marker, a, b)
             while p >= 0:
                 ls = data.rfind(b"\n", a, p) + 1 or a
@@ -752,7 +765,7 @@ class _Parser:
 
     def _is_fast(self, line: bytes) -> bool:
         """Whether ``block`` reads ``line`` as a Process node line of a gap (``_apply``)."""
-        if _SPECIAL.search(line) or b"_verbose," in line or _CPU_FEATURES in line:
+        if _SPECIAL.search(line) or b"_verbose," in line or (self.cpu_blocks and _CPU_FEATURES in line):
             return False
         m = _PROCESS_LINE.search(line)
         return m is not None and bool(m.group(1)) and self._entry(m.group(2)) is not None
