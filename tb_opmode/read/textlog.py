@@ -104,7 +104,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Callable, NamedTuple, Optional
+from typing import Any, BinaryIO, Callable, Optional, cast
 
 from ..errors import Problem
 from . import fs
@@ -190,14 +190,19 @@ _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 
 
-class _Node(NamedTuple):
-    """What a Process node line's ``{{node NAME}} = KERNEL[...]`` says (see ``_entry``)."""
+class _Node:
+    """What a Process node line's ``{{node NAME}} = KERNEL[...]`` says (see ``_entry``).
+    One object per text, hashed by identity: lines are counted per object, in C."""
 
-    name: bytes
-    kernel: bytes
-    pair: tuple[bytes, bytes]  # (kernel, its T= dtype or b"")
-    kind: int                  # _N_RUN, _N_IGNORED (plumbing), _N_DEAD, _N_DEBUG
-    text: bytes                # the text, from "{{node " to the end of the line
+    __slots__ = ("name", "kernel", "pair", "kind", "text")
+
+    def __init__(self, name: bytes, kernel: bytes, pair: tuple[bytes, bytes], kind: int,
+                 text: bytes) -> None:
+        self.name = name
+        self.kernel = kernel
+        self.pair = pair  # (kernel, its T= dtype or b"")
+        self.kind = kind  # _N_RUN, _N_IGNORED (plumbing), _N_DEAD, _N_DEBUG
+        self.text = text  # the text, from "{{node " to the end of the line
 
 # Problem kinds, in report order.
 _NON_UTF8 = "non-UTF-8 bytes"
@@ -578,14 +583,17 @@ class _Parser:
         if not found:
             return
         step_ids = dict.fromkeys(map(_FIRST, found))
-        get = self.entries.get
-        nodes: dict[bytes, _Node] = {}  # this gap's (the table may start again on the way)
-        for key in dict.fromkeys(map(_SECOND, found)):
-            node = get(key) or self._entry(key)
-            if node is None:  # another line written into it
-                self._gap_from(data, a, b, base, found, key)
-                return
-            nodes[key] = node
+        texts = dict.fromkeys(map(_SECOND, found))
+        # this gap's nodes (the table may start again on the way), looked up in C
+        found_nodes: dict[bytes, Optional[_Node]] = dict(zip(texts, map(self.entries.get, texts)))
+        if None in found_nodes.values():
+            for key, node in found_nodes.items():
+                if node is None:
+                    node = found_nodes[key] = self._entry(key)
+                    if node is None:  # another line written into it
+                        self._gap_from(data, a, b, base, found, key)
+                        return
+        nodes = cast("dict[bytes, _Node]", found_nodes)  # no None left
         if b"" in step_ids:  # a line not laid out as _PROCESS_LINE expects
             self._gap_from(data, a, b, base, found, None)
             return
@@ -715,7 +723,7 @@ class _Parser:
     def _apply(self, found: list[tuple[bytes, bytes]], nodes: list[_Node]) -> None:
         """``_executor`` on Process node lines already parsed: (step id, text) and node."""
         for (step_id, key), node in zip(found, nodes):
-            name, kernel, pair, kind, _text = node
+            name, kernel, pair, kind = node.name, node.kernel, node.pair, node.kind
             if kind == _N_IGNORED:
                 continue
             if step_id == b"-1":
