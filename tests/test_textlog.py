@@ -457,3 +457,22 @@ def test_failed_second_reader_is_logged_and_read_here(tmp_path: Path, monkeypatc
     assert got.eager_dispatch == want.eager_dispatch and got.graph_kernels == want.graph_kernels
     assert got.lines == want.lines and got.bytes_read == want.bytes_read
     assert any("second reader of a log failed" in r.getMessage() for r in caplog.records)
+
+
+def test_failed_first_half_leaves_no_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the first half fails: the error comes out and the second reader is gone."""
+    data = TF221.read_bytes() * 3
+    path = _write(tmp_path, "three.txt", data)
+    monkeypatch.setattr(textlog, "_split_point", lambda f, p: len(data) // 3)
+    real = textlog._read_file
+
+    def first_half_fails(f: Any, parser: Any, start: int = 0, stop: Any = None) -> None:
+        if not parser.tail:
+            raise OSError(5, "input/output error (made by the test)")
+        real(f, parser, start, stop)
+
+    monkeypatch.setattr(textlog, "_read_file", first_half_fails)
+    with pytest.raises(OSError, match="made by the test"):
+        read_log(path)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child of this process left, running or not reaped

@@ -27,6 +27,7 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -165,7 +166,17 @@ def read_serial(units: list[Unit]) -> Partial:
                 if child is not None:
                     forked.append((unit, child))
     skip = {unit.key for unit, _child in forked}
-    merged = merge_all(read_unit(u) for u in units if u.key not in skip)
+    try:
+        merged = merge_all(read_unit(u) for u in units if u.key not in skip)
+    except BaseException:
+        for _unit, (pid, rfd) in forked:  # our own children, by their pids
+            os.close(rfd)
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass  # it had ended
+            os.waitpid(pid, 0)
+        raise
     for unit, child in forked:
         merged = merge(merged, _forked_result(unit, child))
     return merged

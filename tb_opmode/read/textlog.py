@@ -100,6 +100,7 @@ import operator
 import os
 import pickle
 import re
+import signal
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -1392,8 +1393,12 @@ def read_log(path: str) -> LogFacts:
         if child is None:
             _read_file(f, parser)
         else:
-            f.seek(0)
-            _read_file(f, parser, 0, split)
+            try:
+                f.seek(0)
+                _read_file(f, parser, 0, split)
+            except BaseException:
+                _abandon(child)
+                raise
             tail = _tail_state(child)
             if tail is None:  # the child failed (logged): read the second half here
                 _read_file(f, parser, split)
@@ -1455,6 +1460,18 @@ def _fork_tail(f: BinaryIO, path: str, split: int) -> Optional[tuple[int, int]]:
             os._exit(code)
     os.close(wfd)
     return pid, rfd
+
+
+def _abandon(child: tuple[int, int]) -> None:
+    """Stop waiting for the child of ``_fork_tail`` (reading failed here): closing its pipe
+    ends it (its write fails), then it is reaped."""
+    pid, rfd = child
+    os.close(rfd)
+    try:
+        os.kill(pid, signal.SIGTERM)  # our own child, by its pid: no need to finish
+    except ProcessLookupError:
+        pass  # it had ended
+    os.waitpid(pid, 0)
 
 
 def _tail_state(child: tuple[int, int]) -> Optional[dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,22 @@ def test_failed_child_is_logged_and_the_log_read_here(full_health: Fixture, monk
         assert _summary_json(full_health.directory) == plain
     assert any("the child that read it failed" in r.getMessage() and full_health.log().name in r.getMessage()
                for r in caplog.records)
+
+
+def test_failure_beside_the_child_leaves_no_child(full_health: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the dump fails while a child reads the log: the error comes out, and the
+    child is gone (not left blocked on its pipe)."""
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 0)
+    real = partials.read_unit
+
+    def dump_fails(unit: Unit) -> partials.Partial:
+        if unit.kind == "dump":
+            raise OSError(5, "input/output error (made by the test)", unit.path)
+        return real(unit)
+
+    monkeypatch.setattr(partials, "read_unit", dump_fails)
+    with pytest.raises(OSError, match="made by the test"):
+        load(str(full_health.directory))
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child of this process left, running or not reaped
