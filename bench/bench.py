@@ -575,7 +575,8 @@ class Row:
         return "met" if self.met else "MISSED"
 
 
-def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None) -> tuple[list[Row], bool]:
+def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
+                    seed_only: bool = False) -> tuple[list[Row], bool]:
     """Issue 12's targets 1, 3, 5 (demo logdir) and 6 (the TF log): seed-sized run,
     text log, profiles, the tab on the demo logdir. Returns the rows and whether our
     counts and kernels equal DebugDataReader's and the TF log's."""
@@ -646,6 +647,8 @@ def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None) -> tup
                     "", f"+{grow:.0f} MB for 4x the bytes", "independent of size (<= +32 MB)",
                     grow <= 32))
     quarter.unlink()
+    if seed_only:  # --seed-only: targets 1 and 6 of the seed-sized run
+        return rows, ok
     # 3. a 1M-event profile with oneDNN off: the whole summary, cold
     off = generate_xplane(300 if quick else 9500, onednn=False)
     off_dir = off.parents[3]
@@ -815,6 +818,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip issue 12's seed-sized run, text log, profiles and demo tab")
     parser.add_argument("--no-many-runs", action="store_true",
                         help="skip issue 12's logdir of 200 runs (a real tensorboard each)")
+    parser.add_argument("--seed-only", action="store_true",
+                        help="of issue 12's extras only the seed-sized run and its text log "
+                             "(targets 1 and 6); with --sizes '' --no-many-runs --no-xplane "
+                             "--no-tab, nothing else")
     parser.add_argument("--no-reference", action="store_true",
                         help=f"skip the code of {REFERENCE_COMMIT} (before issue 12) as reference")
     parser.add_argument("--json", help="also write the figures to this file")
@@ -867,7 +874,8 @@ def main(argv: list[str] | None = None) -> int:
         if (args.quick or not args.smoke) and not args.no_extras:
             print("issue 12 targets 1, 3, 5, 6: seed-sized run, text log, profiles, tab", flush=True)
             rows12, same12 = measure_issue12(args.quick, reps, work,
-                                             None if args.no_reference else reference_tree())
+                                             None if args.no_reference else reference_tree(),
+                                             seed_only=args.seed_only)
             ok = ok and same12
         # Fill the warm cache, check our counts against TF's once per size.
         if xplane is not None:

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
+import logging
 import os
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tb_opmode.read import textlog
 from tb_opmode.read.textlog import MAX_LINE, EagerKernel, LogFacts, looks_like_log, parse_lines, read_log
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -399,3 +402,77 @@ def test_real_tf_log_onednn_off(cnn_off_logdir: Path) -> None:
     assert not any(k.kernel.startswith("_Mkl") for k in facts.eager_kernels)
     assert not any(k.startswith("_Mkl") for k, _ in facts.graph_kernels.values())
     assert {key[0] for key in facts.onednn_primitives} == {"gemm_api"}
+
+
+# --- a big file read in two halves at once -----------------------------------------
+
+@pytest.mark.parametrize("path", [TF221, TF213])
+def test_two_halves_at_any_line_give_the_same_facts(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second half read by a forked child and merged: the facts of one reader,
+    wherever the split falls (eager ops, their wrappers and steps run across it)."""
+    whole = read_log(str(path))
+    data = path.read_bytes()
+    splits = [i + 1 for i, byte in enumerate(data[:-1]) if byte == ord("\n")]
+    assert len(splits) == whole.lines - 1
+    for split in splits:
+        monkeypatch.setattr(textlog, "_split_point", lambda f, p, split=split: split)
+        halves = read_log(str(path))
+        for name in ("tf_format", "first_time", "last_time", "onednn_opts", "eager_dispatch",
+                     "eager_kernels", "graph_kernels", "graph_executions", "kernel_executions",
+                     "context_kernels", "debug_inputs", "debug_targets", "onednn_primitives",
+                     "lines", "bytes_read", "problems"):
+            assert getattr(halves, name) == getattr(whole, name), (split, name)
+
+
+def test_split_point_is_a_line_start_near_the_middle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = TF221.read_bytes() * 40
+    path = _write(tmp_path, "big.txt", data)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # whatever this machine has
+    monkeypatch.setattr(textlog, "SPLIT_BYTES", len(data) // 2)
+    with open(path, "rb") as f:
+        split = textlog._split_point(f, path)
+    assert data[split - 1:split] == b"\n" and len(data) // 2 < split <= len(data) // 2 + 1000
+    monkeypatch.setattr(textlog, "SPLIT_BYTES", len(data) + 1)
+    with open(path, "rb") as f:
+        assert textlog._split_point(f, path) == 0
+
+
+def test_failed_second_reader_is_logged_and_read_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    data = TF221.read_bytes() * 3
+    path = _write(tmp_path, "three.txt", data)
+    monkeypatch.setattr(textlog, "_split_point", lambda f, p: 0)
+    want = read_log(path)
+
+    def broken(self: Any, f: Any, parser: Any, start: int = 0, stop: Any = None) -> None:
+        raise OSError(5, "input/output error (made by the test)")
+
+    monkeypatch.setattr(textlog, "_split_point", lambda f, p: len(data) // 3)
+    real = textlog._read_file
+    monkeypatch.setattr(textlog, "_read_file",
+                        lambda f, parser, start=0, stop=None: (broken(None, f, parser) if parser.tail
+                                                               else real(f, parser, start, stop)))
+    with caplog.at_level(logging.WARNING, logger=textlog.__name__):
+        got = read_log(path)
+    assert got.eager_dispatch == want.eager_dispatch and got.graph_kernels == want.graph_kernels
+    assert got.lines == want.lines and got.bytes_read == want.bytes_read
+    assert any("second reader of a log failed" in r.getMessage() for r in caplog.records)
+
+
+def test_failed_first_half_leaves_no_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the first half fails: the error comes out and the second reader is gone."""
+    data = TF221.read_bytes() * 3
+    path = _write(tmp_path, "three.txt", data)
+    monkeypatch.setattr(textlog, "_split_point", lambda f, p: len(data) // 3)
+    real = textlog._read_file
+
+    def first_half_fails(f: Any, parser: Any, start: int = 0, stop: Any = None) -> None:
+        if not parser.tail:
+            raise OSError(5, "input/output error (made by the test)")
+        real(f, parser, start, stop)
+
+    monkeypatch.setattr(textlog, "_read_file", first_half_fails)
+    with pytest.raises(OSError, match="made by the test"):
+        read_log(path)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child of this process left, running or not reaped

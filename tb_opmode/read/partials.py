@@ -8,7 +8,8 @@ be read). ``join.build_run`` builds a run from a ``Partial``.
 A unit of work (``Unit``) is one source: a dump set, a profile, a log. ``read_unit``
 reads one, through the cache (``cache.cached_dump_set`` & co.), and returns the
 ``Partial`` of that one source; it is the only code that reads sources for a run,
-whether in this process (``read_serial``), on a local process pool
+whether in this process (``read_serial``; a big local log there is read meanwhile
+by a forked child, on another core), on a local process pool
 (``read_pool``, ``tb-opmode summary --workers N``) or on a Dask cluster
 (``daskread.read_dask``, ``--dask ADDRESS``). ``merge`` joins two partials: a union of the
 sources each holds, so it is associative and commutative (a source read twice gives
@@ -22,16 +23,18 @@ from __future__ import annotations
 
 import functools
 import gc
+import logging
 import multiprocessing
 import os
 import pickle
+import signal
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import tfdbg
+from . import fs, tfdbg
 from .cache import cached_dump_set, cached_log, cached_profile
 from .discover import RunSources, dump_location
 from .textlog import LogFacts
@@ -40,6 +43,12 @@ from .xplane import Profile
 
 __all__ = ["Unit", "Partial", "units_of", "read_unit", "merge", "merge_all", "read_serial",
            "read_pool", "read_pickled", "unpickled"]
+
+logger = logging.getLogger(__name__)
+
+# A local log at least this big is read by a forked child while this process reads the
+# other sources (a log's facts are small to send back; its reading is all CPU).
+FORK_LOG_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -145,8 +154,79 @@ def merge_all(partials: Iterable[Partial]) -> Partial:
 
 
 def read_serial(units: list[Unit]) -> Partial:
-    """Each unit in this process, one after the other."""
-    return merge_all(read_unit(u) for u in units)
+    """Each unit in this process, one after the other; but big local logs, when there
+    is something else to read, another core and no other thread, each in a forked
+    child meanwhile (its result sent back pickled; if it fails, it is read here)."""
+    forked: list[tuple[Unit, tuple[int, int]]] = []
+    if len(units) > 1 and (os.cpu_count() or 1) > 1 and hasattr(os, "fork") \
+            and threading.active_count() == 1:
+        for unit in units:
+            if unit.kind == "log" and not fs.is_remote(unit.path) and unit.size() >= FORK_LOG_BYTES:
+                child = _fork_unit(unit)
+                if child is not None:
+                    forked.append((unit, child))
+    skip = {unit.key for unit, _child in forked}
+    try:
+        merged = merge_all(read_unit(u) for u in units if u.key not in skip)
+    except BaseException:
+        for _unit, (pid, rfd) in forked:  # our own children, by their pids
+            os.close(rfd)
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass  # it had ended
+            os.waitpid(pid, 0)
+        raise
+    for unit, child in forked:
+        merged = merge(merged, _forked_result(unit, child))
+    return merged
+
+
+def _fork_unit(unit: Unit) -> tuple[int, int] | None:
+    """``read_unit(unit)`` in a forked child: (its pid, the fd its pickled result comes
+    on), or None when no child could be started (the unit is then read here)."""
+    try:
+        rfd, wfd = os.pipe()
+    except OSError as err:
+        logger.warning("%s: no pipe to read it beside the rest (%s); read after it", unit.path, err)
+        return None
+    try:
+        pid = os.fork()
+    except OSError as err:
+        os.close(rfd)
+        os.close(wfd)
+        logger.warning("%s: cannot fork to read it beside the rest (%s); read after it", unit.path, err)
+        return None
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            os.close(rfd)
+            data = _read_pickled(unit)
+            with os.fdopen(wfd, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    return pid, rfd
+
+
+def _forked_result(unit: Unit, child: tuple[int, int]) -> Partial:
+    """What the child of ``_fork_unit`` read; the unit read here if the child failed."""
+    pid, rfd = child
+    with os.fdopen(rfd, "rb") as inp:
+        data = inp.read()
+    _, status = os.waitpid(pid, 0)
+    if status == 0:
+        try:
+            return _unpickled(data)
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as err:
+            logger.warning("%s: the child that read it sent back no result (%s); read again here",
+                           unit.path, err)
+    else:
+        logger.warning("%s: the child that read it failed (wait status %d); read again here",
+                       unit.path, status)
+    return read_unit(unit)
 
 
 def read_pickled(unit: Unit) -> bytes:

@@ -63,29 +63,56 @@ stock ``Transpose``).
 Damage: lines are bytes throughout, undecodable bytes only become Problems.
 A line into which another line was written (stdout oneDNN lines and stderr TF
 lines share a file) is split where the second line starts and both pieces are
-read, the cut piece only as far as it is complete. Only oneDNN lines and TF
-lines we read are searched for such cuts (TF writes each line whole, so a TF
-line we do not read rarely carries another one).
+read, the cut piece only as far as it is complete. Only oneDNN lines and lines
+carrying a message we read are searched for such cuts (TF writes each line
+whole, so a TF line we do not read rarely carries another one).
 
-Reading is streamed in binary in 1 MiB chunks with lines capped at
-``MAX_LINE`` bytes (the rest of a longer line is skipped, not held), so memory
-stays constant on a multi-GB file (about 140-170 MB/s on TF 2.21/2.13 logs
-with CPython 3.11).
+Reading is streamed in binary in 4 MiB chunks with lines capped at ``MAX_LINE``
+bytes (the rest of a longer line is skipped, not held), so memory stays constant
+on a multi-GB file. A chunk's lines are not split in Python: searches over the
+whole chunk, in C, find the few lines a handler reads one by one (the messages
+above but Process node, oneDNN lines; the CPU line, which has no prefix, in the
+chunk of cpu_feature_guard.cc's line and the next two), and one regex between them
+reads every ``executor.cc`` Process node line at once: its step id and its
+``{{node ...}}`` text, which a node prints the same at every step, so the text is
+parsed once and the lines are counted per text (C ``Counter``), each step keeping
+its texts until it is filed. Such a line is read wherever it starts (another
+line written before it does not hide it); one the regex cannot take whole, or
+with another line inside, is read as it is. The kernel of a node is the one its
+last line names; a debug node's dump graph is the one its target names when its
+step is filed. Memory holds one chunk and a table of distinct texts, not the
+lines (README, Speed, for the figures).
+
+A local file of ``SPLIT_BYTES`` or more is read in two halves at once, the second
+by a forked child (not in a process running threads, where a fork can deadlock),
+split just after a newline near the middle. What the second half cannot know is
+kept for the merge: lines of a thread that dispatched no eager op there yet are
+read after the first half (they may continue an op dispatched in it), and an eager
+op whose wrapper the second half did not see instantiated takes the kernel the
+first half saw. A step running across the split is filed in two parts.
 """
 from __future__ import annotations
 
 import datetime
+import logging
 import math
+import operator
+import os
+import pickle
 import re
+import signal
+import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Optional
+from typing import Any, BinaryIO, Callable, Optional, cast
 
 from ..errors import Problem
 from . import fs
 
 __all__ = ["EagerKernel", "LogFacts", "looks_like_log", "read_log", "parse_lines", "MAX_LINE"]
+
+logger = logging.getLogger(__name__)
 
 # Lines longer than this are cut; only their head is parsed.
 MAX_LINE = 1 << 20
@@ -126,7 +153,10 @@ _FOLDING_STEP = b" step -1 "
 # executor.cc appends this to a node of an untaken cond branch: it ran no kernel.
 _DEAD = b" is dead device: "
 # cpu_feature_guard.cc's start-up message, whose second line has no prefix.
+_CPU_GUARD = b"This TensorFlow binary is optimized"
 _CPU_FEATURES = b"To enable the following instructions: "
+# Blocks searched for that second line from the one with the first line on.
+_CPU_BLOCKS = 3
 _FOLDED = b"Folded node: "
 _BANNER = b"oneDNN custom operations are "
 # xla_ops.cc: one launch of a function XLA compiles (jit_compile=True).
@@ -139,6 +169,41 @@ _DEBUG_MODE = re.compile(rb"[ \[]tensor_debug_mode=(\d+)[,\]]")
 _DEBUG_BUFFER = re.compile(rb"[ \[]circular_buffer_size=(-?\d+)[,\]]")
 _DEBUG_RUN_ID = re.compile(rb'[ \[]tfdbg_run_id="([^"]*)"')
 _DEBUG_KERNEL = b"Debug"  # DebugNumericSummaryV2, DebugIdentityV2: tfdbg's instrumentation
+# Whole-block searches (each a literal first, which the regex engine skips to in C):
+# the lines handlers other than executor.cc's read, one by one...
+# (The CPU line, which has no prefix, is searched for only near cpu_feature_guard's line.)
+_SPECIAL = re.compile(rb"\] (?:" + rb"|".join(re.escape(m) for m in (
+    _EXECUTING, _RUNNING, _SUCCEEDED, _INSTANTIATING, _BANNER, _XLA_LAUNCH, _FOLDED,
+    _CPU_GUARD)) + rb")")
+# ...and every Process node line at once: (step id, "{{node NAME}} = KERNEL[..." to the end
+# of the line), or ("", rest of the line) when it is not laid out so (``_line`` reads it).
+# The look-behind (after the literal, so that it stays the literal) keeps the file name
+# whole: "xexecutor.cc" is another file.
+_PROCESS_LINE = re.compile(
+    rb"executor\.cc:(?<=[/ ]executor\.cc:)\d+\] Process node: "
+    rb"(?:\d+ step (-?\d+) (\{\{node [^ \n}]+\}\} = [^\[( \n]+[\[(][^\n]*)|[^\n]*)")
+_ODD = re.compile(rb"[\x00\x80-\xff]")
+# Distinct Process node texts kept (each node prints the same at every step); past this
+# the table starts again, so that texts differing per line keep memory bounded.
+_MAX_ENTRIES = 1 << 16
+_N_RUN, _N_IGNORED, _N_DEAD, _N_DEBUG = range(4)
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+
+
+class _Node:
+    """What a Process node line's ``{{node NAME}} = KERNEL[...]`` says (see ``_entry``).
+    One object per text, hashed by identity: lines are counted per object, in C."""
+
+    __slots__ = ("name", "kernel", "pair", "kind", "text")
+
+    def __init__(self, name: bytes, kernel: bytes, pair: tuple[bytes, bytes], kind: int,
+                 text: bytes) -> None:
+        self.name = name
+        self.kernel = kernel
+        self.pair = pair  # (kernel, its T= dtype or b"")
+        self.kind = kind  # _N_RUN, _N_IGNORED (plumbing), _N_DEAD, _N_DEBUG
+        self.text = text  # the text, from "{{node " to the end of the line
 
 # Problem kinds, in report order.
 _NON_UTF8 = "non-UTF-8 bytes"
@@ -239,11 +304,14 @@ class _Step:
     """The nodes one executor step ran, and the dump graphs (tfdbg context ids) whose
     debug nodes ran in it: the step runs those graphs' nodes."""
 
-    __slots__ = ("nodes", "contexts")
+    __slots__ = ("nodes", "contexts", "keys")
 
     def __init__(self) -> None:
         self.nodes: dict[bytes, tuple[bytes, bytes]] = {}
         self.contexts: set[bytes] = set()
+        # Nodes of the Process node lines read in bulk (``_Parser._bulk``), in line
+        # order (shared objects, one per text): resolved when the step is filed.
+        self.keys: list[_Node] = []
 
 
 class _Parser:
@@ -283,6 +351,31 @@ class _Parser:
         self.tail_cut = False
         self.locations: dict[bytes, object] = {}  # "file:line" -> handler, _PLAIN
         self.last_matched: Optional[bytes] = None  # last line parsed by a handler
+        self.matched_at = -1  # where in the block being read a line set last_matched
+        self.cpu_blocks = 0  # blocks left to search for the CPU line (``_CPU_BLOCKS``)
+        self.entries: dict[bytes, _Node] = {}  # Process node text -> what it says
+        # Process node lines read in bulk, per text: how many, and the number (``seq``)
+        # of the last; lines read one by one number their node name in ``name_seq``
+        # (the last line of a name gives its kernel, whichever way it was read).
+        self.key_counts: Counter[_Node] = Counter()
+        self.key_last: dict[_Node, int] = {}
+        self.name_seq: dict[bytes, int] = {}
+        self.seq = 0
+        # Step files by the set of texts they ran (the steps of a function run the same
+        # nodes): (debug targets version, nodes, dump graphs).
+        self.step_sets: dict[frozenset[_Node], tuple[int, dict[bytes, tuple[bytes, bytes]],
+                                                     frozenset[bytes]]] = {}
+        self.targets_version = 0
+        # Debug nodes whose name has no input recorded yet (``_debug_input``).
+        self.pending_debug: set[_Node] = set()
+        # Reading the second part of a split file (``_read_split``): what depends on the
+        # lines before it is kept for the merge: lines of threads that have dispatched
+        # nothing here yet (they may belong to an eager op dispatched before), and eager
+        # executions whose wrapper was instantiated before.
+        self.tail = False
+        self.dispatched: set[Optional[bytes]] = set()
+        self.orphans: list[tuple[bytes, int]] = []
+        self.unresolved: Counter[tuple[bytes, tuple[bytes, bytes]]] = Counter()
         # source file -> (message starts it prints that we read, handler)
         self.handlers: dict[bytes, tuple[tuple[bytes, ...], _Handler]] = {
             b"execute.cc": ((_EXECUTING,), self._execute),
@@ -309,7 +402,11 @@ class _Parser:
             kernel, dtype = b"", b""
         else:
             key = ctx.key if ctx.key is not None else (ctx.dispatch, ctx.device)
-            kernel, dtype = self.wrapper_kernels.get(key, (b"", b""))
+            found = self.wrapper_kernels.get(key)
+            if found is None and self.tail:
+                self.unresolved[(ctx.dispatch, key)] += 1  # perhaps instantiated before
+                return
+            kernel, dtype = found or (b"", b"")
         self.eager[(ctx.dispatch, kernel, dtype)] += 1
 
     # -- the hot loop --------------------------------------------------------------
@@ -324,70 +421,393 @@ class _Parser:
             self.locations[key] = value
         return value
 
-    def run(self, batches: Iterable[tuple[int, list[bytes]]]) -> None:
-        """Parse batches of lines: (file offset of the first line, lines without
-        their newline, each but the last followed by one newline in the file).
+    def _line(self, line: bytes, off: int) -> None:
+        """Read one line (without its newline) as it is, at file offset ``off``.
 
-        Cheap tests first: the source location before the first ``"] "`` picks
-        the handler (cached per location), and the prefix regex runs only on
-        lines whose location we read."""
-        match = _PREFIX.match
-        locations = self.locations
-        lookup = self._lookup
-        nlines = self.lines
-        last_prefixed = self.last_prefixed
-        for nbytes, lines in batches:
-            nlines += len(lines)
-            joined = b"\n".join(lines)
-            # Whole-batch tests first, so most lines skip these tests.
-            odd = not joined.isascii() or b"\x00" in joined
-            verbose = b"_verbose," in joined
-            del joined
-            for line in lines:
-                off = nbytes
-                nbytes += len(line) + 1
-                if odd:
-                    self._odd_bytes(line, off)
-                if verbose and line.startswith(b"onednn_verbose,"):
-                    self._verbose(line, off, True)
-                    continue
-                j = line.find(b"] ")
-                if j < 0:
-                    if verbose and b"_verbose," in line:
-                        self._stray(line, off)
-                    elif line.startswith(_CPU_FEATURES):
-                        self._cpu(line)
-                    continue
-                key = line[line.rfind(b" ", 0, j) + 1:j]
-                entry = locations.get(key)
-                if entry is None:
-                    entry = lookup(key)
-                if entry is _JUNK:
-                    self._stray(line, off)
-                    continue
-                if not self.fmt:
-                    m = match(line)
-                    if m is not None:
-                        self._first(m)
-                # entry is a (prefix, handler) tuple once _JUNK and _PLAIN are out; mypy cannot
-                # narrow the object() sentinels, and an isinstance check costs in this loop.
-                if entry is _PLAIN or not line.startswith(entry[0], j + 2):  # type: ignore[index]
-                    # Not searched for lines written into it: TF writes whole lines,
-                    # so a cut line starts with a oneDNN line (stdout) or has a
-                    # location we read (checked below).
-                    last_prefixed = line
-                    continue
-                m = match(line)
-                if m is None:  # a line written into the start of this one
-                    self._garbled(line, off)
-                    continue
-                last_prefixed = line
+        Cheap tests first: the source location before the first ``"] "`` picks the
+        handler (cached per location), and the prefix regex runs only on lines whose
+        location we read."""
+        if line.startswith(b"onednn_verbose,"):
+            self._verbose(line, off, True)
+            return
+        j = line.find(b"] ")
+        if j < 0:
+            if b"_verbose," in line:
+                self._stray(line, off)
+            elif line.startswith(_CPU_FEATURES):
+                self._cpu(line)
+            return
+        key = line[line.rfind(b" ", 0, j) + 1:j]
+        entry = self.locations.get(key)
+        if entry is None:
+            entry = self._lookup(key)
+        if entry is _JUNK:
+            self._stray(line, off)
+            return
+        if not self.fmt:
+            m = _PREFIX.match(line)
+            if m is not None:
+                self._first(m)
+        # entry is a (prefix, handler) tuple once _JUNK and _PLAIN are out; mypy cannot
+        # narrow the object() sentinels.
+        if entry is _PLAIN or not line.startswith(entry[0], j + 2):  # type: ignore[index]
+            # Not searched for lines written into it: TF writes whole lines, so a cut
+            # line starts with a oneDNN line (stdout) or has a location we read.
+            self.last_prefixed = line
+            if _CPU_GUARD in line:
+                self.cpu_blocks = _CPU_BLOCKS
+            return
+        m = _PREFIX.match(line)
+        if m is None:  # a line written into the start of this one
+            self._garbled(line, off)
+            return
+        self.last_prefixed = line
+        self.last_matched = line
+        if ((line.find(b"] ", j + 2) < 0 and b"_verbose," not in line)
+                or not self._garbled(line, off)):
+            entry[1](line, m.end(), m.group(6), off, False)  # type: ignore[index]  # as above
+
+    def _sets_prefixed(self, line: bytes) -> bool:
+        """Whether ``_line`` takes ``line`` as the last line with a TF prefix (its time is
+        the log's last), without reading it."""
+        if line.startswith(b"onednn_verbose,"):
+            return False
+        j = line.find(b"] ")
+        if j < 0:
+            return False
+        key = line[line.rfind(b" ", 0, j) + 1:j]
+        entry = self.locations.get(key)
+        if entry is None:
+            entry = self._lookup(key)
+        if entry is _JUNK:
+            return False
+        if entry is _PLAIN or not line.startswith(entry[0], j + 2):  # type: ignore[index]  # as in _line
+            return True
+        return _PREFIX.match(line) is not None
+
+    def _slow(self, line: bytes, off: int, at: int) -> None:
+        """``_line``, noting ``at`` (the line's start in the block) when the line set
+        ``last_matched``: the block's Process node lines after it may set it again."""
+        before = self.last_matched
+        self._line(line, off)
+        if self.last_matched is not before:
+            self.matched_at = at
+
+    def one_line(self, line: bytes, off: int) -> None:
+        """A line read on its own (the head of an over-long line, a last line without
+        newline, a line of ``parse_lines`` with a newline inside)."""
+        self.lines += 1
+        if not line.isascii() or b"\x00" in line:
+            self._odd_bytes(line, off)
+        self._line(line, off)
+
+    # -- the hot path: a block of whole lines ------------------------------------------
+    def block(self, data: bytes, start: int, end: int, off: int) -> None:
+        """Read the lines ``data[start:end]``, each ending in a newline and none longer
+        than MAX_LINE; ``off`` is the file offset of ``data[start]``.
+
+        Lines are not split: whole-block searches in C find the few lines a handler
+        reads one by one (``_SPECIAL``, oneDNN lines, the CPU line), and between them
+        one regex reads every ``Process node`` line at once (``_gap``). Lines of no
+        interest are never looked at in Python."""
+        if start >= end:
+            return
+        base = off - start  # file offset of data[0]
+        self.lines += data.count(b"\n", start, end)
+        if not data.isascii() or b"\x00" in data:
+            self._odd_block(data, start, end, base)
+        self.matched_at = -1
+        pos = start
+        # Until the first line with a TF prefix sets the format, every line that may
+        # be one (it has a "] ") is read on its own, in order.
+        while not self.fmt and pos < end:
+            j = data.find(b"] ", pos, end)
+            if j < 0:
+                break
+            ls = data.rfind(b"\n", pos, j) + 1 or pos
+            le = data.find(b"\n", j, end) + 1
+            self._region(data, pos, ls, base)
+            self._slow(data[ls:le - 1], base + ls, ls)
+            pos = le
+        self._region(data, pos, end, base)
+        self._tails(data, start, end)
+        if self.cpu_blocks:
+            self.cpu_blocks -= 1
+
+    def _odd_block(self, data: bytes, start: int, end: int, base: int) -> None:
+        """``_odd_bytes`` for each line of the block holding a NUL or a non-ASCII byte."""
+        pos = start
+        while pos < end:
+            m = _ODD.search(data, pos, end)
+            if m is None:
+                return
+            p = m.start()
+            ls = data.rfind(b"\n", pos, p) + 1 or pos
+            le = data.find(b"\n", p, end)
+            self._odd_bytes(data[ls:le], base + ls)
+            pos = le + 1
+
+    def _region(self, data: bytes, a: int, b: int, base: int) -> None:
+        """The lines ``data[a:b]``: those a handler reads one by one, in order, and the
+        Process node lines between them at once."""
+        if a >= b:
+            return
+        spans: dict[int, int] = {}  # line start -> end (after its newline)
+        for m in _SPECIAL.finditer(data, a, b):
+            p = m.start()
+            ls = data.rfind(b"\n", a, p) + 1 or a
+            if ls not in spans:
+                spans[ls] = data.find(b"\n", p, b) + 1
+                if data.startswith(_CPU_GUARD, p + 2):
+                    self.cpu_blocks = _CPU_BLOCKS
+        for marker in (b"_verbose,", _CPU_FEATURES) if self.cpu_blocks else (b"_verbose,",):
+            p = data.find(marker, a, b)
+            while p >= 0:
+                ls = data.rfind(b"\n", a, p) + 1 or a
+                le = data.find(b"\n", p, b) + 1
+                spans.setdefault(ls, le)
+                p = data.find(marker, le, b)
+        cur = a
+        for ls in sorted(spans):
+            if ls > cur:
+                self._gap(data, cur, ls, base)
+            le = spans[ls]
+            self._slow(data[ls:le - 1], base + ls, ls)
+            cur = le
+        if cur < b:
+            self._gap(data, cur, b, base)
+
+    def _gap(self, data: bytes, a: int, b: int, base: int) -> None:
+        """Every ``executor.cc`` Process node line in ``data[a:b]`` (lines no other handler
+        reads), by one regex in C; a line it cannot take whole is read by ``_line``."""
+        found = _PROCESS_LINE.findall(data, a, b)
+        if not found:
+            return
+        step_ids = dict.fromkeys(map(_FIRST, found))
+        texts = dict.fromkeys(map(_SECOND, found))
+        # this gap's nodes (the table may start again on the way), looked up in C
+        found_nodes: dict[bytes, Optional[_Node]] = dict(zip(texts, map(self.entries.get, texts)))
+        if None in found_nodes.values():
+            for key, node in found_nodes.items():
+                if node is None:
+                    node = found_nodes[key] = self._entry(key)
+                    if node is None:  # another line written into it
+                        self._gap_from(data, a, b, base, found, key)
+                        return
+        nodes = cast("dict[bytes, _Node]", found_nodes)  # no None left
+        if b"" in step_ids:  # a line not laid out as _PROCESS_LINE expects
+            self._gap_from(data, a, b, base, found, None)
+            return
+        if b"-1" in step_ids:
+            # Step -1 is grappler's constant folding evaluating nodes while it
+            # optimises the graph, not a run of the graph.
+            for key in dict.fromkeys(k for s, k in found if s == b"-1"):
+                if nodes[key].kind != _N_IGNORED:
+                    self.folded.add(nodes[key].name)
+            found = [x for x in found if x[0] != b"-1"]
+            del step_ids[b"-1"]
+            if not found:
+                return
+        steps = self.steps
+        if len(steps) + sum(s not in steps for s in step_ids) > _OPEN_STEPS:
+            # a step is filed to open another: that happens at a line, read them so
+            self._apply(found, [nodes[key] for _step, key in found])
+            return
+        self._bulk(found, step_ids, nodes)
+
+    def _bulk(self, found: list[tuple[bytes, bytes]], step_ids: dict[bytes, None],
+              nodes: dict[bytes, _Node]) -> None:
+        """Process node lines (step id, text) whose texts all have entries, with no step to
+        file on the way: counted per node in C; each step keeps its nodes (one object
+        per text, so that a line's text is not kept)."""
+        keys = list(map(nodes.__getitem__, map(_SECOND, found)))
+        self.key_counts.update(keys)
+        seq = self.seq
+        self.key_last.update(zip(keys, range(seq, seq + len(keys))))
+        self.seq = seq + len(keys)
+        steps = self.steps
+        if len(step_ids) == 1:
+            (step_id,) = step_ids
+            step = steps.get(step_id)
+            if step is None:
+                step = steps[step_id] = _Step()
+            step.keys += keys
+            groups = [step]
+        else:
+            groups = []
+            for step_id in step_ids:
+                if step_id not in steps:
+                    steps[step_id] = _Step()
+            for (step_id, _text), node in zip(found, keys):
+                steps[step_id].keys.append(node)
+            groups = [steps[s] for s in step_ids]
+        for step in groups:
+            if len(step.keys) > _MAX_ENTRIES:  # a long step: keep each text's last line
+                step.keys = list(dict.fromkeys(step.keys[::-1]))[::-1]
+        if self.pending_debug:
+            hits = self.pending_debug.intersection(keys)
+            if hits:
+                for node in dict.fromkeys(keys):  # in line order: the first line's input wins
+                    if node in hits:
+                        self.pending_debug.discard(node)
+                        if node.name not in self.debug_inputs:
+                            self._debug_input(node.name, node.text)
+        if len(self.key_last) > _MAX_ENTRIES:
+            self._fold_keys()
+
+    def _fold_keys(self) -> None:
+        """Add the counts of the lines read in bulk to the per-node ones, each node's
+        kernel the one of its last line."""
+        last = self.key_last
+        for node in sorted(last, key=last.__getitem__):
+            if node.kind == _N_IGNORED or node.kind == _N_DEAD:
+                continue
+            n = self.key_counts[node]
+            self.graph_exec[node.name] += n
+            self.kernel_exec[node.kernel] += n
+            if last[node] > self.name_seq.get(node.name, -1):
+                self.graph_kernels[node.name] = node.pair
+                self.name_seq[node.name] = last[node]
+        self.key_counts.clear()
+        last.clear()
+
+    def _gap_from(self, data: bytes, a: int, b: int, base: int,
+                  found: list[tuple[bytes, bytes]], key: Optional[bytes]) -> None:
+        """The gap's lines before the first that ``_apply`` cannot take (one whose text is
+        ``key``, or none laid out so) by ``_apply``, the rest one by one."""
+        i = 0
+        get = self.entries.get
+        nodes: list[_Node] = []
+        for step_id, k in found:
+            node = get(k) if step_id and k != key else None
+            if node is None:
+                node = self._entry(k) if step_id and k != key else None
+                if node is None:
+                    break
+            nodes.append(node)
+            i += 1
+        self._apply(found[:i], nodes)
+        self._gap_lines(data, a, b, base, i)
+
+    def _entry(self, key: bytes) -> Optional[_Node]:
+        """What ``_executor`` reads from a Process node line ending in ``key``
+        (``{{node NAME}} = KERNEL[attrs](inputs) device: D``), kept per distinct key:
+        a node prints the same text at every step. None when another line was written
+        into it (such a line is read by ``_line``, which splits it)."""
+        if (b"] " in key or b"_verbose," in key) and _EMBEDDED.search(key) is not None:
+            return None
+        j = key.find(b"}} = ")
+        name = key[7:j]
+        k = _KERNEL_END.search(key, j + 5)
+        if k is None:  # not in a key _PROCESS_LINE matched; for the type checker
+            return None
+        kernel = key[j + 5:k.start()]
+        t = _T_ATTR.search(key, k.start())
+        if (kernel in _IGNORED_KERNELS and kernel != b"_Arg") or name in _IGNORED_NODES:
+            kind = _N_IGNORED
+        elif _DEAD in key:
+            kind = _N_DEAD
+        elif kernel.startswith(_DEBUG_KERNEL):
+            kind = _N_DEBUG
+        else:
+            kind = _N_RUN
+        node = _Node(name, kernel, (kernel, t.group(1) if t is not None else b""), kind, key)
+        if len(self.entries) >= _MAX_ENTRIES:
+            self.entries.clear()  # keys that vary per line: memory stays bounded
+        self.entries[key] = node
+        if kind == _N_DEBUG and name not in self.debug_inputs:
+            if len(self.pending_debug) >= _MAX_ENTRIES:
+                self.pending_debug.clear()  # such texts only: inputs then taken from _line
+            self.pending_debug.add(node)
+        return node
+
+    def _apply(self, found: list[tuple[bytes, bytes]], nodes: list[_Node]) -> None:
+        """``_executor`` on Process node lines already parsed: (step id, text) and node."""
+        for (step_id, key), node in zip(found, nodes):
+            name, kernel, pair, kind = node.name, node.kernel, node.pair, node.kind
+            if kind == _N_IGNORED:
+                continue
+            if step_id == b"-1":
+                # Step -1 is grappler's constant folding evaluating nodes while it
+                # optimises the graph, not a run of the graph.
+                self.folded.add(name)
+                continue
+            if kind == _N_DEAD:
+                continue  # an untaken branch: the node ran no kernel at this step
+            self._ran(name, kernel, pair, step_id, key if kind == _N_DEBUG else None)
+
+    def _ran(self, name: bytes, kernel: bytes, pair: tuple[bytes, bytes], step_id: bytes,
+             debug_line: Optional[bytes]) -> None:
+        """One execution of a graph node at a step, read on its own (``debug_line``: the
+        text of a tfdbg debug node, whose input and target it names)."""
+        self.graph_exec[name] += 1
+        self.kernel_exec[kernel] += 1
+        self.graph_kernels[name] = pair
+        self.name_seq[name] = self.seq
+        self.seq += 1
+        step = self.steps.get(step_id)
+        if step is None:
+            if len(self.steps) >= _OPEN_STEPS:
+                self._close_step(next(iter(self.steps)))
+            step = self.steps[step_id] = _Step()
+        step.nodes[name] = pair
+        if debug_line is not None:
+            if name not in self.debug_inputs:
+                self._debug_input(name, debug_line)
+            target = self.debug_targets.get(name)
+            if target is not None:
+                step.contexts.add(target[0])
+
+    def _gap_lines(self, data: bytes, a: int, b: int, base: int, skip: int) -> None:
+        """The Process node lines of ``data[a:b]`` from the ``skip``-th on, one by one:
+        those ``_entry`` takes as in ``_apply``, the others by ``_line``."""
+        for i, m in enumerate(_PROCESS_LINE.finditer(data, a, b)):
+            if i < skip:
+                continue
+            step_id, key = m.group(1), m.group(2)
+            node = self._entry(key) if step_id else None
+            if node is not None:
+                self._apply([(step_id, key)], [node])
+            else:
+                ls = data.rfind(b"\n", a, m.start()) + 1 or a
+                self._slow(data[ls:m.end()], base + ls, ls)
+
+    def _is_fast(self, line: bytes) -> bool:
+        """Whether ``block`` reads ``line`` as a Process node line of a gap (``_apply``)."""
+        if _SPECIAL.search(line) or b"_verbose," in line or (self.cpu_blocks and _CPU_FEATURES in line):
+            return False
+        m = _PROCESS_LINE.search(line)
+        return m is not None and bool(m.group(1)) and self._entry(m.group(2)) is not None
+
+    def _tails(self, data: bytes, start: int, end: int) -> None:
+        """The block's last line with a TF prefix, and its last line a handler parsed:
+        their times end the log's time span."""
+        e = end
+        while e > start:
+            j = data.rfind(b"] ", start, e)
+            if j < 0:
+                break
+            ls = data.rfind(b"\n", start, j) + 1 or start
+            le = data.find(b"\n", j, end)
+            line = data[ls:le]
+            if self._sets_prefixed(line):
+                self.last_prefixed = line
+                break
+            e = ls
+        # A Process node line read by _apply (new lines are read by _line, which set
+        # last_matched itself, at matched_at) sets it when its prefix can be read.
+        e = end
+        lo = max(start, self.matched_at + 1)
+        while e > lo:
+            p = data.rfind(b"] " + _PROCESS, lo, e)
+            if p < 0:
+                break
+            ls = data.rfind(b"\n", start, p) + 1 or start
+            line = data[ls:data.find(b"\n", p, end)]
+            if self._is_fast(line) and _PREFIX.match(line) is not None:
                 self.last_matched = line
-                if ((line.find(b"] ", j + 2) < 0 and b"_verbose," not in line)
-                        or not self._garbled(line, off)):
-                    entry[1](line, m.end(), m.group(6), off, False)  # type: ignore[index]  # as above
-        self.lines = nlines
-        self.last_prefixed = last_prefixed
+                break
+            e = ls
 
     def _cpu(self, line: bytes) -> None:
         """``To enable the following instructions: AVX2 AVX512F ... FMA, in other
@@ -500,6 +920,8 @@ class _Parser:
             self.issue(_GARBLED, off)
             return
         self.dispatch[op] += 1
+        if self.tail:
+            self.dispatched.add(tid)
         prev = self.contexts.get(tid)
         if prev is not None:
             self._finalize(prev)
@@ -508,6 +930,8 @@ class _Parser:
     def _pflr(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         ctx = self.contexts.get(tid)
         if ctx is None:
+            if self.tail and tid not in self.dispatched:
+                self.orphans.append((line, off))
             return
         if line.startswith(_RUNNING, at):
             i = line.rfind(b" from ", at)
@@ -563,6 +987,9 @@ class _Parser:
     def _op_kernel(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if not line.startswith(_INSTANTIATING, at):
             return
+        if self.tail and tid not in self.dispatched:
+            self.orphans.append((line, off))
+            return
         parsed = self._kept_node(line, at, off)
         if parsed is None:
             return
@@ -593,6 +1020,7 @@ class _Parser:
         ctx = _DEBUG_CONTEXT.search(line, 0, start)
         if op is not None and ctx is not None:
             slot = _DEBUG_SLOT.search(line, 0, start)
+            self.targets_version += 1
             self.debug_targets[name] = (ctx.group(1), op.group(1),
                                         int(slot.group(1)) if slot is not None else 0)
             mode = _DEBUG_MODE.search(line, 0, start)
@@ -620,29 +1048,51 @@ class _Parser:
             return
         if _DEAD in line:
             return  # an untaken branch: the node ran no kernel at this step
-        self.graph_exec[name] += 1
-        self.kernel_exec[kernel] += 1
-        self.graph_kernels[name] = (kernel, dtype)
         s = line.find(b" step ", at) + 6
-        step_id = line[s:line.find(b" ", s)]
-        step = self.steps.get(step_id)
-        if step is None:
-            if len(self.steps) >= _OPEN_STEPS:
-                self._close_step(next(iter(self.steps)))
-            step = self.steps[step_id] = _Step()
-        step.nodes[name] = (kernel, dtype)
-        if kernel.startswith(_DEBUG_KERNEL):
-            if name not in self.debug_inputs:
-                self._debug_input(name, line)
-            target = self.debug_targets.get(name)
-            if target is not None:
-                step.contexts.add(target[0])
+        self._ran(name, kernel, (kernel, dtype), line[s:line.find(b" ", s)],
+                  line if kernel.startswith(_DEBUG_KERNEL) else None)
 
     def _close_step(self, step_id: bytes) -> None:
         """File a step's nodes under the dump graphs whose debug nodes ran in it."""
         step = self.steps.pop(step_id)
-        for context in step.contexts:
-            self.scoped.setdefault(context, {}).update(step.nodes)
+        nodes, contexts = step.nodes, step.contexts
+        if step.keys:
+            bulk_nodes, bulk_contexts = self._step_files(step.keys)
+            nodes = {**bulk_nodes, **nodes} if nodes else bulk_nodes
+            contexts = contexts | bulk_contexts
+        for context in contexts:
+            self.scoped.setdefault(context, {}).update(nodes)
+
+    def _step_files(self, keys: list[_Node]) -> tuple[dict[bytes, tuple[bytes, bytes]], frozenset[bytes]]:
+        """The nodes of a step's texts read in bulk (the last line of a name wins) and the
+        dump graphs its debug nodes name, the same for every step running these texts
+        while the debug nodes' targets stay as they are."""
+        texts = frozenset(keys)
+        got = self.step_sets.get(texts)
+        if got is not None and got[0] == self.targets_version:
+            return got[1], got[2]
+        nodes: dict[bytes, tuple[bytes, bytes]] = {}
+        contexts: set[bytes] = set()
+        duplicate = False
+        for node in texts:
+            if node.kind == _N_IGNORED or node.kind == _N_DEAD:
+                continue
+            duplicate = duplicate or node.name in nodes
+            nodes[node.name] = node.pair
+            if node.kind == _N_DEBUG:
+                target = self.debug_targets.get(node.name)
+                if target is not None:
+                    contexts.add(target[0])
+        if duplicate:  # two texts of one name: the later line's kernel
+            nodes = {}
+            for node in keys:
+                if node.kind != _N_IGNORED and node.kind != _N_DEAD:
+                    nodes[node.name] = node.pair
+        if len(self.step_sets) >= 256:
+            self.step_sets.clear()
+        frozen = frozenset(contexts)
+        self.step_sets[texts] = (self.targets_version, nodes, frozen)
+        return nodes, frozen
 
     def _folded(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         """``Folded node: {{node X}} = ...``: grappler evaluated X once, at optimisation."""
@@ -667,12 +1117,81 @@ class _Parser:
             elif word.startswith(b"off"):
                 self.onednn_opts = False
 
+    # -- a file read in two halves --------------------------------------------------
+    _TAIL_FIELDS = ("fmt", "first_time", "last_prefixed", "last_matched", "onednn_opts",
+                    "cpu_features", "dispatch", "eager", "graph_kernels", "debug_inputs",
+                    "instantiated", "folded", "debug_targets", "debug_modes",
+                    "circular_buffer_size", "run_ids", "xla_launches", "scoped", "graph_exec",
+                    "kernel_exec", "prims", "prim_ms", "wrapper_kernels", "issues", "lines",
+                    "bytes", "dispatched", "orphans", "unresolved")
+
+    def tail_state(self) -> dict[str, Any]:
+        """What this parser (of a file's second half, ``tail``) read, to send back: its
+        steps filed, its eager ops finished."""
+        for tid in list(self.contexts):
+            self._finalize(self.contexts.pop(tid))
+        for step_id in list(self.steps):
+            self._close_step(step_id)
+        self._fold_keys()
+        return {name: getattr(self, name) for name in self._TAIL_FIELDS}
+
+    def merge_tail(self, t: dict[str, Any]) -> None:
+        """Add what a parser of the rest of the file read (``tail_state``) to what this one
+        read of its first part. Its lines of threads that dispatched nothing there yet are
+        read here first (they may continue an eager op dispatched here); its eager ops
+        whose wrapper it did not see instantiated take the kernel instantiated here. A
+        step running across the split is filed in two parts."""
+        for line, off in t["orphans"]:
+            self._line(line, off)
+        for tid in t["dispatched"]:
+            ctx = self.contexts.pop(tid, None)
+            if ctx is not None:  # its next dispatch, there, ended it
+                self._finalize(ctx)
+        for (dispatch, key), n in t["unresolved"].items():
+            kernel, dtype = self.wrapper_kernels.get(key, (b"", b""))
+            self.eager[(dispatch, kernel, dtype)] += n
+        for step_id in list(self.steps):
+            self._close_step(step_id)
+        self._fold_keys()
+        if not self.fmt:
+            self.fmt, self.first_time = t["fmt"], t["first_time"]
+        for name in ("last_prefixed", "last_matched", "onednn_opts"):
+            if t[name] is not None:
+                setattr(self, name, t[name])
+        if t["cpu_features"] is not None:
+            self.cpu_features = t["cpu_features"] | (self.cpu_features or frozenset())
+        if self.circular_buffer_size is None:
+            self.circular_buffer_size = t["circular_buffer_size"]
+        for name in ("dispatch", "eager", "xla_launches", "graph_exec", "kernel_exec", "prims"):
+            getattr(self, name).update(t[name])
+        for key, ms in t["prim_ms"].items():
+            self.prim_ms[key] = self.prim_ms.get(key, 0.0) + ms
+        first = set(self.debug_inputs)  # the first line of a debug node gives its input
+        for name in ("debug_targets", "debug_modes"):
+            mine = getattr(self, name)
+            mine.update((k, v) for k, v in t[name].items() if k not in first)
+        for k, v in t["debug_inputs"].items():
+            self.debug_inputs.setdefault(k, v)
+        self.graph_kernels.update(t["graph_kernels"])
+        self.instantiated.update(t["instantiated"])
+        self.wrapper_kernels.update(t["wrapper_kernels"])
+        self.folded |= t["folded"]
+        self.run_ids |= t["run_ids"]
+        for context, nodes in t["scoped"].items():
+            self.scoped.setdefault(context, {}).update(nodes)
+        for kind, (offset, count) in t["issues"].items():
+            entry = self.issues.setdefault(kind, [offset, 0])
+            entry[1] += count
+        self.lines += t["lines"]
+        self.bytes = t["bytes"]
+
     # -- result --------------------------------------------------------------------
     def result(self) -> LogFacts:
         for tid in list(self.contexts):
             self._finalize(self.contexts.pop(tid))
         for step_id in list(self.steps):
             self._close_step(step_id)
+        self._fold_keys()
         facts = LogFacts(path=self.path, tf_format=self.fmt, first_time=self.first_time,
                          onednn_opts=self.onednn_opts, cpu_features=self.cpu_features,
                          lines=self.lines, bytes_read=self.bytes)
@@ -745,91 +1264,231 @@ def _prefix_time(m: re.Match[bytes]) -> Optional[float]:
         return None
 
 
-_CHUNK = 1 << 20
+# Bytes read at a time (the fuzz tests shrink it); memory is about twice this.
+_CHUNK = 1 << 22
 
 
-def _cut_long(pos: int, lines: list[bytes], parser: _Parser) -> Iterator[tuple[int, list[bytes]]]:
-    """Batches of ``lines`` (starting at offset ``pos``) with every line longer
-    than MAX_LINE cut to its head; a cut line ends its batch so the offsets of
-    the next batch stay true."""
-    start = 0
-    for i, line in enumerate(lines):
-        if len(line) > MAX_LINE:
-            parser.issue(_LONG, pos)
-            yield pos - sum(len(x) + 1 for x in lines[start:i]), lines[start:i] + [line[:MAX_LINE]]
-            start = i + 1
-        pos += len(line) + 1
-    if start < len(lines):
-        yield pos - sum(len(x) + 1 for x in lines[start:]), lines[start:]
+def _lines_in(parser: _Parser, data: bytes, start: int, end: int, off: int) -> None:
+    """``parser.block`` on the lines ``data[start:end]`` (whole lines; ``off`` the file
+    offset of ``data[start]``), a line longer than MAX_LINE read as its head alone.
+
+    Such a line holds a window of ``width`` bytes without newline aligned on the ones
+    searched, so only those few windows are searched for one."""
+    cap = MAX_LINE
+    width = (cap + 2) // 2
+    base = off - start
+    w = start
+    while w + width <= end:
+        if data.find(b"\n", w, w + width) >= 0:
+            w += width
+            continue
+        ls = data.rfind(b"\n", start, w) + 1 or start
+        le = data.find(b"\n", w + width, end)
+        if le - ls > cap:
+            parser.block(data, start, ls, base + start)
+            parser.issue(_LONG, base + ls)
+            parser.one_line(data[ls:ls + cap], base + ls)
+            start = le + 1
+        w = le + 1
+    parser.block(data, start, end, base + start)
 
 
-def _file_batches(f: BinaryIO, parser: _Parser) -> Iterator[tuple[int, list[bytes]]]:
-    """Batches of lines read in 1 MiB chunks; a line longer than MAX_LINE keeps
-    its head and the rest is read and dropped, so memory stays bounded. Sets
-    ``parser.bytes`` to the bytes read and notes a last line without newline."""
-    pos = 0          # file offset of ``carry``
-    carry = b""      # the unfinished last line of the chunks read so far
+def _read_file(f: BinaryIO, parser: _Parser, start: int = 0, stop: Optional[int] = None) -> None:
+    """Read a file (from ``start``, a line start, to ``stop``, one after a newline, or the
+    end) in chunks of ``_CHUNK`` bytes, each block of whole lines at once; a line longer
+    than MAX_LINE keeps its head and the rest is read and dropped, so memory stays
+    bounded. Sets ``parser.bytes`` and notes a last line without newline."""
+    cap = MAX_LINE
+    if start:
+        f.seek(start)
+    base = start      # file offset of ``data[0]``
+    carry = b""       # the unfinished line before ``data``
+    carry_off = 0     # its file offset
     dropping = False  # inside the cut-off tail of a long line
     while True:
-        data = f.read(_CHUNK)
+        data = f.read(_CHUNK if stop is None else min(_CHUNK, stop - base))
         if not data:
             break
+        s = 0
         if dropping:
-            i = data.find(b"\n")
-            if i < 0:
-                pos += len(data)
+            s = data.find(b"\n") + 1
+            if not s:
+                base += len(data)
                 continue
-            pos += i + 1
-            data = data[i + 1:]
             dropping = False
-        buf = carry + data if carry else data
-        lines = buf.split(b"\n")
-        carry = lines.pop()
-        if lines:
-            if max(map(len, lines)) > MAX_LINE:
-                yield from _cut_long(pos, lines, parser)
+        if carry:
+            i = data.find(b"\n", s)
+            if i < 0:
+                carry += data[s:]
+                s = len(data)
             else:
-                yield pos, lines
-            pos += len(buf) - len(carry)
-        if len(carry) > MAX_LINE:
-            parser.issue(_LONG, pos)
-            yield pos, [carry[:MAX_LINE]]
-            pos += len(carry)
+                line = carry + data[s:i]
+                carry = b""
+                if len(line) > cap:
+                    parser.issue(_LONG, carry_off)
+                    parser.one_line(line[:cap], carry_off)
+                else:
+                    parser.block(line + b"\n", 0, len(line) + 1, carry_off)
+                s = i + 1
+        last = data.rfind(b"\n", s) + 1
+        if last > s:
+            _lines_in(parser, data, s, last, base + s)
+            s = last
+        if s < len(data):
+            if not carry:
+                carry_off = base + s
+            carry += data[s:]
+        base += len(data)
+        if len(carry) > cap:
+            parser.issue(_LONG, carry_off)
+            parser.one_line(carry[:cap], carry_off)
             carry = b""
             dropping = True
     if carry:
-        parser.issue(_PARTIAL, pos)
+        parser.issue(_PARTIAL, carry_off)
         parser.tail_cut = True
-        yield pos, [carry]
-        pos += len(carry)
-    parser.bytes = pos
+        parser.one_line(carry, carry_off)
+    parser.bytes = base
 
 
 def parse_lines(lines: Iterable[bytes], path: str = "<lines>") -> LogFacts:
     """Parse the given lines (each with or without its newline); offsets count
     one newline per line. Lines longer than MAX_LINE are cut as in ``read_log``."""
     parser = _Parser(path)
-
-    def batches() -> Iterator[tuple[int, list[bytes]]]:
-        pos = 0
-        for line in lines:
-            line = line[:-1] if line.endswith(b"\n") else line
-            yield from _cut_long(pos, [line], parser)
+    pending = bytearray()  # whole lines, read as one block
+    pending_off = 0
+    pos = 0
+    for line in lines:
+        line = line[:-1] if line.endswith(b"\n") else line
+        if len(line) > MAX_LINE or b"\n" in line:
+            parser.block(bytes(pending), 0, len(pending), pending_off)
+            pending.clear()
+            if len(line) > MAX_LINE:
+                parser.issue(_LONG, pos)
+            parser.one_line(line[:MAX_LINE], pos)
             pos += len(line) + 1
-        parser.bytes = pos
-
-    parser.run(batches())
+            pending_off = pos
+            continue
+        pending += line
+        pending += b"\n"
+        pos += len(line) + 1
+        if len(pending) >= _CHUNK:
+            parser.block(bytes(pending), 0, len(pending), pending_off)
+            pending.clear()
+            pending_off = pos
+    parser.block(bytes(pending), 0, len(pending), pending_off)
+    parser.bytes = pos
     return parser.result()
 
 
 def read_log(path: str) -> LogFacts:
-    """Stream one log file from disk; constant memory whatever its size.
+    """Stream one log file from disk; constant memory whatever its size. A big local
+    file is read in two halves at once, the second by a forked child (``_read_split``).
 
     Raises OSError if the file cannot be opened or read."""
     parser = _Parser(path)
     with fs.open_read(path) as f:
-        parser.run(_file_batches(f, parser))
+        split = _split_point(f, path)
+        child = _fork_tail(f, path, split) if split else None
+        if child is None:
+            _read_file(f, parser)
+        else:
+            try:
+                f.seek(0)
+                _read_file(f, parser, 0, split)
+            except BaseException:
+                _abandon(child)
+                raise
+            tail = _tail_state(child)
+            if tail is None:  # the child failed (logged): read the second half here
+                _read_file(f, parser, split)
+            else:
+                parser.merge_tail(tail)
     return parser.result()
+
+
+# A local log this big is read in two halves at once when another core is there.
+SPLIT_BYTES = 64 << 20
+
+
+def _split_point(f: BinaryIO, path: str) -> int:
+    """Where to split ``path`` for two readers: just after a newline near its middle;
+    0 for no split (small, remote, a running thread that forking could deadlock, one core,
+    or no newline near the middle)."""
+    if fs.is_remote(path) or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 \
+            or threading.active_count() != 1:
+        return 0
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except (OSError, AttributeError, ValueError):
+        return 0
+    if size < SPLIT_BYTES:
+        return 0
+    f.seek(size // 2)
+    near = f.read(min(_CHUNK, MAX_LINE))
+    i = near.find(b"\n")
+    return size // 2 + i + 1 if i >= 0 else 0
+
+
+def _fork_tail(f: BinaryIO, path: str, split: int) -> Optional[tuple[int, int]]:
+    """A forked child reading ``path`` from ``split`` on: (pid, fd its pickled state comes
+    on), or None (then this process reads it all)."""
+    try:
+        rfd, wfd = os.pipe()
+    except OSError as err:
+        logger.warning("%s: no pipe for a second reader (%s): read in one process", path, err)
+        return None
+    try:
+        pid = os.fork()
+    except OSError as err:
+        os.close(rfd)
+        os.close(wfd)
+        logger.warning("%s: cannot fork a second reader (%s): read in one process", path, err)
+        return None
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            os.close(rfd)
+            tail = _Parser(path)
+            tail.tail = True
+            with fs.open_read(path) as g:
+                _read_file(g, tail, split)
+            with os.fdopen(wfd, "wb") as out:
+                pickle.dump(tail.tail_state(), out, protocol=pickle.HIGHEST_PROTOCOL)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    return pid, rfd
+
+
+def _abandon(child: tuple[int, int]) -> None:
+    """Stop waiting for the child of ``_fork_tail`` (reading failed here): closing its pipe
+    ends it (its write fails), then it is reaped."""
+    pid, rfd = child
+    os.close(rfd)
+    try:
+        os.kill(pid, signal.SIGTERM)  # our own child, by its pid: no need to finish
+    except ProcessLookupError:
+        pass  # it had ended
+    os.waitpid(pid, 0)
+
+
+def _tail_state(child: tuple[int, int]) -> Optional[dict[str, Any]]:
+    """The state the child of ``_fork_tail`` sent, or None (logged) if it failed."""
+    pid, rfd = child
+    with os.fdopen(rfd, "rb") as inp:
+        data = inp.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        logger.warning("the second reader of a log failed (wait status %d): read here", status)
+        return None
+    try:
+        state = pickle.loads(data)
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as err:
+        logger.warning("the second reader of a log sent no state (%s): read here", err)
+        return None
+    return state if isinstance(state, dict) else None
 
 
 def looks_like_log(path: str, head_bytes: int = 65536) -> bool:

@@ -1,0 +1,84 @@
+"""``partials.read_serial`` reads a big local log in a forked child beside the dump.
+
+In: the committed FULL_HEALTH run of ``tests/data`` (dump, profile and the TF 2.21 log
+of a Keras fit), read with the log forked (the size threshold lowered to 0) and without.
+Out: the same summary JSON either way; a child that fails is logged and its log read
+again in this process, with the same result.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from tb_opmode.analyze.assemble import load
+from tb_opmode.present.contract import summary
+from tb_opmode.read import partials
+from tb_opmode.read.partials import Unit
+
+from .conftest import Fixture
+
+
+def _summary_json(logdir: Path) -> str:
+    return json.dumps(summary(load(str(logdir)), str(logdir)), sort_keys=True)
+
+
+def test_forked_log_gives_the_same_summary(full_health: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 1 << 60)
+    plain = _summary_json(full_health.directory)
+    forked: list[str] = []
+    fork_unit = partials._fork_unit
+
+    def spy(unit: Unit) -> tuple[int, int] | None:
+        child = fork_unit(unit)
+        assert child is not None
+        forked.append(unit.path)
+        return child
+
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 0)
+    monkeypatch.setattr(partials, "_fork_unit", spy)
+    assert _summary_json(full_health.directory) == plain
+    # the run's two logs (TF's stderr, oneDNN's stdout), each in a child of its own
+    assert sorted(forked) == [str(full_health.log("stderr")), str(full_health.log("stdout"))]
+    assert '"onednn_verbose"' in plain and full_health.log().name in plain
+
+
+def test_failed_child_is_logged_and_the_log_read_here(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 1 << 60)
+    plain = _summary_json(full_health.directory)
+
+    def broken(unit: Unit) -> bytes:
+        raise OSError(5, "input/output error (made by the test)", unit.path)
+
+    # Only the forked child calls _read_pickled on this path: it exits 1 without a result.
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 0)
+    monkeypatch.setattr(partials, "_read_pickled", broken)
+    with caplog.at_level(logging.WARNING, logger=partials.__name__):
+        assert _summary_json(full_health.directory) == plain
+    assert any("the child that read it failed" in r.getMessage() and full_health.log().name in r.getMessage()
+               for r in caplog.records)
+
+
+def test_failure_beside_the_child_leaves_no_child(full_health: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the dump fails while a child reads the log: the error comes out, and the
+    child is gone (not left blocked on its pipe)."""
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 0)
+    real = partials.read_unit
+
+    def dump_fails(unit: Unit) -> partials.Partial:
+        if unit.kind == "dump":
+            raise OSError(5, "input/output error (made by the test)", unit.path)
+        return real(unit)
+
+    monkeypatch.setattr(partials, "read_unit", dump_fails)
+    with pytest.raises(OSError, match="made by the test"):
+        load(str(full_health.directory))
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child of this process left, running or not reaped
