@@ -201,7 +201,7 @@ def _fork_unit(unit: Unit) -> tuple[int, int] | None:
         code = 1
         try:
             os.close(rfd)
-            data = _read_pickled(unit)
+            data = read_pickled(unit)
             with os.fdopen(wfd, "wb") as out:
                 out.write(data)
             code = 0
@@ -219,7 +219,7 @@ def _forked_result(unit: Unit, child: tuple[int, int]) -> Partial:
     _, status = os.waitpid(pid, 0)
     if status == 0:
         try:
-            return _unpickled(data)
+            return unpickled(data)
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as err:
             logger.warning("%s: the child that read it sent back no result (%s); read again here",
                            unit.path, err)

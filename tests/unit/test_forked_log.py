@@ -56,9 +56,9 @@ def test_failed_child_is_logged_and_the_log_read_here(full_health: Fixture, monk
     def broken(unit: Unit) -> bytes:
         raise OSError(5, "input/output error (made by the test)", unit.path)
 
-    # Only the forked child calls _read_pickled on this path: it exits 1 without a result.
+    # Only the forked child calls read_pickled on this path: it exits 1 without a result.
     monkeypatch.setattr(partials, "FORK_LOG_BYTES", 0)
-    monkeypatch.setattr(partials, "_read_pickled", broken)
+    monkeypatch.setattr(partials, "read_pickled", broken)
     with caplog.at_level(logging.WARNING, logger=partials.__name__):
         assert _summary_json(full_health.directory) == plain
     assert any("the child that read it failed" in r.getMessage() and full_health.log().name in r.getMessage()
