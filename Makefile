@@ -65,7 +65,7 @@ node:
 	@command -v npm >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q nodejs npm; }
 
 # The tab's JSDoc types, checked by TypeScript (tsc --checkJs --noEmit, settings in
-# jsconfig.json: strict but for noImplicitAny). TypeScript is pinned and installed from the
+# jsconfig.json: strict, noImplicitAny included). TypeScript is pinned and installed from the
 # npm registry into $(TOOLS) (git-ignored), once per version.
 TSC_VERSION ?= 5.9.3
 TOOLS ?= .tools

@@ -7,7 +7,22 @@ import {api, failure, fmtInt, fmtNs} from './data.js';
 import {el, message, section, swatch} from './dom.js';
 import {V} from './vocab.js';
 
-export const CompareSection = {
+/** @typedef {import('./data.js').RunEntry} RunEntry */
+/** @typedef {import('./data.js').CompareSide} CompareSide */
+/** @typedef {import('./data.js').CompareMode} CompareMode */
+
+/** @typedef {import('./views.js').App} App */
+/**
+ * What the comparison keeps on the app (buildCompare): the pickers and their elements,
+ * the ready runs, whether the user chose the runs, and the latest request's ticket.
+ * @typedef {{compareA: !HTMLSelectElement, compareB: !HTMLSelectElement,
+ *   compareHelp: !HTMLElement, compareChanged: !HTMLInputElement, compareBody: !HTMLElement,
+ *   readyRuns?: !Array<RunEntry>, compareChosen?: boolean,
+ *   compareTicket?: number}} CompareFields
+ */
+
+// `this` in each method is the App these methods are mixed into (views.js).
+export const CompareSection = /** @satisfies {ThisType<App>} */ ({
   buildCompare() {
     // Compare.
     this.compareA = el('select', {id: 'opm-compare-a', 'aria-label': 'Run A',
@@ -27,6 +42,7 @@ export const CompareSection = {
         this.compareBody));
   },
 
+  /** @param {!Array<RunEntry>} runs all of them, ready or not */
   renderCompareSelects(runs) {
     const ready = runs.filter((r) => r.status === 'ready');
     for (const select of [this.compareA, this.compareB]) {
@@ -63,7 +79,7 @@ export const CompareSection = {
       return;
     }
     if (this.compareChosen) return;
-    const a = this.store.state.run;
+    const a = /** @type {string} */ (this.store.state.run);   // selectRun() chose it
     const other = ready.filter((r) => r.run !== a);
     const current = ready.find((r) => r.run === a);
     const b = other.find((r) => current && r.onednn_state !== current.onednn_state &&
@@ -75,6 +91,7 @@ export const CompareSection = {
     this.loadCompare(false);
   },
 
+  /** @param {boolean=} user the user chose the runs (then they stay chosen) */
   async loadCompare(user = true) {
     if (user) this.compareChosen = true;
     const a = this.compareA.value;
@@ -99,9 +116,15 @@ export const CompareSection = {
     this.compareBody.replaceChildren(...this.renderCompare(c));
   },
 
+  /**
+   * @param {!import('./data.js').Comparison} c
+   * @return {!Array<!HTMLElement>}
+   */
   renderCompare(c) {
+    /** @param {!import('./data.js').RunBrief} r */
     const runLabel = (r) => `${r.run} (TF ${r.tensorflow_version || '?'}, oneDNN ` +
       `${r.onednn_state || V.ONEDNN_UNKNOWN}: ${r.onednn_reason || r.onednn_source || 'no evidence'})`;
+    /** @type {!Array<!HTMLElement>} */
     const parts = [el('p', {},
         el('strong', {text: 'A: '}), runLabel(c.a), el('br'),
         el('strong', {text: 'B: '}), runLabel(c.b), el('br'),
@@ -110,6 +133,10 @@ export const CompareSection = {
       parts.push(message('No op type differs in its modes or kernels.'));
       return parts;
     }
+    /**
+     * @param {string} mode
+     * @param {!CompareSide} s
+     */
     const side = (mode, s) => {
       if (!s.executions && !s.kernels.length) return el('span', {class: 'opm-none', text: '–'});
       return el('span', {},
@@ -124,6 +151,10 @@ export const CompareSection = {
                   : el('span', {class: 'opm-kernel-name', text: k}));
           }) : el('span', {class: 'opm-muted', text: ' kernel ?'}));
     };
+    /**
+     * @param {string} mode
+     * @param {!CompareMode} m
+     */
     const modeCell = (mode, m) => el('td', {class: 'opm-cmp-cell'},
         el('div', {class: 'opm-cmp-side'}, el('span', {class: 'opm-cmp-tag', text: 'A'}), side(mode, m.a)),
         el('div', {class: 'opm-cmp-side'}, el('span', {class: 'opm-cmp-tag', text: 'B'}), side(mode, m.b)),
@@ -144,4 +175,4 @@ export const CompareSection = {
     }
     return parts;
   },
-};
+});

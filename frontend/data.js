@@ -22,9 +22,9 @@ export function routeUrl(route, params = {}) {
 
 /**
  * @param {string} route
- * @param {!Object=} params
+ * @param {!Object<string, (string|number|boolean|undefined|null)>=} params
  * @param {?AbortSignal=} signal
- * @return {!Promise<!Object>}
+ * @return {!Promise<unknown>} the answer, as the route's typedef below says (api casts it)
  */
 export async function getJSON(route, params = {}, signal = null) {
   const response = await fetch(routeUrl(route, params), {signal: signal || undefined});
@@ -49,41 +49,293 @@ export function failure(err) {
 }
 
 export const api = {
-  runs: () => getJSON('runs'),
-  progress: () => getJSON('progress'),
-  overview: (run) => getJSON('overview', {run}),
+  /** @return {!Promise<!RunsAnswer>} */
+  runs: () => /** @type {!Promise<!RunsAnswer>} */ (getJSON('runs')),
+  /** @return {!Promise<!Progress>} */
+  progress: () => /** @type {!Promise<!Progress>} */ (getJSON('progress')),
+  /**
+   * @param {string} run
+   * @return {!Promise<!Overview>}
+   */
+  overview: (run) => /** @type {!Promise<!Overview>} */ (getJSON('overview', {run})),
+  /**
+   * @param {string} run
+   * @param {!TableQuery} query
+   * @param {!AbortSignal} signal
+   * @return {!Promise<!OpPage>}
+   */
   opTypes: (run, {sort, order, filters, q, page, pageSize}, signal) =>
-    getJSON('optypes', {
+    /** @type {!Promise<!OpPage>} */ (getJSON('optypes', {
       run, sort, order, filter: (filters || []).join(','), q, page, page_size: pageSize,
-    }, signal),
-  op: (run, op) => getJSON('op', {run, op, sites: 10}),
+    }, signal)),
+  /**
+   * @param {string} run
+   * @param {string} op
+   * @return {!Promise<!OpDetail>}
+   */
+  op: (run, op) => /** @type {!Promise<!OpDetail>} */ (getJSON('op', {run, op, sites: 10})),
+  /**
+   * @param {string} run
+   * @param {number} start
+   * @param {number} end
+   * @param {number} maxEvents
+   * @param {boolean} debug
+   * @param {!AbortSignal} signal
+   * @return {!Promise<!TimelineWindow>}
+   */
   timeline: (run, start, end, maxEvents, debug, signal) =>
-    getJSON('timeline', {run, start, end, max_events: maxEvents, debug}, signal),
-  compare: (a, b, changedOnly) => getJSON('compare', {a, b, changed_only: changedOnly}),
+    /** @type {!Promise<!TimelineWindow>} */ (
+        getJSON('timeline', {run, start, end, max_events: maxEvents, debug}, signal)),
+  /**
+   * @param {string} a
+   * @param {string} b
+   * @param {boolean} changedOnly
+   * @return {!Promise<!Comparison>}
+   */
+  compare: (a, b, changedOnly) =>
+    /** @type {!Promise<!Comparison>} */ (getJSON('compare', {a, b, changed_only: changedOnly})),
+  /**
+   * @param {string} run
+   * @param {string} format csv, json or trace
+   * @param {!Object<string, (string|number|boolean)>=} extra
+   * @return {string}
+   */
   exportUrl: (run, format, extra = {}) => routeUrl('export', {run, format, ...extra}),
 };
 
 /**
  * A tiny store: state plus listeners called after each change.
+ * @template S
  */
 export class Store {
+  /** @param {S} initial */
   constructor(initial) {
     this.state = initial;
-    /** @type {!Array<function(!Object, !Object): void>} */
+    /** @type {!Array<function(S, S): void>} */
     this.listeners = [];
   }
 
-  /** @param {function(!Object, !Object): void} listener */
+  /** @param {function(S, S): void} listener */
   subscribe(listener) {
     this.listeners.push(listener);
   }
 
-  /** @param {!Object} patch */
+  /** @param {!Partial<S>} patch */
   set(patch) {
     const before = this.state;
     this.state = {...before, ...patch};
     for (const listener of this.listeners) listener(this.state, before);
   }
+}
+
+// ---------------------------------------------------------------- the routes' JSON
+// The shapes the routes serve (tb_opmode/plugin/routes.py over present/tab.py, whose rows
+// and modes are present/contract.py's plus what the table shows). Fields the tab reads;
+// a "?" one is absent from some answers. Mode keys (eager, graph) are the served words of
+// V.MODES: an object keyed by them is an Object<string, ...>, a row is read with ofMode().
+
+/**
+ * A run of the runs route (plugin/loader.runs): its fields beyond run and status only
+ * once it is loaded ("ready"), error only when it failed.
+ * @typedef {{run: string, status: string, reloading?: boolean,
+ *   tensorflow_version?: ?string, onednn_enabled?: ?boolean, onednn_state?: string,
+ *   counts_from?: string, op_types?: number, executions?: number, has_profile?: boolean,
+ *   warnings?: number, loaded_at?: number, error?: string}} RunEntry
+ */
+
+/**
+ * The loader's progress (plugin/loader._progress_locked).
+ * @typedef {{scans: number, runs_total: number, runs_done: number, files_total: number,
+ *   files_done: number, bytes_total: number, bytes_done: number, loading: ?string,
+ *   scanning: boolean, pending: !Array<string>, error: ?string, logdir_set: boolean}} Progress
+ */
+
+/** @typedef {{runs: !Array<RunEntry>, progress: !Progress}} RunsAnswer */
+
+/**
+ * A kernel of an op type in one mode (contract._kernels_json, with the tab's class, kind,
+ * fused and folded: tab._row_json).
+ * @typedef {{name: string, executions: number, onednn: boolean, evidence: string,
+ *   notes?: !Array<string>, note?: string, fused_into?: !Array<string>,
+ *   time?: {events: number, total_ms: number, mean_us: number},
+ *   class?: string, kind?: string, fused?: boolean, folded?: boolean}} Kernel
+ */
+
+/**
+ * Executions of one dtype in a mode, with the kernels they ran (tab._dtype_splits).
+ * @typedef {{dtype: string, label: string, executions: number, low_precision: boolean,
+ *   kernels: !Array<{name: string, executions: number, kind: string}>}} DtypeSplit
+ */
+
+/**
+ * Graph executions the dump did not count though the profile or the log saw them
+ * (tab._uncounted).
+ * @typedef {{profile_events: number, profile_time_ns: number, log_executions: number,
+ *   kernels: !Array<{name: string, events: number, onednn: boolean, kind: string}>,
+ *   note: string}} Uncounted
+ */
+
+/**
+ * A fusion the op type's kernel took part in: a node name (a kernel's fused_into), or the
+ * kernel grappler fused it into (the op route's fused_into).
+ * @typedef {string|{kernel?: string, name?: string, executions?: number, evidence?: string,
+ *   onednn?: boolean, nodes?: !Array<string>}} Fusion
+ */
+
+/**
+ * An op type in one mode: contract._mode_json plus the tab's time, dtype split, devices,
+ * lower bound and uncounted mark (tab._row_json, tab.prepare, tab._uncounted).
+ * @typedef {{executions: number, kernels: !Array<Kernel>, explanation?: string,
+ *   time?: {events: number, total_ms: number, mean_us: number}, time_ns?: number,
+ *   dtypes?: !Array<DtypeSplit>, devices?: !Object<string, number>, lower_bound?: boolean,
+ *   uncounted?: Uncounted, fused_into?: !Array<Fusion>}} ModeStats
+ */
+
+/**
+ * A row of the op table (tab._row_json after tab.prepare).
+ * @typedef {{op_type: string, eager: !ModeStats, graph: !ModeStats, total: number,
+ *   onednn: boolean, kernel_differs: boolean, kernel_differs_why: string, fused: boolean,
+ *   dtypes_differ: boolean, low_precision: boolean, uncounted?: boolean}} Row
+ */
+
+/**
+ * A page of the op table (the optypes route, tab.op_page).
+ * @typedef {{run: string, total: number, all_total: number, page: number,
+ *   page_size: number, sort: string, order: string, filters: !Array<string>, q: string,
+ *   lower_bound: !Array<string>, devices: !Array<string>, rows: !Array<Row>}} OpPage
+ */
+
+/** @typedef {{file: string, line: number, function: string}} Frame */
+
+/**
+ * A call site of an op type (analyze/explain.call_sites): a frame with its count, in a
+ * graph the ops traced there, the user's own frame, the library frames between, the source.
+ * @typedef {{file: string, line: number, function: string, count: number, ops?: number,
+ *   user_code?: Frame, via?: !Array<Frame>,
+ *   snippet?: {first_line: number, line: number, lines: !Array<string>}}} Site
+ */
+
+/**
+ * A graph that holds the op type (analyze/explain.function_graphs, named by tab.op_detail).
+ * @typedef {{graph_id: string, graph: string, function: string, function_graph_id: string,
+ *   function_calls: number, executions: number, ops: number, op_names: !Array<string>,
+ *   name: string, outer: string}} GraphEntry
+ */
+
+/**
+ * One op type, all of it (the op route, tab.op_detail): its row plus evidence, the
+ * explanation and its short why per mode, fusions, call sites and graphs.
+ * @typedef {Row & {evidence: !Array<string>, explanation?: !Object<string, string>,
+ *   why?: !Object<string, string>, fused_into?: !Array<Fusion>,
+ *   call_sites: !Object<string, !Array<Site>>, call_sites_total: !Object<string, number>,
+ *   graphs: !Array<GraphEntry>, graphs_total: number}} OpDetail
+ */
+
+/**
+ * A mode's totals in the overview (tab.overview's modes).
+ * @typedef {{executions: number, op_types: number, onednn_executions: number,
+ *   kernel_known_executions: number, onednn_share_of_known: ?number, time_ns: ?number,
+ *   removed_executions: number, unknown_executions: number,
+ *   time_unattributed_ns: ?number, time_outside_table_ns: ?number,
+ *   outside_table: !Array<string>, share_of_executions: ?number,
+ *   share_of_time: ?number}} ModeTotals
+ */
+
+/**
+ * Unknown kernels grouped by the reason, with how to find out (tab.unknowns).
+ * @typedef {{what: string, why: string, how: string, executions: number,
+ *   ops: !Array<{op_type: string, mode: string, executions: number}>}} UnknownGroup
+ * @typedef {{groups: !Array<UnknownGroup>, groups_total: number, executions: number,
+ *   without_reason: number, without_reason_how: string}} Unknowns
+ */
+
+/**
+ * What the dump counts, and the graph op types it did not (tab._dump_coverage).
+ * @typedef {{modes: !Array<string>, records: string, gap: string,
+ *   uncounted_op_types: !Array<string>, uncounted_total: number,
+ *   uncounted_profile_events: number, uncounted_log_executions: number,
+ *   uncounted_time_ns: number, outside_table: !Array<string>}} DumpCoverage
+ */
+
+/**
+ * The run at a glance and in full (the overview route, tab.overview). Fields the tab
+ * falls back for (an older server's answer) are marked "?".
+ * @typedef {{run: string, tensorflow_version: ?string, hosts?: !Array<string>,
+ *   onednn_enabled: ?boolean, onednn_source: string, onednn_state: string,
+ *   onednn_reason: string, counts_from: string, sources?: !Object<string, !Array<string>>,
+ *   warnings: !Array<string>, warnings_total: number,
+ *   functions: !Array<{name: string, calls: number}>, functions_total: number,
+ *   op_types_total: number,
+ *   onednn_verbose: ?{primitives: !Array<{kind: string, implementation: string,
+ *     prop_kind: string, count: number, time_ms?: number}>, primitives_total: number,
+ *     note: string},
+ *   modes: !Object<string, ModeTotals>,
+ *   kinds?: !Array<{mode: string, kind: string, executions: number,
+ *     fused_executions: number, time_ns: ?number}>,
+ *   glance?: {basis: string, total: number, rows: !Array<Row>},
+ *   dump: ?DumpCoverage,
+ *   cpu?: {features: ?Array<string>, source: string, note: string},
+ *   xla_functions: !Array<{name: string, launches: number, calls_in_dump: number,
+ *     note: string}>,
+ *   lower_bound?: !Object<string, {records: number, how: string, fix: string, kind: string}>,
+ *   dtypes?: {modes: !Object<string, !Array<{label: string, executions: number}>>,
+ *     low_precision: !Array<string>, low_precision_op_types: number, recorded: boolean},
+ *   devices?: !Array<{device: string, eager: number, graph: number}>,
+ *   devices_none?: !Object<string, number>,
+ *   unknowns?: Unknowns,
+ *   profile: {events: number, span_ns: number, debug_instrumentation_time_ns: number,
+ *     time_source: !Array<string>}}} Overview
+ */
+
+/**
+ * A window of the run's timeline (the timeline route, present/timeline.window): single
+ * events [lane, start, dur, name id, kernel id, class] when few, else bins [lane, start,
+ * end, count, busy ns, class, name id, oneDNN count]; names, lanes and classes index them.
+ * ``debug`` is the tab's own note of what it asked for.
+ * @typedef {{start: number, end: number, span_ns: number, t0_ns: number,
+ *   lanes: !Array<string>, classes: !Array<string>, total: number, names: !Array<string>,
+ *   fused: !Array<number>, nearest?: {before: ?number, after: ?number}, debug?: boolean}
+ *   & ({level: 'events', events: !Array<!Array<number>>}
+ *      | {level: 'bins', bins: !Array<!Array<number>>, bin_ns: number})} TimelineWindow
+ */
+
+/**
+ * A run as the comparison names it (tab._run_brief).
+ * @typedef {{run: string, tensorflow_version: ?string, onednn_enabled: ?boolean,
+ *   onednn_source: string, onednn_state: string, onednn_reason: string}} RunBrief
+ */
+
+/**
+ * One run's side of an op type in a mode (tab.compare).
+ * @typedef {{executions: number, kernels: !Array<string>, classes: !Array<string>,
+ *   time_ns: ?number|undefined}} CompareSide
+ * @typedef {{a: !CompareSide, b: !CompareSide, time_delta_ns: ?number}} CompareMode
+ * @typedef {{op_type: string, eager: !CompareMode, graph: !CompareMode,
+ *   changes: !Array<string>, kernel_changed: boolean}} CompareRow
+ */
+
+/**
+ * Two runs compared (the compare route, tab.compare).
+ * @typedef {{a: !RunBrief, b: !RunBrief, total: number, kernel_changes: number,
+ *   page: number, page_size: number, rows: !Array<CompareRow>}} Comparison
+ */
+
+/**
+ * The op table's query: sort column and order, filters, search text, page.
+ * @typedef {{sort: string, order: string, filters: !Array<string>, q: string,
+ *   page: number, pageSize: number}} TableQuery
+ */
+
+/**
+ * The stats of one mode (one of V.MODES) of a row, an op detail or a comparison row. The
+ * modes are the served words (vocab.js), not names the types know: read through this.
+ * @template T
+ * @param {{eager: T, graph: T}} byMode
+ * @param {string} mode
+ * @return {T}
+ */
+export function ofMode(byMode, mode) {
+  return /** @type {!Object<string, T>} */ (byMode)[mode];
 }
 
 // ---------------------------------------------------------------- formatting

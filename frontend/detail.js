@@ -4,14 +4,21 @@
 // route's JSON. Out: DOM nodes, strings as text.
 
 import {kernelKind, kindKey} from './colors.js';
-import {api, failure, fmtInt, fmtNs, fmtNumbersIn} from './data.js';
+import {api, failure, fmtInt, fmtNs, fmtNumbersIn, ofMode} from './data.js';
 import {breakable, deviceLine, el, evidenceBadge, kernelCell, kernelNotes, kindWord, message, swatch, uncountedCell, verdict} from './dom.js';
 import {V} from './vocab.js';
 
-export const DetailSection = {
+/** @typedef {import('./data.js').OpDetail} OpDetail */
+/** @typedef {import('./data.js').ModeStats} ModeStats */
+
+/** @typedef {import('./views.js').App} App */
+
+// `this` in each method is the App these methods are mixed into (views.js).
+export const DetailSection = /** @satisfies {ThisType<App>} */ ({
+  /** @param {string} op an op type of the run shown */
   async showOp(op) {
     this.store.set({op});
-    for (const tr of this.root.querySelectorAll('tr[data-op]')) {
+    for (const tr of /** @type {!NodeListOf<!HTMLElement>} */ (this.root.querySelectorAll('tr[data-op]'))) {
       tr.classList.toggle('opm-selected', tr.dataset.op === op);
     }
     this.openDetail();
@@ -42,8 +49,9 @@ export const DetailSection = {
     this.detailPlaceholder();
   },
 
+  /** @param {string} op */
   async loadDetail(op) {
-    const run = this.store.state.run;
+    const run = /** @type {string} */ (this.store.state.run);   // an op is shown of a run chosen
     this.detailBody.replaceChildren(el('h3', {class: 'opm-detail-title'}, breakable(op)),
         el('p', {class: 'opm-muted', text: 'Loading…'}));
     let d;
@@ -58,21 +66,26 @@ export const DetailSection = {
     this.detailBody.replaceChildren(...this.renderDetail(d));
     this.detail.scrollTop = 0;
     this.announcer.textContent = `${d.op_type}: ` + V.MODES.map((mode) => {
-      const stats = d[mode];
+      const stats = ofMode(d, mode);
       if (stats.uncounted) return `${mode} not counted by the dump`;
       if (!stats.executions) return `${mode} did not run`;
       return `${mode} ${verdict(stats)}`;
     }).join('; ');
   },
 
+  /**
+   * @param {!OpDetail} d
+   * @return {!Array<!HTMLElement>}
+   */
   renderDetail(d) {
+    /** @type {!Array<!HTMLElement>} */
     const parts = [el('h3', {class: 'opm-detail-title'}, el('span', {}, breakable(d.op_type)),
         el('span', {class: 'opm-muted opm-detail-total', text: ` · ${fmtInt(d.total)} executions`}))];
 
     // The answer: per mode, executions, whether oneDNN, the kernels with evidence and counts.
     const answer = el('div', {class: 'opm-answer', id: 'opm-answer'});
     for (const mode of V.MODES) {
-      const stats = d[mode];
+      const stats = ofMode(d, mode);
       if (stats.uncounted) {
         answer.append(el('div', {class: 'opm-answer-mode', 'data-mode': mode, 'data-uncounted': '1'},
             el('div', {class: 'opm-answer-head'},
@@ -113,6 +126,7 @@ export const DetailSection = {
     parts.push(answer);
 
     // The why: one short paragraph per mode; the full text folded.
+    /** @type {!Object<string, string>} */
     const why = d.why || {};
     const block = el('div', {class: 'opm-explanation', id: 'opm-explanation'});
     block.append(el('h4', {text: 'Why'}));
@@ -133,6 +147,11 @@ export const DetailSection = {
     }
     parts.push(block);
 
+    /**
+     * @param {string} title
+     * @param {string} id
+     * @param {...*} children as el() takes them
+     */
     const fold = (title, id, ...children) => el('details', {class: 'opm-fold', id},
         el('summary', {text: title}), ...children);
     if (any && full.length) {
@@ -140,7 +159,7 @@ export const DetailSection = {
           full.map(([mode, text]) => el('p', {}, mode ? el('strong', {text: `${mode}: `}) : null,
               fmtNumbersIn(text)))));
     }
-    const notes = V.MODES.flatMap((mode) => d[mode].kernels.flatMap((k) =>
+    const notes = V.MODES.flatMap((mode) => ofMode(d, mode).kernels.flatMap((k) =>
       kernelNotes(k).map((note) => `${mode} · ${k.name}: ${note}`)));
     if ((d.evidence && d.evidence.length) || notes.length) {
       parts.push(fold('Evidence and notes', 'opm-evidence-box',
@@ -196,6 +215,11 @@ export const DetailSection = {
   },
 
   /** Per dtype: executions and the kernels they ran (float16 MatMul stock, float32 oneDNN). */
+  /**
+   * @param {string} mode
+   * @param {!ModeStats} stats
+   * @return {?HTMLElement}
+   */
   dtypeSplit(mode, stats) {
     const split = stats.dtypes || [];
     if (!split.length || (split.length === 1 && ['not recorded', 'a float type', 'no float output']
@@ -216,8 +240,19 @@ export const DetailSection = {
                 e.kernels.length > 1 ? el('span', {class: 'opm-count', text: `×${fmtInt(k.executions)}`}) : null)))))));
   },
 
+  /**
+   * The explanation as [mode, text] pairs ('' for the op type's own), whatever its shape:
+   * a string, a list, an object by mode, or {text} / {summary}.
+   * @param {!OpDetail} d
+   * @return {!Array<[string, string]>}
+   */
   explanationParts(d) {
+    /** @type {!Array<[string, string]>} */
     const out = [];
+    /**
+     * @param {string} mode
+     * @param {*} value an explanation of any of the shapes above
+     */
     const add = (mode, value) => {
       if (!value) return;
       if (typeof value === 'string') out.push([mode, value]);
@@ -233,6 +268,11 @@ export const DetailSection = {
     return out;
   },
 
+  /**
+   * @param {string} mode
+   * @param {!import('./data.js').Site} site
+   * @return {!HTMLElement}
+   */
   renderSite(mode, site) {
     const where = `${site.file}:${site.line}`;
     const head = el('div', {class: 'opm-site-head'},
@@ -242,11 +282,12 @@ export const DetailSection = {
           ? ` × ${fmtInt(site.count)}`
           : ` × ${fmtInt(site.count)} runs of ${fmtInt(site.ops)} op(s)`}));
     const box = el('div', {class: 'opm-site'}, head);
-    if (site.snippet) {
+    const snippet = site.snippet;
+    if (snippet) {
       const pre = el('pre', {class: 'opm-snippet'});
-      site.snippet.lines.forEach((text, i) => {
-        const number = site.snippet.first_line + i;
-        pre.append(el('span', {class: number === site.snippet.line ? 'opm-line opm-line-hit' : 'opm-line'},
+      snippet.lines.forEach((text, i) => {
+        const number = snippet.first_line + i;
+        pre.append(el('span', {class: number === snippet.line ? 'opm-line opm-line-hit' : 'opm-line'},
             el('span', {class: 'opm-lineno', text: String(number).padStart(5, ' ')}),
             ` ${text}\n`));
       });
@@ -267,4 +308,4 @@ export const DetailSection = {
     }
     return box;
   },
-};
+});

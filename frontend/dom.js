@@ -9,12 +9,17 @@ import {CLASSES, classKey, kernelKind, kindKey} from './colors.js';
 import {fmtInt, fmtNumbersIn} from './data.js';
 import {V} from './vocab.js';
 
+/** @typedef {import('./data.js').Kernel} Kernel */
+/** @typedef {import('./data.js').ModeStats} ModeStats */
+/** @typedef {import('./data.js').Uncounted} Uncounted */
+
 /**
  * Create an element. Strings among the children become text nodes.
- * @param {string} tag
- * @param {!Object=} props class, text, on<event>, dataset, or attributes
- * @param {...*} children
- * @return {!HTMLElement}
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {!Object<string, *>=} props class, text, on<event>, dataset, or attributes
+ * @param {...*} children nodes, strings, numbers, arrays of them; null and false are skipped
+ * @return {!HTMLElementTagNameMap[K]}
  */
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
@@ -50,6 +55,12 @@ export function breakable(name) {
   return out;
 }
 
+/**
+ * The colour swatch of a legend key (CLASSES), with the fused mark when ``fused``.
+ * @param {string} key
+ * @param {boolean=} fused
+ * @return {!HTMLElement}
+ */
 export function swatch(key, fused = false) {
   const entry = CLASSES[key] || CLASSES[V.KIND_UNKNOWN];
   const node = el('span', {class: `opm-swatch opm-swatch-${key}` + (fused ? ' opm-fused-mark' : ''),
@@ -80,12 +91,21 @@ export function evidenceBadge(evidence) {
   return el('span', {class: `opm-badge opm-ev-${evidence}`, title, text: evidence});
 }
 
-/** The words of a kernel's kind next to its name. */
+/**
+ * The words of a kernel's kind next to its name.
+ * @param {string} kind one of V.KERNEL_KINDS
+ * @return {string}
+ */
 export function kindWord(kind) {
   return {[V.KIND_ONEDNN]: 'oneDNN', [V.KIND_STOCK]: 'stock',
     [V.KIND_REMOVED]: 'no kernel (removed by grappler)', [V.KIND_UNKNOWN]: 'unknown'}[kind] || kind;
 }
 
+/**
+ * A kernel's notes, and what it was fused into.
+ * @param {!Kernel} kernel
+ * @return {!Array<string>}
+ */
 export function kernelNotes(kernel) {
   const notes = [...(kernel.notes || []), ...(kernel.note ? [kernel.note] : [])];
   if (kernel.fused_into && kernel.fused_into.length) {
@@ -94,7 +114,13 @@ export function kernelNotes(kernel) {
   return notes;
 }
 
-/** A kernel chip: colour swatch, name, oneDNN/stock word, fused tag, evidence badge. */
+/**
+ * A kernel chip: colour swatch, name, oneDNN/stock word, fused tag, evidence badge.
+ * @param {string} mode one of V.MODES
+ * @param {!Kernel} kernel
+ * @param {boolean} showCount
+ * @return {!HTMLElement}
+ */
 export function kernelChip(mode, kernel, showCount) {
   const kind = kernelKind(kernel);
   const key = classKey(mode, kernel);
@@ -114,6 +140,11 @@ export function kernelChip(mode, kernel, showCount) {
   showCount ? el('span', {class: 'opm-count', text: `×${fmtInt(kernel.executions)}`}) : null);
 }
 
+/**
+ * The chip of executions no evidence names the kernel of (with their count, if not 0).
+ * @param {number} count
+ * @return {!HTMLElement}
+ */
 export function unknownChip(count) {
   return el('span', {class: `opm-chip opm-chip-${V.KIND_UNKNOWN}`, 'data-kind': V.KIND_UNKNOWN,
     title: 'executed, but no log line or profiler event names the kernel'},
@@ -122,6 +153,13 @@ export function unknownChip(count) {
   count ? el('span', {class: 'opm-count', text: `×${fmtInt(count)}`}) : null);
 }
 
+/**
+ * A mode's kernels as chips, and a chip for the executions of no known kernel.
+ * @param {string} mode one of V.MODES
+ * @param {!ModeStats} stats
+ * @param {boolean=} alwaysCount
+ * @return {!HTMLElement}
+ */
 export function kernelCell(mode, stats, alwaysCount = false) {
   if (!stats.executions && !stats.kernels.length) return el('span', {class: 'opm-none', text: '–'});
   const known = stats.kernels.reduce((n, k) => n + k.executions, 0);
@@ -137,6 +175,9 @@ export function kernelCell(mode, stats, alwaysCount = false) {
 /**
  * A graph op the dump did not count (its tensor_debug_mode records no output of it)
  * though the profile or the log saw it run: what they saw, and why the dump is silent.
+ * @param {!Uncounted} u
+ * @param {boolean=} withNote
+ * @return {!HTMLElement}
  */
 export function uncountedCell(u, withNote = true) {
   return el('div', {class: 'opm-uncounted'},
@@ -150,7 +191,11 @@ export function uncountedCell(u, withNote = true) {
       withNote ? el('p', {class: 'opm-note opm-uncounted-note', text: fmtNumbersIn(u.note)}) : null);
 }
 
-/** oneDNN, stock, partly oneDNN, or no kernel: the verdict of a mode in words. */
+/**
+ * oneDNN, stock, partly oneDNN, or no kernel: the verdict of a mode in words.
+ * @param {!ModeStats} stats
+ * @return {string}
+ */
 export function verdict(stats) {
   const ran = stats.kernels.filter((k) => [V.KIND_ONEDNN, V.KIND_STOCK].includes(kernelKind(k)));
   const dnn = ran.filter((k) => kernelKind(k) === V.KIND_ONEDNN).reduce((n, k) => n + k.executions, 0);
@@ -163,7 +208,11 @@ export function verdict(stats) {
   return `partly oneDNN (${fmtInt(dnn)} of ${fmtInt(all)})`;
 }
 
-/** "≥ " where the dump's circular buffer dropped older records: the count is a floor. */
+/**
+ * "≥ " where the dump's circular buffer dropped older records: the count is a floor.
+ * @param {?ModeStats|undefined} stats
+ * @return {string}
+ */
 export function atLeast(stats) {
   return stats && stats.lower_bound ? '≥ ' : '';
 }
@@ -171,6 +220,8 @@ export function atLeast(stats) {
 /**
  * Executions per dtype the dump recorded (mixed precision: float16/bfloat16 beside
  * float32), each with the kernels it ran in the title.
+ * @param {?ModeStats|undefined} stats
+ * @return {?HTMLElement}
  */
 export function dtypeLine(stats) {
   const split = (stats && stats.dtypes) || [];
@@ -183,7 +234,12 @@ export function dtypeLine(stats) {
       i ? ' · ' : '', `${e.label} ×${fmtInt(e.executions)}`)));
 }
 
-/** Executions per device (MirroredStrategy replicas), in the order of the run's devices. */
+/**
+ * Executions per device (MirroredStrategy replicas), in the order of the run's devices.
+ * @param {?ModeStats|undefined} stats
+ * @param {!Array<string>} devices
+ * @return {?HTMLElement}
+ */
 export function deviceLine(stats, devices) {
   const per = (stats && stats.devices) || null;
   if (!per || !devices.length) return null;
@@ -225,11 +281,24 @@ export function rovingRows(tbody) {
   });
 }
 
+/**
+ * A card: a titled <section>.
+ * @param {string} title
+ * @param {string} id
+ * @param {...*} children as el() takes them
+ * @return {!HTMLElement}
+ */
 export function section(title, id, ...children) {
   return el('section', {class: 'opm-card', id},
       el('h2', {class: 'opm-card-title', text: title}), ...children);
 }
 
+/**
+ * A message: info, loading, empty, warn or error (an alert).
+ * @param {string} text
+ * @param {string=} kind
+ * @return {!HTMLElement}
+ */
 export function message(text, kind = 'info') {
   return el('div', {class: `opm-message opm-message-${kind}`, role: kind === 'error' ? 'alert' : null,
     text});

@@ -4,11 +4,24 @@
 // Methods of App (views.js). In: the overview JSON. Out: DOM nodes, strings as text.
 
 import {CLASSES, kindKey} from './colors.js';
-import {api, failure, fmtInt, fmtNs, fmtNumbersIn, fmtPct} from './data.js';
+import {api, failure, fmtInt, fmtNs, fmtNumbersIn, fmtPct, ofMode} from './data.js';
 import {atLeast, breakable, el, kernelCell, message, rovingRows, section, swatch, verdict} from './dom.js';
 import {V} from './vocab.js';
 
-export const OverviewSection = {
+/** @typedef {import('./data.js').Overview} Overview */
+/** @typedef {import('./data.js').ModeTotals} ModeTotals */
+/** @typedef {import('./data.js').Row} Row */
+
+/** @typedef {import('./views.js').App} App */
+/**
+ * What the overview keeps on the app: its elements (buildOverview) and the run's overview
+ * once loaded (loadOverview; null while it loads or when it failed).
+ * @typedef {{glanceBody: !HTMLElement, glanceTitle: !HTMLElement, overviewBody: !HTMLElement,
+ *   overview: ?Overview}} OverviewFields
+ */
+
+// `this` in each method is the App these methods are mixed into (views.js).
+export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
   buildOverview() {
     // The answer at a glance: kernels per mode of the oneDNN op types.
     this.glanceBody = el('div', {class: 'opm-glance'});
@@ -22,7 +35,7 @@ export const OverviewSection = {
   },
 
   async loadOverview() {
-    const run = this.store.state.run;
+    const run = /** @type {string} */ (this.store.state.run);   // selectRun() chose it
     this.overview = null;
     let o;
     try {
@@ -36,16 +49,21 @@ export const OverviewSection = {
     if (run !== this.store.state.run) return;
     this.overview = o;
     this.renderGlance(o);
-    this.overviewBody.replaceChildren(...this.renderOverview(o).filter(Boolean));
+    this.overviewBody.replaceChildren(
+        .../** @type {!Array<!HTMLElement>} */ (this.renderOverview(o).filter(Boolean)));
     this.overviewBody.dataset.run = run;   // which run the overview shows (for tests and tools)
   },
 
-  /** The answer first: per oneDNN op type, the kernel of each mode with its evidence. */
+  /**
+   * The answer first: per oneDNN op type, the kernel of each mode with its evidence.
+   * @param {!Overview} o
+   */
   renderGlance(o) {
     const onednn = o.onednn_state || V.ONEDNN_UNKNOWN;
     const g = o.glance || {rows: [], total: 0, basis: ''};
     this.glanceTitle.textContent = g.basis !== 'both'
       ? 'At a glance: op types that ran a oneDNN kernel' : 'At a glance: op types that ran in both modes';
+    /** @type {{features?: ?Array<string>}} */
     const cpu = o.cpu || {};
     const head = el('div', {class: 'opm-glance-head'}, el('p', {class: 'opm-glance-facts'},
         el('span', {text: `TensorFlow ${o.tensorflow_version || '(version unknown)'} · oneDNN `}),
@@ -62,11 +80,16 @@ export const OverviewSection = {
         text: 'No op type ran a oneDNN kernel, and none ran in both modes.'}));
       return;
     }
+    /**
+     * @param {!Row} row
+     * @param {string} mode
+     */
     const cell = (row, mode) => el('td', {class: 'opm-glance-mode', 'data-mode': mode},
-        row[mode].executions
-          ? [el('span', {class: 'opm-glance-count', text: `${atLeast(row[mode])}${fmtInt(row[mode].executions)}×`}),
-            el('span', {class: 'opm-verdict', text: verdict(row[mode])}),
-            kernelCell(mode, row[mode], true)]
+        ofMode(row, mode).executions
+          ? [el('span', {class: 'opm-glance-count',
+            text: `${atLeast(ofMode(row, mode))}${fmtInt(ofMode(row, mode).executions)}×`}),
+          el('span', {class: 'opm-verdict', text: verdict(ofMode(row, mode))}),
+          kernelCell(mode, ofMode(row, mode), true)]
           : el('span', {class: 'opm-none', text: `did not run ${mode === V.EAGER ? 'eagerly' : 'in a graph'}`}));
     const table = el('table', {class: 'opm-glance-table', id: 'opm-glance'},
         el('thead', {}, el('tr', {}, el('th', {scope: 'col', text: 'Op type'}),
@@ -75,7 +98,7 @@ export const OverviewSection = {
         el('tbody', {}, g.rows.map((row) => el('tr', {'data-op': row.op_type, tabindex: -1,
           title: 'Click for the why, call sites and graphs',
           onclick: () => this.showOp(row.op_type),
-          onkeydown: (e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
+          onkeydown: (/** @type {!KeyboardEvent} */ e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
         el('th', {scope: 'row', class: 'opm-op'}, el('span', {class: 'opm-op-name'}, breakable(row.op_type)),
             row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong', title: row.kernel_differs_why,
               text: 'kernel differs'}) : null),
@@ -83,9 +106,13 @@ export const OverviewSection = {
     const more = g.total > g.rows.length ? el('p', {class: 'opm-muted',
       text: `and ${fmtInt(g.total - g.rows.length)} more in the op table below`}) : null;
     rovingRows(/** @type {!HTMLTableElement} */ (table).tBodies[0]);
-    this.glanceBody.replaceChildren(...[head, table, more].filter(Boolean));
+    this.glanceBody.replaceChildren(.../** @type {!Array<!HTMLElement>} */ ([head, table, more].filter(Boolean)));
   },
 
+  /**
+   * @param {!Overview} o
+   * @return {!Array<?HTMLElement>} the overview's parts; null where a part has nothing to say
+   */
   renderOverview(o) {
     const states = [V.ONEDNN_ON, V.ONEDNN_OFF, V.ONEDNN_UNKNOWN];
     const onednn = states.includes(o.onednn_state) ? o.onednn_state
@@ -223,7 +250,12 @@ export const OverviewSection = {
     return parts;
   },
 
-  /** "Counts are a lower bound" when the dump's circular buffer dropped older records. */
+  /**
+   * "Counts are a lower bound" when the dump's circular buffer dropped older records.
+   * @param {!Overview} o
+   * @param {string} id
+   * @return {?HTMLElement}
+   */
   lowerBoundNote(o, id) {
     const cut = o.lower_bound || {};
     const modes = V.MODES.filter((m) => cut[m]);
@@ -239,7 +271,12 @@ export const OverviewSection = {
     el('span', {}, el('strong', {text: 'What to do: '}), `${first.fix}.`));
   },
 
-  /** XLA-compiled functions: a mode of their own (graph, compiled by XLA), with no op rows. */
+  /**
+   * XLA-compiled functions: a mode of their own (graph, compiled by XLA), with no op rows.
+   * @param {!Overview} o
+   * @param {number} cols the matrix' kernel columns
+   * @return {?HTMLElement}
+   */
   xlaRow(o, cols) {
     const xla = o.xla_functions || [];
     if (!xla.length) return null;
@@ -253,15 +290,21 @@ export const OverviewSection = {
             el('p', {class: 'opm-note', text: fmtNumbersIn(xla[0].note)})));
   },
 
-  /** Unknown kernels grouped by why, each with how to find out. */
+  /**
+   * Unknown kernels grouped by why, each with how to find out.
+   * @param {!Overview} o
+   * @return {?HTMLElement}
+   */
   unknownsBlock(o) {
     const u = o.unknowns;
     if (!u || !u.executions) return null;
+    /** @param {!import('./data.js').UnknownGroup} g */
     const group = (g) => el('li', {class: 'opm-unknown-group'},
         el('div', {}, el('strong', {text: g.what === 'whether it ran'
           ? 'Unknown whether it ran, because ' : 'Kernel unknown, because '}), fmtNumbersIn(g.why), '.'),
         g.how ? el('div', {}, el('strong', {text: 'How to find out: '}), g.how) : null,
         el('div', {class: 'opm-muted'}, `${fmtInt(g.executions)} execution(s): `, opsText(g)));
+    /** @param {!import('./data.js').UnknownGroup} g */
     const opsText = (g) => g.ops.slice(0, 6).map((op) => `${op.op_type} (${op.mode} ×${fmtInt(op.executions)})`)
         .join(', ') + (g.ops.length > 6 ? ', …' : '');
     return el('div', {class: 'opm-unknowns', id: 'opm-unknowns'},
@@ -279,10 +322,15 @@ export const OverviewSection = {
           text: `and ${fmtInt(u.groups_total - u.groups.length)} more reason(s)`}) : null);
   },
 
-  /** Executions by dtype, per mode; mixed precision (float16/bfloat16) said first. */
+  /**
+   * Executions by dtype, per mode; mixed precision (float16/bfloat16) said first.
+   * @param {!Overview} o
+   * @return {?HTMLElement}
+   */
   dtypesBlock(o) {
     const d = o.dtypes;
     if (!d || !d.recorded) return null;
+    /** @param {string} mode */
     const line = (mode) => el('p', {'data-mode': mode}, el('strong', {text: `${mode}: `}),
         d.modes[mode].length ? d.modes[mode].map((e, i) => el('span', {
           class: ['float16', 'bfloat16'].includes(e.label) ? 'opm-dtype opm-dtype-low' : 'opm-dtype'},
@@ -296,7 +344,11 @@ export const OverviewSection = {
         line(V.EAGER), line(V.GRAPH));
   },
 
-  /** Executions per device (MirroredStrategy replicas), where the dump's records name several. */
+  /**
+   * Executions per device (MirroredStrategy replicas), where the dump's records name several.
+   * @param {!Overview} o
+   * @return {?HTMLElement}
+   */
   devicesBlock(o) {
     const devices = o.devices || [];
     if (!devices.length) return null;
@@ -314,6 +366,15 @@ export const OverviewSection = {
           text: `${fmtInt(o.devices_none.eager)} eager execution(s) of ops without outputs name no device.`}) : null);
   },
 
+  /**
+   * A bar of the modes' shares of executions or of time, with the figures below it.
+   * @param {string} title
+   * @param {!Object<string, ModeTotals>} modes
+   * @param {'executions'|'time_ns'} field
+   * @param {'share_of_executions'|'share_of_time'} shareField
+   * @param {function(?number): string} fmt
+   * @return {!HTMLElement}
+   */
   shareBar(title, modes, field, shareField, fmt) {
     const bar = el('div', {class: 'opm-sharebar', role: 'img',
       'aria-label': `${title}: eager ${fmtPct(modes.eager[shareField])}, graph ${fmtPct(modes.graph[shareField])}`});
@@ -332,4 +393,4 @@ export const OverviewSection = {
             el('strong', {text: `${mode} `}),
             `${fmt(modes[mode][field])} (${fmtPct(modes[mode][shareField])})`))));
   },
-};
+});

@@ -2,11 +2,26 @@
 // per-device columns) with the detail's element beside it. Methods of App (views.js).
 // In: a page of the optypes route. Out: DOM nodes, strings as text.
 
-import {api, failure, fmtInt, fmtNs} from './data.js';
+import {api, failure, fmtInt, fmtNs, ofMode} from './data.js';
 import {atLeast, breakable, dtypeLine, el, kernelCell, message, rovingRows, section, uncountedCell} from './dom.js';
 import {V} from './vocab.js';
 
-export const TableSection = {
+/** @typedef {import('./data.js').OpPage} OpPage */
+/** @typedef {import('./data.js').TableQuery} TableQuery */
+
+/** @typedef {import('./views.js').App} App */
+/**
+ * What the op table keeps on the app (buildTable): its elements, the detail's (which
+ * detail.js fills), the search's debounce timer and the page request in flight.
+ * @typedef {{searchBox: !HTMLInputElement, searchTimer: number, tableHead: !HTMLElement,
+ *   tableBody: !HTMLElement, tableInfo: !HTMLElement, prevButton: !HTMLButtonElement,
+ *   nextButton: !HTMLButtonElement, detailBody: !HTMLElement, announcer: !HTMLElement,
+ *   detail: !HTMLElement, tableWrap: !HTMLElement,
+ *   tableRequest: ?AbortController}} TableFields
+ */
+
+// `this` in each method is the App these methods are mixed into (views.js).
+export const TableSection = /** @satisfies {ThisType<App>} */ ({
   buildTable() {
     // Op table + detail.
     this.searchBox = el('input', {type: 'search', id: 'opm-search',
@@ -15,9 +30,15 @@ export const TableSection = {
         clearTimeout(this.searchTimer);
         this.searchTimer = setTimeout(() => this.setTable({q: this.searchBox.value, page: 0}), 200);
       }});
+    /**
+     * @param {string} value
+     * @param {string} label
+     * @param {string} help
+     */
     const filter = (value, label, help) => el('label', {class: 'opm-check', title: help},
         el('input', {type: 'checkbox', value, 'data-filter': value,
-          onchange: (e) => this.toggleFilter(value, e.target.checked)}),
+          /** @param {!Event} e */
+          onchange: (e) => this.toggleFilter(value, /** @type {!HTMLInputElement} */ (e.target).checked)}),
         el('span', {text: label}));
     this.tableHead = el('thead');
     this.tableBody = el('tbody');
@@ -38,14 +59,14 @@ export const TableSection = {
     this.detailBody);
     this.root.append(this.announcer);
     this.detailPlaceholder();
-    this.root.addEventListener('keydown', (e) => {
+    this.root.addEventListener('keydown', (/** @type {!KeyboardEvent} */ e) => {
       if (e.key === 'Escape' && this.detail.classList.contains('opm-open')) this.closeDetail();
     });
     this.tableWrap = el('div', {class: 'opm-table-scroll'},
         el('table', {class: 'opm-table', id: 'opm-table'}, this.tableHead, this.tableBody));
     const skip = el('a', {href: '#opm-timeline-card', class: 'opm-skip', id: 'opm-skip-table',
       text: 'Skip the op table, to the timeline',
-      onclick: (e) => { e.preventDefault(); this.timeline.canvas.focus(); }});
+      onclick: (/** @type {!Event} */ e) => { e.preventDefault(); this.timeline.canvas.focus(); }});
     this.root.append(section('Op types', 'opm-ops', skip,
         el('div', {class: 'opm-filters'},
             this.searchBox,
@@ -67,11 +88,16 @@ export const TableSection = {
             this.detail)));
   },
 
+  /** @param {!Partial<TableQuery>} patch */
   setTable(patch) {
     this.store.set({table: {...this.store.state.table, ...patch}});
     this.loadTable();
   },
 
+  /**
+   * @param {string} value a filter of the optypes route
+   * @param {boolean} on
+   */
   toggleFilter(value, on) {
     const filters = new Set(this.store.state.table.filters);
     if (on) filters.add(value); else filters.delete(value);
@@ -97,6 +123,7 @@ export const TableSection = {
     this.renderTable(page);
   },
 
+  /** @param {!OpPage} page */
   renderTable(page) {
     const {table} = this.store.state;
     /**
@@ -118,6 +145,7 @@ export const TableSection = {
     };
     const cut = page.lower_bound || [];
     const devices = page.devices || [];
+    /** @param {string} mode */
     const floor = (mode) => (cut.includes(mode) ? ' ≥' : '');
     const floorTitle = 'at least: the dump\u2019s circular buffer dropped older records';
     this.tableHead.replaceChildren(el('tr', {},
@@ -139,7 +167,7 @@ export const TableSection = {
         const tr = el('tr', {class: row.op_type === this.store.state.op ? 'opm-selected' : '',
           tabindex: -1, 'data-op': row.op_type,
           onclick: () => this.showOp(row.op_type),
-          onkeydown: (e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
+          onkeydown: (/** @type {!KeyboardEvent} */ e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
         el('td', {class: 'opm-op'},
             el('span', {class: 'opm-op-name'}, breakable(row.op_type)),
             row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong',
@@ -159,7 +187,7 @@ export const TableSection = {
         devices.map((d) => el('td', {class: 'opm-num opm-muted opm-device', 'data-device': d},
             V.MODES.map((mode) => el('div', {},
                 el('span', {class: 'opm-time-label', text: `${mode} `}),
-                fmtInt(((row[mode].devices || {})[d]) || 0))))),
+                fmtInt(((ofMode(row, mode).devices || {})[d]) || 0))))),
         el('td', {class: 'opm-num opm-muted opm-time'},
             el('div', {title: 'eager: EagerExecute time in the profile, including dispatch'},
                 el('span', {class: 'opm-time-label', text: 'eager '}), fmtNs(row.eager.time_ns)),
@@ -176,4 +204,4 @@ export const TableSection = {
     this.prevButton.disabled = page.page === 0;
     this.nextButton.disabled = last >= page.total;
   },
-};
+});

@@ -16,9 +16,21 @@ import {CLASSES, FUSED, timelineKey} from './colors.js';
 import {failure, fmtAt, fmtInt, fmtNs, fmtPct} from './data.js';
 import {V} from './vocab.js';
 
+/** @typedef {import('./data.js').TimelineWindow} TimelineWindow */
+/** @typedef {Extract<TimelineWindow, {level: 'events'}>} EventsWindow */
+/** @typedef {Extract<TimelineWindow, {level: 'bins'}>} BinsWindow */
+/**
+ * An event [lane, start, dur, name id, kernel id, class] or a bin [lane, start, end,
+ * count, busy ns, class, name id, oneDNN count] of a window (data.js TimelineWindow).
+ * @typedef {!Array<number>} Item
+ */
+/** An item under the pointer or inspected, and which of the two it is. @typedef {{kind: string, item: !Item}} Hit */
+
 const GUTTER = 112;
 const AXIS = 24;
+/** @type {!Object<string, number>} px per lane, by the lane's name (the route's lanes) */
 const LANE_HEIGHT = {function: 22, eager: 44, graph: 44};
+/** @type {!Object<string, string>} */
 const LANE_LABEL = {function: 'tf.function calls', eager: 'eager ops', graph: 'graph ops'};
 const LANE_GAP = 6;
 const MIN_SPAN = 1000; // ns
@@ -29,12 +41,22 @@ function remPx() {
   return parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
 }
 
-/** [lane, start, end] of an event or a bin of the window's data. */
+/**
+ * [lane, start, end] of an event or a bin of the window's data.
+ * @param {!TimelineWindow} d
+ * @param {!Item} item
+ * @return {!Array<number>}
+ */
 function extent(d, item) {
   return d.level === 'events' ? [item[0], item[1], item[1] + item[2]] : [item[0], item[1], item[2]];
 }
 
-/** The best tick step (1, 2 or 5 x 10^n ns) for ``count`` ticks over ``width`` ns. */
+/**
+ * The best tick step (1, 2 or 5 x 10^n ns) for ``count`` ticks over ``width`` ns.
+ * @param {number} width
+ * @param {number} count
+ * @return {number}
+ */
 export function tickStep(width, count) {
   const target = width / Math.max(2, count);
   const pow = Math.pow(10, Math.floor(Math.log10(Math.max(target, 1))));
@@ -44,6 +66,11 @@ export function tickStep(width, count) {
   return pow * 10;
 }
 
+/**
+ * @param {string} name a custom property of the tab's style
+ * @param {string} fallback
+ * @return {string}
+ */
 function cssVar(name, fallback) {
   const value = getComputedStyle(document.body).getPropertyValue(name).trim();
   return value || fallback;
@@ -52,7 +79,8 @@ function cssVar(name, fallback) {
 export class Timeline {
   /**
    * @param {!HTMLElement} host element to draw into
-   * @param {function(number, number, number, boolean, !AbortSignal): !Promise<!Object>} fetchWindow
+   * @param {function(number, number, number, boolean, !AbortSignal): !Promise<!TimelineWindow>} fetchWindow
+   *     start, end, max events, debug instrumentation too, signal
    */
   constructor(host, fetchWindow) {
     this.fetchWindow = fetchWindow;
@@ -60,12 +88,13 @@ export class Timeline {
     /** @type {?number} */
     this.span = null;
     this.view = {start: 0, end: 1};
-    /** @type {?Object} the window shown, as the timeline route answers it */
+    /** @type {?TimelineWindow} the window shown, as the timeline route answers it */
     this.data = null;
     this.debug = false;
     /** @type {?AbortController} */
     this.pending = null;
     this.timer = 0;
+    /** @type {?{x: number, start: number, end: number}} a pan by the pointer: where it began */
     this.drag = null;
     this.hover = null;
     this.status = '';
@@ -91,8 +120,15 @@ export class Timeline {
     this.live.className = 'opm-sr-only opm-timeline-live';
     this.live.setAttribute('aria-live', 'polite');
     this.live.setAttribute('role', 'status');
+    /** @type {?Item} what keyboard inspection outlines */
     this.focusItem = null;
-    this.overview = null;     // the whole run, coarse: the strip's density
+    /** @type {?TimelineWindow} the whole run, coarse: the strip's density */
+    this.overview = null;
+    /** @type {?AbortController} */
+    this.overviewPending = null;
+    this.stripDrag = false;
+    /** @type {!Array<string>} the axis' labels, as last drawn */
+    this.tickLabels = [];
     this.strip = document.createElement('canvas');
     this.strip.className = 'opm-timeline-strip';
     this.strip.setAttribute('role', 'img');
@@ -151,6 +187,7 @@ export class Timeline {
     this.loadOverview();
   }
 
+  /** @param {boolean} debug show tfdbg's instrumentation too */
   setDebug(debug) {
     this.debug = debug;
     this.data = null;
@@ -197,6 +234,7 @@ export class Timeline {
    * inspected box, else the ops nearest the centre (never an empty centre). */
   zoomAnchor() {
     const width = this.view.end - this.view.start;
+    /** @param {number} t */
     const frac = (t) => Math.min(1, Math.max(0, (t - this.view.start) / width));
     if (this.focusItem && this.data) {
       const [, a, z] = extent(this.data, this.focusItem);
@@ -209,7 +247,7 @@ export class Timeline {
     let best = null;
     let bestDist = Infinity;
     for (const item of items) {
-      const [, a, z] = extent(this.data, item);
+      const [, a, z] = extent(/** @type {!TimelineWindow} */ (this.data), item);  // items are its
       const dist = centre < a ? a - centre : centre > z ? centre - z : 0;
       if (dist < bestDist) { best = [a, z]; bestDist = dist; }
       if (!dist) break;
@@ -237,6 +275,10 @@ export class Timeline {
     this.setView(start, start + newWidth);
   }
 
+  /**
+   * @param {number} start ns
+   * @param {number} end ns
+   */
   setView(start, end) {
     const width = end - start;
     if (start < 0) { start = 0; end = width; }
@@ -260,6 +302,7 @@ export class Timeline {
     return AXIS + this.lanes().reduce((h, lane) => h + LANE_HEIGHT[lane] + LANE_GAP, 0) + 4;
   }
 
+  /** @param {string} lane @return {number} */
   laneTop(lane) {
     let y = AXIS;
     for (const name of this.lanes()) {
@@ -281,6 +324,7 @@ export class Timeline {
     return this.visible().length > 0 || (d.start === Math.floor(this.view.start) && !!d.nearest);
   }
 
+  /** @param {number} delay ms */
   schedule(delay) {
     clearTimeout(this.timer);
     if (!this.span || this.covers()) return;
@@ -318,6 +362,7 @@ export class Timeline {
     if (this.onChange) this.onChange();
   }
 
+  /** @param {number} t ns @return {number} px */
   x(t) {
     return GUTTER + (t - this.view.start) / (this.view.end - this.view.start) * this.plotWidth();
   }
@@ -367,6 +412,7 @@ export class Timeline {
     this.drawStrip();
     let message = this.status;
     if (!message && d && this.visibleCount() === 0) {
+      /** @type {{before?: ?number, after?: ?number}} */
       const near = d.nearest || {};
       const where = [];
       if (near.before !== null && near.before !== undefined) {
@@ -390,6 +436,12 @@ export class Timeline {
     }
   }
 
+  /**
+   * @param {!CanvasRenderingContext2D} ctx
+   * @param {string} fg
+   * @param {string} muted
+   * @param {string} border
+   */
   drawAxis(ctx, fg, muted, border) {
     const width = this.view.end - this.view.start;
     const step = tickStep(width, this.plotWidth() / 110);
@@ -412,13 +464,19 @@ export class Timeline {
     this.canvas.dataset.ticks = this.tickLabels.join('|');
   }
 
+  /** @param {string} lane @return {!Array<number>} top and height, px */
   boxGeometry(lane) {
     const top = this.laneTop(lane) + 2;
     return [top, LANE_HEIGHT[lane] - 4];
   }
 
+  /**
+   * @param {!CanvasRenderingContext2D} ctx
+   * @param {!EventsWindow} d
+   */
   drawEvents(ctx, d) {
     const scale = this.plotWidth() / (this.view.end - this.view.start);
+    /** @type {!Map<string, !Array<[number, string, number]>>} x, lane, width per colour */
     const byColor = new Map();
     for (const ev of d.events) {
       const [lane, start, dur, , , cls] = ev;
@@ -480,7 +538,7 @@ export class Timeline {
       ctx.fillStyle = CLASSES[key] ? CLASSES[key].text : '#000000';
       // Graph boxes: the kernel that ran (the node name is in the tooltip); others: the op.
       const kernel = d.names[ev[4]];
-      const label = laneName === V.GRAPH && kernel ? kernel : d.names[nameId].split('/').pop();
+      const label = laneName === V.GRAPH && kernel ? kernel : /** @type {string} */ (d.names[nameId].split('/').pop());
       ctx.save();
       ctx.beginPath();
       ctx.rect(x, top, visible + 3, h);
@@ -490,6 +548,10 @@ export class Timeline {
     }
   }
 
+  /**
+   * @param {!CanvasRenderingContext2D} ctx
+   * @param {!BinsWindow} d
+   */
   drawBins(ctx, d) {
     for (const bin of d.bins) {
       const [lane, start, end, , busy, cls] = bin;
@@ -505,8 +567,13 @@ export class Timeline {
     }
   }
 
+  /**
+   * @param {!CanvasRenderingContext2D} ctx
+   * @param {!TimelineWindow} d
+   * @param {string} fg
+   */
   drawFocus(ctx, d, fg) {
-    const [lane, a, z] = extent(d, this.focusItem);
+    const [lane, a, z] = extent(d, /** @type {!Item} */ (this.focusItem));  // draw() checks
     const [top, h] = this.boxGeometry(d.lanes[lane]);
     const x = Math.max(GUTTER - 2, this.x(a));
     const w = Math.max(3, Math.min(GUTTER + this.plotWidth() + 2, this.x(z)) - x);
@@ -573,6 +640,7 @@ export class Timeline {
     this.strip.dataset.columns = String(columns);
   }
 
+  /** @param {!MouseEvent} e */
   onStrip(e) {
     if (!this.span) return;
     const box = this.strip.getBoundingClientRect();
@@ -584,6 +652,7 @@ export class Timeline {
   }
 
   /** Inspect an event or bin by keyboard: outline it, show its tooltip, say it. */
+  /** @param {?Item} item an item of the loaded data, or null to stop */
   inspect(item) {
     this.focusItem = item;
     this.draw();
@@ -591,7 +660,7 @@ export class Timeline {
       this.hideTooltip();
       return;
     }
-    const d = this.data;
+    const d = /** @type {!TimelineWindow} */ (this.data);  // the item is of it
     const [lane, a, z] = extent(d, item);
     const lines = this.tooltipLines({kind: d.level === 'events' ? 'event' : 'bin', item});
     const box = this.canvas.getBoundingClientRect();
@@ -603,6 +672,11 @@ export class Timeline {
   }
 
   /** The item of ``lane`` (index) nearest time ``t`` in the loaded data. */
+  /**
+   * @param {number} lane
+   * @param {number} t ns
+   * @return {?Item}
+   */
   nearestIn(lane, t) {
     const d = this.data;
     if (!d) return null;
@@ -619,12 +693,15 @@ export class Timeline {
   }
 
   /** Step to the next (+1) or previous (-1) item in the inspected item's lane. */
+  /** @param {number} dir */
   stepFocus(dir) {
-    const d = this.data;
-    const lane = this.focusItem[0];
+    // onKey calls it while an item of the loaded data is inspected.
+    const d = /** @type {!TimelineWindow} */ (this.data);
+    const focus = /** @type {!Item} */ (this.focusItem);
+    const lane = focus[0];
     const items = (d.level === 'events' ? d.events : d.bins).filter((it) => it[0] === lane)
         .sort((x, y) => x[1] - y[1]);
-    const at = items.indexOf(this.focusItem);
+    const at = items.indexOf(focus);
     const next = items[at + dir];
     if (!next) return;
     const [, a, z] = extent(d, next);
@@ -634,9 +711,11 @@ export class Timeline {
   }
 
   /** Move the inspection to the lane above (-1) or below (+1), the item nearest in time. */
+  /** @param {number} dir */
   laneFocus(dir) {
-    const d = this.data;
-    const [lane, a, z] = extent(d, this.focusItem);
+    // onKey calls it while an item of the loaded data is inspected.
+    const d = /** @type {!TimelineWindow} */ (this.data);
+    const [lane, a, z] = extent(d, /** @type {!Item} */ (this.focusItem));
     for (let l = lane + dir; l >= 0 && l < d.lanes.length; l += dir) {
       const item = this.nearestIn(l, (a + z) / 2);
       if (item) { this.inspect(item); return; }
@@ -644,6 +723,11 @@ export class Timeline {
   }
 
   /** Event or bin under the pointer, or null. */
+  /**
+   * @param {number} px
+   * @param {number} py
+   * @return {?Hit}
+   */
   pick(px, py) {
     const d = this.data;
     if (!d || px < GUTTER) return null;
@@ -657,6 +741,7 @@ export class Timeline {
     const t = this.view.start + (px - GUTTER) * nsPerPx;
     const slack = 2 * nsPerPx;
     if (d.level === 'events') {
+      /** @type {?Item} */
       let best = null;
       for (const ev of d.events) {
         if (ev[0] !== laneIndex) continue;
@@ -672,8 +757,12 @@ export class Timeline {
     return null;
   }
 
+  /**
+   * @param {!Hit} hit an item of the loaded data
+   * @return {!Array<string>}
+   */
   tooltipLines(hit) {
-    const d = this.data;
+    const d = /** @type {!TimelineWindow} */ (this.data);
     const cls = timelineKey(d.classes[hit.item[hit.kind === 'event' ? 5 : 5]]);
     const legend = CLASSES[cls];
     if (hit.kind === 'event') {
@@ -698,6 +787,11 @@ export class Timeline {
     ];
   }
 
+  /**
+   * @param {!Hit} hit
+   * @param {number} clientX
+   * @param {number} clientY
+   */
   showTooltip(hit, clientX, clientY) {
     this.tooltip.replaceChildren();
     for (const line of this.tooltipLines(hit)) {
@@ -719,6 +813,7 @@ export class Timeline {
     this.tooltip.hidden = true;
   }
 
+  /** @param {!WheelEvent} e */
   onWheel(e) {
     if (!this.span) return;
     e.preventDefault();
@@ -732,12 +827,14 @@ export class Timeline {
     this.zoom(Math.exp(e.deltaY * 0.0025), frac);
   }
 
+  /** @param {!MouseEvent} e */
   onDown(e) {
     if (e.button !== 0) return;
     this.drag = {x: e.clientX, start: this.view.start, end: this.view.end};
     this.canvas.classList.add('dragging');
   }
 
+  /** @param {!MouseEvent} e */
   onMove(e) {
     if (this.drag) {
       const nsPerPx = (this.drag.end - this.drag.start) / this.plotWidth();
@@ -760,6 +857,7 @@ export class Timeline {
     }
   }
 
+  /** @param {!KeyboardEvent} e */
   onKey(e) {
     const width = this.view.end - this.view.start;
     if (this.focusItem && this.data) {

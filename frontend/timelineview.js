@@ -5,7 +5,16 @@ import {api, fmtAt, fmtInt, fmtNs} from './data.js';
 import {el, section} from './dom.js';
 import {tickStep, Timeline} from './timeline.js';
 
-export const TimelineSection = {
+/** @typedef {import('./views.js').App} App */
+/**
+ * What the timeline card keeps on the app (buildTimeline): its elements and the canvas
+ * (built before anything reads it but the theme's callback, which checks; views.js).
+ * @typedef {{timelineHost: !HTMLElement, timelineInfo: !HTMLElement,
+ *   windowExport: !HTMLAnchorElement, timeline: !Timeline}} TimelineFields
+ */
+
+// `this` in each method is the App these methods are mixed into (views.js).
+export const TimelineSection = /** @satisfies {ThisType<App>} */ ({
   buildTimeline() {
     // Timeline.
     this.timelineHost = el('div', {class: 'opm-timeline-host'});
@@ -14,7 +23,8 @@ export const TimelineSection = {
       href: '#', hidden: true, text: 'Export this window as a trace',
       title: 'Chrome trace JSON of the window shown: open it in ui.perfetto.dev'});
     const debugBox = el('input', {type: 'checkbox', id: 'opm-debug',
-      onchange: (e) => this.timeline.setDebug(e.target.checked)});
+      /** @param {!Event} e */
+      onchange: (e) => this.timeline.setDebug(/** @type {!HTMLInputElement} */ (e.target).checked)});
     this.root.append(section('Timeline', 'opm-timeline-card',
         el('div', {class: 'opm-filters'},
             el('button', {type: 'button', id: 'opm-zoom-in', text: 'Zoom in',
@@ -34,7 +44,8 @@ export const TimelineSection = {
           'kernels are outlined.'}),
         this.timelineHost));
     this.timeline = new Timeline(this.timelineHost, async (start, end, maxEvents, debug, signal) => {
-      const run = this.store.state.run;
+      // A run is chosen: the canvas fetches only once selectRun() gave it the run's span.
+      const run = /** @type {string} */ (this.store.state.run);
       const data = await api.timeline(run, start, end, maxEvents, debug, signal);
       this.timelineHost.dataset.run = run;   // which run the canvas shows (for tests and tools)
       return data;
@@ -42,6 +53,7 @@ export const TimelineSection = {
     this.timeline.onChange = () => this.renderTimelineInfo();
   },
 
+  /** @param {boolean=} keepView keep the zoom (the same run, reloaded because it grew) */
   async loadTimelineSpan(keepView = false) {
     const o = this.overview;
     if (!o || o.run !== this.store.state.run) return;   // still loading, or it failed
@@ -81,6 +93,7 @@ export const TimelineSection = {
     }
     const view = this.timeline.view;
     const whole = view.start <= 0 && view.end >= this.timeline.span;
+    /** @type {!Object<string, (number|boolean)>} */
     const extra = whole ? {} : {start: Math.floor(view.start), end: Math.ceil(view.end) + 1};
     if (this.timeline.debug) extra.debug = true;
     const href = api.exportUrl(run, 'trace', extra);
@@ -89,4 +102,4 @@ export const TimelineSection = {
     this.windowExport.textContent = whole ? 'Export the trace (whole run)' : 'Export this window as a trace';
     if (this.traceLink) this.traceLink.setAttribute('href', href);
   },
-};
+});

@@ -21,11 +21,22 @@ import {TimelineSection} from './timelineview.js';
 import {loadVocab, V} from './vocab.js';
 
 /**
- * The sections' methods, mixed into App's prototype below.
+ * The sections' methods, mixed into App's prototype below, and the fields they keep on it.
  * @typedef {typeof OverviewSection & typeof TableSection & typeof DetailSection &
- *           typeof TimelineSection & typeof CompareSection} Sections
+ *           typeof TimelineSection & typeof CompareSection &
+ *           import('./overview.js').OverviewFields & import('./table.js').TableFields &
+ *           import('./timelineview.js').TimelineFields &
+ *           import('./compare.js').CompareFields} Sections
  */
-/** App's base: nothing at run time, the sections' methods to the type checker. */
+/** @typedef {import('./data.js').RunEntry} RunEntry */
+/** @typedef {import('./data.js').Progress} Progress */
+/**
+ * What the tab shows: the runs and the loader's progress, the run chosen (and when it was
+ * loaded), the op table's query, the op type whose detail is open.
+ * @typedef {{runs: !Array<RunEntry>, progress: ?Progress, run: ?string, loadedAt: ?number,
+ *   table: !import('./data.js').TableQuery, op: ?string}} AppState
+ */
+/** App's base: nothing at run time, the sections' methods and fields to the type checker. */
 const WithSections = /** @type {new () => Sections} */ (/** @type {unknown} */ (class {}));
 
 export class App extends WithSections {
@@ -33,14 +44,13 @@ export class App extends WithSections {
   constructor(root) {
     super();
     this.root = root;
-    /** @type {?import('./timeline.js').Timeline} the timeline card's canvas (timelineview.js builds it) */
-    this.timeline = null;
-    this.store = new Store({
+    this.store = new Store(/** @type {AppState} */ ({
       runs: [], progress: null, run: null, loadedAt: null,
       table: {sort: 'total', order: 'desc', filters: [], q: '', page: 0, pageSize: 50},
       op: null,
-    });
+    }));
     this.pollTimer = 0;
+    /** @type {?AbortController} the op table's page request in flight (table.js) */
     this.tableRequest = null;
     // Built by buildLayout() (in start()) before anything reads them.
     /** @type {!HTMLElement} */ this.status;
@@ -48,6 +58,11 @@ export class App extends WithSections {
     /** @type {!HTMLElement} */ this.progressBar;
     /** @type {!HTMLElement} */ this.progressText;
     /** @type {!HTMLElement} */ this.exportLinks;
+    /** @type {!HTMLSelectElement} */ this.runSelect;
+    /** @type {?HTMLAnchorElement} the toolbar's trace link (renderExports) */
+    this.traceLink = null;
+    // this.timeline, the timeline card's canvas: built by buildTimeline() (timelineview.js)
+    // in buildLayout(); only the theme's callback may run before, and it checks.
   }
 
   async start() {
@@ -90,11 +105,17 @@ export class App extends WithSections {
 
     // Legend. It sticks together with the toolbar, in one opaque block: two
     // sticky elements each guessing the other's height left a gap to scroll under.
+    /** @param {string} key */
     const legendItem = (key) => el('span', {class: 'opm-legend-item', role: 'listitem',
       'data-key': key, title: CLASSES[key].description}, swatch(key),
     el('span', {text: CLASSES[key].label}));
     // Table and timeline share the mode x oneDNN colours; removed is the table's only
     // (a removed op has no box), tf.function calls and tfdbg's ops the timeline's only.
+    /**
+     * @param {string} id
+     * @param {string} title
+     * @param {...(!HTMLElement|!Array<!HTMLElement>)} items
+     */
     const group = (id, title, ...items) => el('span', {class: 'opm-legend-group', role: 'list',
       id, 'aria-label': title},
     el('span', {class: 'opm-legend-group-title', 'aria-hidden': 'true', text: `${title}:`}), ...items);
@@ -149,7 +170,7 @@ export class App extends WithSections {
       if (pick) this.setState('ready');
       if (pick) await this.selectRun(pick.run);
     } else if (current.loaded_at !== this.store.state.loadedAt) {
-      await this.selectRun(run, true);
+      await this.selectRun(current.run, true);
     }
     const failed = runs.filter((r) => r.status === 'error');
     if (progress.logdir_set === false) {
@@ -182,6 +203,7 @@ export class App extends WithSections {
     this.pollTimer = setTimeout(() => this.refreshRuns(), busy ? 1500 : 15000);
   }
 
+  /** @param {!Progress} p */
   renderProgress(p) {
     const share = p.bytes_total ? Math.min(1, Math.max(0, p.bytes_done / p.bytes_total)) : 0;
     const pct = Math.round(share * 1000) / 10;
@@ -196,6 +218,7 @@ export class App extends WithSections {
         `${fmtBytes(p.bytes_done)} of ${fmtBytes(p.bytes_total)}`;
   }
 
+  /** @param {!Array<RunEntry>} runs */
   renderRunSelect(runs) {
     const selected = this.store.state.run;
     this.runSelect.replaceChildren(...runs.map((r) => {
@@ -206,6 +229,10 @@ export class App extends WithSections {
     }));
   }
 
+  /**
+   * @param {string} run
+   * @param {boolean=} reload the run was loaded again (it grew): show it anew
+   */
   async selectRun(run, reload = false) {
     const entry = this.store.state.runs.find((r) => r.run === run);
     if (!entry || entry.status !== 'ready') return;
@@ -229,7 +256,13 @@ export class App extends WithSections {
     this.defaultCompare();
   }
 
+  /** @param {string} run */
   renderExports(run) {
+    /**
+     * @param {string} format
+     * @param {string} label
+     * @param {string} help
+     */
     const link = (format, label, help) => el('a', {href: api.exportUrl(run, format),
       download: '', class: 'opm-link', title: help, text: label});
     this.exportLinks.replaceChildren(el('span', {class: 'opm-muted', text: 'Export:'}),
