@@ -727,7 +727,7 @@ def _fast_part(win: _Window, fill: Callable[[Any, int], int], pos: int, hi: int,
     samples = part.samples
     cut = tail + 4
     short = False
-    table = _KeyTable(win)
+    table = _KeyTable(win, cut)
     try:
         while pos < hi:
             want = min(size, pos + _CHUNK) - pos
@@ -735,7 +735,8 @@ def _fast_part(win: _Window, fill: Callable[[Any, int], int], pos: int, hi: int,
             data = win.buf
             short = window < want
             limit = min(hi - 1 - pos, window - 16)
-            starts, ends = win.frame(window, limit)
+            predicted = table.predict(limit)
+            starts, ends = predicted or win.frame(window, limit)
             offsets, keys, p = _loop_frame(data, int(ends[-1]) if len(starts) else 0, limit, cut)
             if p > window:  # the last record runs past the window: leave it to the next one
                 if offsets:
@@ -749,7 +750,8 @@ def _fast_part(win: _Window, fill: Callable[[Any, int], int], pos: int, hi: int,
                 break
             # Keyed before the CRCs are checked: the check rewrites the CRC fields in place
             # (keys and payloads lie between them).
-            if len(starts) and not table.count(starts, ends, cut):
+            if len(starts) and not (predicted and table.check(starts, ends)) \
+                    and not table.count(starts, ends):
                 keys = [bytes(data[s + 21:e - cut]) for s, e in zip(starts.tolist(), ends.tolist())] + keys
                 offsets = starts.tolist() + offsets
                 starts, ends = starts[:0], ends[:0]
@@ -759,7 +761,7 @@ def _fast_part(win: _Window, fill: Callable[[Any, int], int], pos: int, hi: int,
                 break
             short = False  # what was read verified; a short read shows again next window
             if len(starts):
-                table.keep(starts, ends, cut, counts, samples)
+                table.keep(starts, ends, counts, samples, bool(offsets))
             if keys:
                 chunk = Counter(keys)
                 new = [k for k in chunk if k not in counts]
@@ -905,12 +907,23 @@ class _KeyTable:
     last word; the hash finds its number among the keys met. Every record's words are
     then compared with those of the key it was numbered as, so that two keys of one
     hash (or a new key that hashes like a known one) cannot be counted as one: the
-    window is keyed one by one instead."""
+    window is keyed one by one instead.
 
-    def __init__(self, win: _Window) -> None:
+    A training loop traces the same ops in the same order at every step: once a
+    window's keys repeat a cycle, the next window is framed and keyed as its
+    continuation (``predict``, ``check``), each record's length field and words
+    compared with what the cycle says, without scanning the window or hashing."""
+
+    def __init__(self, win: _Window, cut: int) -> None:
         np = win.np
         self.np = np
         self.win = win
+        self.cut = cut
+        # The numbers the last windows repeated, and where in that cycle the next
+        # record is (None: no cycle seen, or the window broke it).
+        self.cycle: Any = None
+        self.phase = 0
+        self._predicted: Any = None
         # One odd multiplier per word (splitmix64 of its index: fixed, well mixed).
         z = np.arange(1, _MAX_KEY_WORDS + 3, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -925,11 +938,61 @@ class _KeyTable:
         self.keys: list[bytes] = []
         self._pending: tuple[Any, ...] | None = None
 
-    def count(self, starts: Any, ends: Any, cut: int) -> bool:
+    def predict(self, limit: int) -> tuple[Any, Any] | None:
+        """(starts, ends) of the window's records that start at or before ``limit``, if
+        they follow the cycle: the length field of each record where the cycle puts it
+        says so. None without a cycle, or where the window leaves it."""
+        np = self.np
+        cycle = self.cycle
+        self._predicted = None
+        if cycle is None or limit < 0:
+            return None
+        sizes = self.lengths + (21 + self.cut)  # per number: the record's bytes
+        turn = np.concatenate((cycle[self.phase:], cycle[:self.phase]))
+        seq = np.tile(turn, limit // int(sizes[cycle].sum()) + 2)
+        lengths = sizes[seq]
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        n = int(np.searchsorted(starts, limit, side="right"))
+        starts, ends = starts[:n], ends[:n]
+        if not n or not bool((self.win.u64[starts] == (lengths[:n] - 16).astype(np.uint64)).all()):
+            self.cycle = None
+            return None
+        self._predicted = seq[:n]
+        return starts, ends
+
+    def check(self, starts: Any, ends: Any) -> bool:
+        """Whether the records ``predict`` framed (the first ``len(starts)`` of them) hold
+        the keys the cycle says, word for word; ``keep`` then counts them."""
+        np = self.np
+        win = self.win
+        ids = self._predicted[:len(starts)]
+        self._predicted = None
+        self._pending = None
+        ks = starts + 21
+        kl = self.lengths[ids]
+        if not bool((win.u64[ks + kl - 8] == self.last[ids]).all()):
+            self.cycle = None
+            return False
+        nwords = (kl - 1) >> 3
+        order = np.argsort(nwords.astype(np.uint8), kind="stable")
+        lo = 0
+        for w, m in enumerate(np.bincount(nwords).tolist()):
+            idx = order[lo:lo + m]
+            lo += m
+            if w and m and not bool((self.words[ids[idx], :w] ==
+                                     win.rows(8 * w)[ks[idx]].view(np.uint64)).all()):
+                self.cycle = None
+                return False
+        self._pending = (None, ids, ids[:0], self.lengths, self.last, self.words, True)
+        return True
+
+    def count(self, starts: Any, ends: Any) -> bool:
         """Number the keys of the records at ``starts``..``ends`` of the window; False if
         they cannot be numbered exactly this way. ``keep`` then counts them."""
         np = self.np
         win = self.win
+        cut = self.cut
         self._pending = None
         ks = starts + 21
         kl = ends - cut - ks
@@ -992,18 +1055,20 @@ class _KeyTable:
                 table[mine[new], :w] = words[new]
             if not bool((table[mine, :w] == words).all()):
                 return False
-        self._pending = (h, ids, firsts, lengths, lasts, table)
+        self._pending = (h, ids, firsts, lengths, lasts, table, False)
         return True
 
-    def keep(self, starts: Any, ends: Any, cut: int, counts: dict[Any, int],
-             samples: dict[bytes, bytes]) -> None:
-        """Count the records ``count`` numbered (their CRCs verified); new keys go into
-        ``counts`` (at 0, in file order: ``flush`` adds the totals) and ``samples``."""
+    def keep(self, starts: Any, ends: Any, counts: dict[Any, int], samples: dict[bytes, bytes],
+             more: bool) -> None:
+        """Count the records ``count`` or ``check`` numbered (their CRCs verified); new
+        keys go into ``counts`` (at 0, in file order: ``flush`` adds the totals) and
+        ``samples``. ``more``: records keyed one by one follow them in the window."""
         np = self.np
         assert self._pending is not None
-        h, ids, firsts, lengths, lasts, table = self._pending
+        h, ids, firsts, lengths, lasts, table, predicted = self._pending
         self._pending = None
         data = self.win.buf
+        cut = self.cut
         if firsts.size:
             hashes = np.concatenate((self.hashes, h[firsts]))
             numbers = np.concatenate((self.ids, np.arange(self.lengths.size, lengths.size)))
@@ -1019,6 +1084,25 @@ class _KeyTable:
                     counts[key] = 0
                     samples[key] = bytes(data[s + 12:e - 4])
         self.totals += np.bincount(ids, minlength=self.totals.size)
+        if more:
+            self.cycle = None
+        elif predicted:
+            self.phase = (self.phase + ids.size) % self.cycle.size
+        else:
+            self._find_cycle(ids)
+
+    def _find_cycle(self, ids: Any) -> None:
+        """The cycle ``ids`` (a window's numbers, in file order) repeat at least twice,
+        ending with the window, if any: the next window starts where it starts."""
+        np = self.np
+        self.cycle, self.phase = None, 0
+        n = ids.size
+        for p in np.flatnonzero(ids == ids[0])[1:5].tolist() if n > 1 else ():
+            if 2 * p > n:
+                break
+            if bool((ids[p:] == ids[:-p]).all()):
+                self.cycle = ids[n - p:].copy()
+                return
 
     def flush(self, counts: dict[Any, int]) -> None:
         """Add the records counted to ``counts`` (once, when the part ends)."""

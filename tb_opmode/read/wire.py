@@ -93,7 +93,9 @@ def varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ends = ~w & _CONT  # the stop bit of each byte that ends a varint
     fits = ends != 0
     lowest = ends & (~ends + _U64(1))
-    n = (np.log2(np.where(fits, lowest, _U64(1)).astype(np.float64)).astype(np.int64) + 1) // 8
+    # the stop bit's index, from the exponent of the power of two as a float64 (exact)
+    bit = (np.where(fits, lowest, _U64(1)).astype(np.float64).view(_U64) >> _U64(52)).astype(np.int64) - 1023
+    n = (bit + 1) // 8
     packed = w & _U64(0x7F7F7F7F7F7F7F7F)
     for low, high, shift in _PACK:
         packed = (packed & low) | ((packed & high) >> shift)
