@@ -25,10 +25,13 @@ name, output slot) they differ only in wall time and health values. A big one
 is read by ``_TraceJob`` without decoding each record: records are framed by
 hand, keyed by the bytes between the wall time and the tensor proto, their
 CRCs checked a chunk at a time (``tfrecord.ChunkVerifier``), and only the first
-record of each key is decoded and checked to have the expected layout. Two
-forked worker processes read the two halves of the file while the parent
-reads the other files. Whatever does not fit (damage, another layout) is read
-record by record with the same results as the plain reader.
+record of each key is decoded and checked to have the expected layout. The
+framing and keying work on 8 MB windows at once with numpy (``_Window``,
+``_KeyTable``), and follow the cycle of keys a training loop repeats, checked
+word for word. One forked worker reads the end of the file while this process
+reads the other files, then the start of the traces file. Whatever does not fit
+(damage, another layout) is read record by record with the same results as the
+plain reader.
 """
 from __future__ import annotations
 
