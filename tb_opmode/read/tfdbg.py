@@ -189,7 +189,8 @@ class SourceLines(Sequence[str]):
     def __init__(self, lines: Iterable[str] = ()) -> None:
         lines = list(lines)
         self.text = "".join(lines)
-        self.ends = array("q", accumulate(map(len, lines)))
+        # 4 bytes a line where they fit (the cache pickles them): a file of 4 G characters
+        self.ends = array("I" if len(self.text) < 1 << 32 else "q", accumulate(map(len, lines)))
 
     def __len__(self) -> int:
         return len(self.ends)
