@@ -226,17 +226,19 @@ def _scan_chunk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, prefix: t
     ends = ends.astype(np.int64)
     passes: list[_Pass] = []
     for number in prefix:
-        todo = np.flatnonzero(cur < ends)
-        todo = todo[buf[cur[todo]] == (number << 3) | VARINT]
-        value, size = varints(buf, cur[todo] + 1)
-        nxt = cur[todo] + 1 + size
-        ok = (size > 0) & (nxt <= ends[todo])
-        bad[todo[~ok]] = True
+        # Over every message at once, with masks rather than index lists: most messages
+        # have the field (a gather and a scatter per array cost more than a pass).
+        tagged = (cur < ends) & (buf[cur] == (number << 3) | VARINT)
+        value, size = varints(buf, cur + 1)
+        nxt = cur + 1 + size
+        ok = tagged & (size > 0) & (nxt <= ends)
+        failed = tagged & ~ok
+        bad |= failed
         values, present = dense[number]
-        values[todo[ok]] = value[ok]
-        present[todo[ok]] = True
-        cur[todo[ok]] = nxt[ok]
-        ends[todo[~ok]] = cur[todo[~ok]]  # stop scanning a bad message
+        np.copyto(values, value, where=ok)
+        present |= ok
+        np.copyto(ends, cur, where=failed)  # stop scanning a bad message
+        np.copyto(cur, nxt, where=ok)
     todo = np.flatnonzero(cur < ends)
     while todo.size:
         p = cur[todo]
