@@ -1047,9 +1047,11 @@ class _KeyTable:
         lasts = np.concatenate((self.last, last[firsts]))
         if not (bool((lengths[ids] == kl).all()) and bool((lasts[ids] == last).all())):
             return False
-        width = max(self.words.shape[1], int(nwords[firsts].max()) if firsts.size else 0)
-        table = np.zeros((lengths.size, width), dtype=np.uint64)
-        table[:base, :self.words.shape[1]] = self.words
+        table = self.words  # copied only when keys are new: it holds every key's words
+        if firsts.size:
+            width = max(table.shape[1], int(nwords[firsts].max()))
+            table = np.zeros((lengths.size, width), dtype=np.uint64)
+            table[:base, :self.words.shape[1]] = self.words
         first = np.zeros(h.size, dtype=bool)
         first[firsts] = True
         for w, idx, words in classes:
