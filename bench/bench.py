@@ -245,13 +245,15 @@ def ddr_cmd(logdir: Path) -> list[str]:
 
 # numpy and the decoder are imported before the clock starts: the figure is the read.
 XPLANE_READ = """
-import importlib, sys, time
+import importlib, os, sys, time
 import numpy
-def mod(name):  # ours is laid out by stage (tb_opmode.read.*), the reference may be flat
-    try:
-        return importlib.import_module("tb_opmode.read." + name)
-    except ImportError:
-        return importlib.import_module("tb_opmode." + name)
+import tb_opmode
+# Ours is laid out by stage (tb_opmode.read.*), the reference may be flat. Not "try
+# tb_opmode.read, else flat": in a flat reference tree, tb_opmode.read is found by the
+# venv's editable install of /work/main instead, and that code would be measured.
+FLAT = not os.path.isdir(os.path.join(os.path.dirname(tb_opmode.__file__), "read"))
+def mod(name):
+    return importlib.import_module(("tb_opmode." if FLAT else "tb_opmode.read.") + name)
 mod("xevents")
 t = time.perf_counter()
 p = getattr(mod("{module}"), "{func}")(sys.argv[1])
@@ -502,11 +504,13 @@ def measure_many_runs(dump: Path, reps: int, work: Path, reference: bool,
 
 
 LOG_READ = """
-import resource, sys, time
+import os, resource, sys, time
 t = time.perf_counter()
-try:  # ours is laid out by stage, the reference may be flat
+import tb_opmode
+# ours is laid out by stage, the reference may be flat (see XPLANE_READ: not try/except)
+if os.path.isdir(os.path.join(os.path.dirname(tb_opmode.__file__), "read")):
     from tb_opmode.read.textlog import read_log
-except ImportError:
+else:
     from tb_opmode.textlog import read_log
 facts = read_log(sys.argv[1])
 print(time.perf_counter() - t, sum(facts.graph_executions.values()), len(facts.onednn_primitives))

@@ -12,8 +12,10 @@ import importlib.util
 import json
 import logging
 import os
+import pickle
 import shutil
 import struct
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -321,6 +323,141 @@ def test_fast_reader_equals_plain_reader_on_damage(bert_logdir: Path, tmp_path: 
     assert exact.problems
     _assert_same(_fast(logdir, monkeypatch), exact)
     _assert_same(_fast(logdir, monkeypatch, fork=False), exact)
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch) -> Counter[tuple[str, bool]]:
+    """How each vector step of the fast reader ended (in this process: no fork)."""
+    seen: Counter[tuple[str, bool]] = Counter()
+    for name in ("predict", "check", "count"):
+        real = getattr(tfdbg._KeyTable, name)
+
+        def spy(self: Any, *args: Any, _real: Any = real, _name: str = name) -> Any:
+            got = _real(self, *args)
+            seen[(_name, got is not None and got is not False)] += 1
+            return got
+
+        monkeypatch.setattr(tfdbg._KeyTable, name, spy)
+    monkeypatch.setattr(tfdbg, "_can_fork", lambda: False)
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    return seen
+
+
+def _fast_and_exact(path: Path) -> tuple[tfdbg.FileState, tfdbg.FileState]:
+    state = tfdbg.read_file_states({TRACES: str(path)})[TRACES]
+    reference = tfdbg.FileState(TRACES, str(path))
+    tfdbg._apply(reference, [tfdbg._exact_part(str(path), 0, None)])
+    return state, reference
+
+
+def _assert_same_state(state: tfdbg.FileState, reference: tfdbg.FileState) -> None:
+    for name in ("traces", "trace_dtypes", "trace_digests", "trace_devices"):
+        got, want = getattr(state.part, name), getattr(reference.part, name)
+        assert got == want and list(got) == list(want), name
+    assert (state.records, state.end_offset, state.first_wall, state.last_wall) == \
+        (reference.records, reference.end_offset, reference.first_wall, reference.last_wall)
+    assert state.frame_problems == reference.frame_problems == []
+
+
+def test_fast_reader_follows_the_cycle_of_a_training_loop_and_leaves_it(
+        cnn_logdir: Path, bert_logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A traces file whose records repeat those of one run (the CNN's) for three
+    windows, then another's (the BERT's). Where a window's keys repeat a cycle, the
+    next window is framed and keyed as its continuation (predict, check); where the
+    records change, that fails and the window is framed and keyed from scratch
+    (count), and the new cycle is followed again. Counts, dtypes, digests, devices,
+    their first-appearance order and the wall-time window are the record-by-record
+    reader's."""
+    path = tmp_path / f"mixed.{TRACES}"
+    with open(path, "wb") as f:
+        for logdir, size in ((cnn_logdir, 3 * tfdbg._CHUNK), (bert_logdir, 3 * tfdbg._CHUNK)):
+            raw = dump_files(logdir)[TRACES].read_bytes()
+            for _ in range(size // len(raw) + 1):
+                f.write(raw)
+    seen = _spied(monkeypatch)
+    state, reference = _fast_and_exact(path)
+    assert seen[("predict", True)] and seen[("check", True)], seen  # the cycle was followed
+    assert seen[("predict", False)] or seen[("check", False)], seen  # and left, at the change
+    assert seen[("count", True)] >= 2, seen  # each run's records keyed from scratch once
+    _assert_same_state(state, reference)
+
+
+def test_fast_reader_sees_a_key_changed_inside_the_cycle(bert_logdir: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """One record in the middle of a repeating file names another op of the same
+    length (its CRCs made right): the framing the cycle predicts holds, the keys do
+    not; that record is counted under its own key, as the record-by-record reader
+    counts it."""
+    from tb_opmode.read.schema import DebugEvent
+    from tb_opmode.read.tfrecord import RecordReader, encode_record
+
+    path = tmp_path / f"big.{TRACES}"
+    raw = dump_files(bert_logdir)[TRACES].read_bytes()
+    data = bytearray(raw * (3 * tfdbg._CHUNK // len(raw) + 1))
+    path.write_bytes(bytes(data))
+    at, payload = next((o, p) for o, p in RecordReader(str(path)) if o >= 3 * tfdbg._CHUNK // 2)
+    event = DebugEvent.FromString(payload)
+    name = event.graph_execution_trace.op_name
+    event.graph_execution_trace.op_name = name[:-1] + ("x" if name[-1] != "x" else "y")
+    record = encode_record(event.SerializeToString())
+    assert len(record) == len(payload) + 16
+    data[at:at + len(record)] = record
+    path.write_bytes(bytes(data))
+    seen = _spied(monkeypatch)
+    state, reference = _fast_and_exact(path)
+    assert seen[("check", False)] and seen[("check", True)], seen
+    changed = (event.graph_execution_trace.tfdbg_context_id, event.graph_execution_trace.op_name,
+               event.graph_execution_trace.output_slot)
+    assert reference.part.traces[changed] == 1
+    _assert_same_state(state, reference)
+
+
+def test_fast_reader_tells_apart_keys_of_one_hash(bert_logdir: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every key hashed alike (all multipliers 0): numbering by hash would count all
+    records of a length as one key; the word-by-word check refuses it and the window
+    is keyed one by one, with the record-by-record reader's counts."""
+    path = tmp_path / f"big.{TRACES}"
+    raw = dump_files(bert_logdir)[TRACES].read_bytes()
+    path.write_bytes(raw * (2 * tfdbg._CHUNK // len(raw) + 1))
+    real_init = tfdbg._KeyTable.__init__
+
+    def colliding(self: Any, *args: Any) -> None:
+        real_init(self, *args)
+        self.mult[:] = 0
+
+    monkeypatch.setattr(tfdbg._KeyTable, "__init__", colliding)
+    seen = _spied(monkeypatch)
+    state, reference = _fast_and_exact(path)
+    assert seen[("count", False)] and not seen[("count", True)], seen
+    assert len(reference.part.traces) > 1
+    _assert_same_state(state, reference)
+
+
+def test_source_lines_are_the_files_lines(bert_logdir: Path) -> None:
+    """``DumpSet.source_lines`` (one string per file and where its lines end) gives the
+    lines each ``source_file`` record of the dump holds, as a list would: length,
+    items, negative items, slices, equality, and through a pickle (the cache)."""
+    from tb_opmode.read.schema import DebugEvent
+    from tb_opmode.read.tfrecord import RecordReader
+
+    prefix, files = _only_set(bert_logdir)
+    dump = read_dump_set(str(bert_logdir), prefix, files)
+    want: dict[tuple[str, str], list[str]] = {}
+    for _offset, payload in RecordReader(files["source_files"]):
+        src = DebugEvent.FromString(payload).source_file
+        want[(src.host_name, src.file_path)] = list(src.lines)
+    assert list(dump.source_lines) == list(want) and len(want) > 1
+    for key, lines in want.items():
+        got = dump.source_lines[key]
+        assert isinstance(got, tfdbg.SourceLines)
+        assert got == lines and list(got) == lines and len(got) == len(lines)
+        assert got[-1:] == lines[-1:] and got[1:4] == lines[1:4] and got[::-2] == lines[::-2]
+        if lines:
+            assert (got[0], got[-1], got[len(lines) // 2]) == (lines[0], lines[-1], lines[len(lines) // 2])
+        with pytest.raises(IndexError):
+            got[len(lines)]
+        assert pickle.loads(pickle.dumps(got)) == got
+    assert any(len(lines) > 10 for lines in want.values())
 
 
 def test_oldest_entries_are_pruned(bert_logdir: Path, tmp_path: Path, cache_env: Path,

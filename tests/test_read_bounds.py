@@ -154,15 +154,16 @@ def test_windowed_resync_finds_what_the_whole_file_search_found(
 
 # ---------------------------------------------------------------- 3. cut short while read
 
-# Runs ``tb_opmode`` in a child whose os.pread (the fast trace reader's) changes the
-# traces file at the second read of every process (the forked workers too), from
-# another thread: a file cut short, or replaced, in the middle of being read.
+# Runs ``tb_opmode`` in a child whose os.pread and os.preadv (the fast trace reader
+# reads its windows into one buffer with preadv) change the traces file at the second
+# read of every process (the forked workers too), from another thread: a file cut
+# short, or replaced, in the middle of being read.
 CHANGE_SCRIPT = r"""
 import io, os, shutil, sys, threading
 from tb_opmode.read import tfdbg
 from tb_opmode.cli import main
 path, how, keep, spare, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-real_pread = os.pread
+real_pread, real_preadv = os.pread, os.preadv
 calls = [0]
 
 def change():
@@ -173,15 +174,22 @@ def change():
         shutil.copyfile(spare, tmp)
         os.replace(tmp, path)
 
-def pread(fd, n, offset):
+def maybe_change():
     calls[0] += 1
     if calls[0] % 2 == 0 and (how != "cut" or os.path.getsize(path) > keep):
         t = threading.Thread(target=change)
         t.start()
         t.join()
+
+def pread(fd, n, offset):
+    maybe_change()
     return real_pread(fd, n, offset)
 
-os.pread = pread
+def preadv(fd, buffers, offset):
+    maybe_change()
+    return real_preadv(fd, buffers, offset)
+
+os.pread, os.preadv = pread, preadv
 if mode == "states":
     state = tfdbg.read_file_states({"graph_execution_traces": path})["graph_execution_traces"]
     print(state.records, sum(state.part.traces.values()))

@@ -25,15 +25,19 @@ name, output slot) they differ only in wall time and health values. A big one
 is read by ``_TraceJob`` without decoding each record: records are framed by
 hand, keyed by the bytes between the wall time and the tensor proto, their
 CRCs checked a chunk at a time (``tfrecord.ChunkVerifier``), and only the first
-record of each key is decoded and checked to have the expected layout. Two
-forked worker processes read the two halves of the file while the parent
-reads the other files. Whatever does not fit (damage, another layout) is read
-record by record with the same results as the plain reader.
+record of each key is decoded and checked to have the expected layout. The
+framing and keying work on 8 MB windows at once with numpy (``_Window``,
+``_KeyTable``), and follow the cycle of keys a training loop repeats, checked
+word for word. One forked worker reads the end of the file while this process
+reads the other files, then the start of the traces file. Whatever does not fit
+(damage, another layout) is read record by record with the same results as the
+plain reader.
 """
 from __future__ import annotations
 
 import gc
 import hashlib
+import io
 import math
 import os
 import pickle
@@ -42,11 +46,13 @@ import struct
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from sys import intern
-from typing import Any, Callable
+from typing import Any, Callable, overload
 
+import numpy as np  # tensorboard depends on numpy
 from google.protobuf.message import DecodeError
 
 from ..errors import Problem
@@ -54,7 +60,7 @@ from . import fs
 from .schema import EVENT_KINDS, LEN, VARINT, DebugEvent, message_fields, read_varint
 from .tfrecord import ChunkVerifier, RecordReader, next_intact_record
 
-__all__ = ["OpCreation", "GraphInfo", "DumpSet", "FileState", "find_dump_sets", "read_dump_set",
+__all__ = ["OpCreation", "GraphInfo", "DumpSet", "SourceLines", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
            "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest", "digest_rank"]
 
@@ -173,6 +179,60 @@ def _tensor_proto_rank(tensor_proto: bytes) -> int | None:
     return 0  # no tensor_shape: a scalar
 
 
+class SourceLines(Sequence[str]):
+    """The lines of one source file, as a sequence of str, held as one string and where
+    each line ends in it: one str per line took twice the file's size (a dump's
+    ``.source_files`` of 8 MB grew the reader by 27 MB), and pickled slower."""
+
+    __slots__ = ("text", "ends")
+
+    def __init__(self, lines: Iterable[str] = ()) -> None:
+        lines = list(lines)
+        self.text = "".join(lines)
+        # 4 bytes a line where they fit (the cache pickles them): a file of 4 G characters
+        self.ends = array("I" if len(self.text) < 1 << 32 else "q", accumulate(map(len, lines)))
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self.ends)))]
+        if index < 0:
+            index += len(self.ends)
+        if not 0 <= index < len(self.ends):
+            raise IndexError("source line index out of range")
+        return self.text[self.ends[index - 1] if index else 0:self.ends[index]]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SourceLines):
+            return self.text == other.text and self.ends == other.ends
+        if isinstance(other, list):
+            return list(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-free but compared like a list
+
+    def __repr__(self) -> str:
+        return f"SourceLines({len(self.ends)} lines)"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_source_lines, (self.text, self.ends))
+
+
+def _source_lines(text: str, ends: array[int]) -> SourceLines:
+    """Unpickle a ``SourceLines``."""
+    lines = SourceLines()
+    lines.text, lines.ends = text, ends
+    return lines
+
+
 @dataclass(frozen=True)
 class OpCreation:
     op_type: str
@@ -207,7 +267,7 @@ class DumpSet:
     last_wall_time: float = 0.0
     # (host, path) of each source file, in file order: stack frames index it.
     source_files: list[tuple[str, str]] = field(default_factory=list)
-    source_lines: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    source_lines: dict[tuple[str, str], Sequence[str]] = field(default_factory=dict)
     # stack frame id -> (file index, line, function)
     stack_frames: dict[str, tuple[int, int, str]] = field(default_factory=dict)
     graphs: dict[str, GraphInfo] = field(default_factory=dict)
@@ -404,7 +464,7 @@ def _fold_source_files(part: DumpSet, events: Iterator[Any]) -> None:
             # Stack frames index files by first appearance, as DebugDataReader does.
             if key not in part.source_lines:
                 part.source_files.append(key)
-            part.source_lines[key] = list(src.lines)
+            part.source_lines[key] = SourceLines(src.lines)
 
 
 def _fold_stack_frames(part: DumpSet, events: Iterator[Any]) -> None:
@@ -542,7 +602,10 @@ def _size(path: str) -> int:
 # cost more than they save below a few MB).
 FAST_MIN_BYTES = 4 << 20
 _CHUNK = 8 << 20
-_WORKERS = 2
+_WORKERS = 2  # processes reading a big traces file: this one and a forked worker
+# What reading a byte of a dump set's other files costs (decoded event by event), in
+# bytes of the traces file read fast: see _TraceJob.
+_OTHER_FILE_COST = 5
 # How far a worker looks for the first intact record of its half.
 _SYNC_LIMIT = 1 << 20
 _WALL_TAG = 0x09          # DebugEvent.wall_time, fixed64
@@ -602,21 +665,24 @@ def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -
     and inside TensorBoard this runs in the server's own process. A short read ends the
     fast reading; the exact reader then takes over and reports what it finds."""
     verifier = ChunkVerifier()
+    # One buffer for every window (and the search below): a new one per window would
+    # leave the heap holding several.
+    win = _Window(_CHUNK + (_SYNC_LIMIT if sync else 0))
     with fs.open_read(path) as f:
-        pread = fs.preader(f)
+        readinto = _readinto(f) or win.copier(fs.preader(f))
         if sync:
             # One record past the search limit still fits in the window; a record too
             # big for it is missed here and read by the exact reader that fills the gap.
             limit = min(hi, lo + _SYNC_LIMIT)
-            data = pread(min(size, limit + _CHUNK) - lo, lo)
-            found = next_intact_record(data, len(data), 0, limit=limit - lo)
+            got = win.read(readinto, min(size, limit + _CHUNK) - lo, lo)
+            found = next_intact_record(win.view[:got], got, 0, limit=limit - lo)
             if found is None:
                 return []
             lo += found
         parts: list[_Part] = []
         pos = lo
         while pos < hi:
-            part, pos, short = _fast_part(pread, pos, hi, size, tail, verifier)
+            part, pos, short = _fast_part(win, readinto, pos, hi, size, tail, verifier)
             if part.records:
                 parts.append(part)
             if pos >= hi:
@@ -643,56 +709,423 @@ def _fast_range(path: str, lo: int, hi: int, size: int, tail: int, sync: bool) -
     return parts
 
 
-def _fast_part(pread: Callable[[int, int], bytes], pos: int, hi: int, size: int, tail: int, verifier: ChunkVerifier
-               ) -> tuple[_Part, int, bool]:
+def _readinto(f: Any) -> Callable[[Any, int], int] | None:
+    """``readinto(view, offset)`` with ``os.preadv`` on a local file's descriptor (no
+    copy, no seek); None for a file without one (remote)."""
+    try:
+        fd = f.fileno()
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return None
+    if not hasattr(os, "preadv"):
+        return None
+
+    def readinto(view: Any, offset: int) -> int:
+        return os.preadv(fd, [view], offset)
+    return readinto
+
+
+def _fast_part(win: _Window, fill: Callable[[Any, int], int], pos: int, hi: int, size: int, tail: int,
+               verifier: ChunkVerifier) -> tuple[_Part, int, bool]:
     """Records from ``pos`` read fast, window by window, until ``hi`` or a window that
     does not verify: (the part, where it stopped, whether a read came up short).
-    ``part.framed`` is then how many bytes the failing window's framing covered."""
-    unpack = struct.Struct("<Q").unpack_from
+    ``part.framed`` is then how many bytes the failing window's framing covered.
+
+    Each window is read into ``win``'s buffer (``fill(view, offset)``). Its records
+    are framed and keyed with numpy where they have the layout TF writes
+    (``_Window.frame``, ``_KeyTable.count``): a handful of array operations per
+    window instead of Python steps per record. Records the vector path does not
+    reach (the window's last one or two; a record of another layout; keys too short
+    or too long for it) are framed and keyed one by one (``_loop_frame``), with the
+    same result."""
+    unpack = _U64.unpack_from
     part = _Part(start=pos, fast=True)
     counts = part.counts
     samples = part.samples
     cut = tail + 4
     short = False
-    while pos < hi:
-        want = min(size, pos + _CHUNK) - pos
-        data = pread(want, pos)
-        window = len(data)
-        short = window < want
-        limit = min(hi - 1 - pos, window - 16)
-        keys: list[bytes] = []
-        offsets = array("q")  # within data
-        add_key, add_offset = keys.append, offsets.append
-        p = 0
-        while p <= limit:
-            add_offset(p)
-            e = p + unpack(data, p)[0] + 16
-            add_key(data[p + 21:e - cut])
-            p = e
-        if p > window:  # the last record runs past the window: leave it to the next one
-            p = offsets.pop()
-            keys.pop()
-        if not offsets or not verifier.verify(data, offsets, p):
-            part.framed = min(p, window)
-            break
-        short = False  # what was read verified; a short read shows again next window
-        chunk = Counter(keys)
-        new = [k for k in chunk if k not in counts]
-        if new:
-            firsts = dict(zip(reversed(keys), reversed(offsets)))
-            for k in new:
-                o = firsts[k]
-                samples[k] = data[o + 12:o + 12 + unpack(data, o)[0]]
-        for k, n in chunk.items():
-            counts[k] = counts.get(k, 0) + n
-        if not part.records:
-            part.first_payload = data[12:12 + unpack(data, 0)[0]]
-        part.records += len(offsets)
-        last = offsets[-1]
-        part.last_payload = data[last + 12:last + 12 + unpack(data, last)[0]]
-        pos += p
+    table = _KeyTable(win, cut)
+    try:
+        while pos < hi:
+            want = min(size, pos + _CHUNK) - pos
+            window = win.read(fill, want, pos)
+            data = win.buf
+            short = window < want
+            limit = min(hi - 1 - pos, window - 16)
+            predicted = table.predict(limit)
+            starts, ends = predicted or win.frame(window, limit)
+            offsets, keys, p = _loop_frame(data, int(ends[-1]) if len(starts) else 0, limit, cut)
+            if p > window:  # the last record runs past the window: leave it to the next one
+                if offsets:
+                    p = offsets.pop()
+                    keys.pop()
+                else:
+                    p = int(starts[-1])
+                    starts, ends = starts[:-1], ends[:-1]
+            if not len(starts) and not offsets:
+                part.framed = min(p, window)
+                break
+            # Keyed before the CRCs are checked: the check rewrites the CRC fields in place
+            # (keys and payloads lie between them).
+            if len(starts) and not (predicted and table.check(starts, ends)) \
+                    and not table.count(starts, ends):
+                keys = [bytes(data[s + 21:e - cut]) for s, e in zip(starts.tolist(), ends.tolist())] + keys
+                offsets = starts.tolist() + offsets
+                starts, ends = starts[:0], ends[:0]
+            every = win.join(starts, offsets)
+            if not verifier.verify(data, every, p, in_place=True):
+                part.framed = min(p, window)
+                break
+            short = False  # what was read verified; a short read shows again next window
+            if len(starts):
+                table.keep(starts, ends, counts, samples, bool(offsets))
+            if keys:
+                chunk = Counter(keys)
+                new = [k for k in chunk if k not in counts]
+                if new:
+                    firsts = dict(zip(reversed(keys), reversed(offsets)))
+                    for k in new:
+                        o = firsts[k]
+                        samples[k] = bytes(data[o + 12:o + 12 + unpack(data, o)[0]])
+                for k, n in chunk.items():
+                    counts[k] = counts.get(k, 0) + n
+            first, last = int(every[0]), int(every[-1])
+            if not part.records:
+                part.first_payload = bytes(data[first + 12:first + 12 + unpack(data, first)[0]])
+            part.records += len(every)
+            part.last_payload = bytes(data[last + 12:last + 12 + unpack(data, last)[0]])
+            pos += p
+    finally:
+        table.flush(counts)
     part.stop = part.end_offset = pos
     return part, pos, short
+
+
+_U64 = struct.Struct("<Q")
+
+
+def _loop_frame(data: Any, p: int, limit: int, cut: int) -> tuple[list[int], list[bytes], int]:
+    """Frame the records of a window from ``p`` on by their lengths alone, one by one, as
+    long as they start at or before ``limit``: their offsets, keys, and where the next
+    would start."""
+    unpack = _U64.unpack_from
+    offsets: list[int] = []
+    keys: list[bytes] = []
+    add_key, add_offset = keys.append, offsets.append
+    while p <= limit:
+        add_offset(p)
+        e = p + unpack(data, p)[0] + 16
+        add_key(bytes(data[p + 21:e - cut]))
+        p = e
+    return offsets, keys, p
+
+
+# Bytes of zeros kept after a window in its buffer: the vector framing looks a few
+# bytes past the last record start it considers.
+_PAD = 64
+# The vector framing's scan for record starts goes over this many bytes at a time.
+_MASK_BLOCK = 1 << 20
+# Keys of more 8-byte words than this are keyed one by one (an op name of some 2 KB).
+_MAX_KEY_WORDS = 255
+
+
+class _Window:
+    """One buffer a traces file is read into, window after window, and the framing of
+    the records in it with numpy."""
+
+    def __init__(self, size: int) -> None:
+        self.np = np
+        self.buf: Any = np.zeros(size + _PAD, dtype=np.uint8)
+        self.view = memoryview(self.buf.data)
+        # Unaligned little-endian 64-bit words at every byte offset: lengths, key words.
+        self.u64: Any = np.ndarray((len(self.buf) - 7,), dtype="<u8", buffer=self.buf, strides=(1,))
+        self._empty: Any = np.zeros(0, dtype=np.int64)
+        self.mask: Any = np.zeros(min(size, _MASK_BLOCK), dtype=bool)
+
+    def copier(self, pread: Callable[[int, int], bytes]) -> Callable[[Any, int], int]:
+        """``readinto`` for a file that has no descriptor (remote): read, then copy."""
+        def fill(view: Any, offset: int) -> int:
+            data = pread(len(view), offset)
+            view[:len(data)] = data
+            return len(data)
+        return fill
+
+    def read(self, fill: Callable[[Any, int], int], n: int, offset: int) -> int:
+        """Read ``n`` bytes from ``offset`` into the buffer: how many were read."""
+        got = fill(self.view[:n], offset)
+        self.buf[got:got + _PAD] = 0
+        return got
+
+    def rows(self, width: int) -> Any:
+        """The buffer as overlapping rows of ``width`` bytes, one starting at each byte."""
+        return self.np.lib.stride_tricks.as_strided(
+            self.buf, shape=(len(self.buf) - width + 1, width), strides=(1, 1), writeable=False)
+
+    def join(self, starts: Any, offsets: list[int]) -> Any:
+        if not offsets:
+            return starts
+        return self.np.concatenate((starts, self.np.array(offsets, dtype=self.np.int64)))
+
+    def frame(self, window: int, limit: int) -> tuple[Any, Any]:
+        """(starts, ends) of the records from the window's start on, as far as they follow
+        each other and have the layout of TF's trace records (wall time first, then the
+        trace), all starting at or before ``limit``: the same offsets the lengths alone
+        give, found without a step per record.
+
+        Every byte offset whose payload would begin with the wall-time tag and carry the
+        trace tag 9 bytes later is a candidate; its length says where the next record
+        would start. From the window's first record the chain of these jumps is followed
+        by pointer doubling (``levels[k]`` jumps 2**k records at once): a byte inside a
+        record that looks like a start (a health value's bytes) is never reached."""
+        np = self.np
+        buf = self.buf
+        if limit < 0:
+            return self._empty, self._empty
+        # In blocks, into one mask: an 8 MB temporary per window would stay in the heap.
+        mask = self.mask
+        found = []
+        for lo in range(0, limit + 1, len(mask)):
+            n = min(len(mask), limit + 1 - lo)
+            np.equal(buf[12 + lo:12 + lo + n], _WALL_TAG, out=mask[:n])
+            found.append(np.flatnonzero(mask[:n]) + lo)
+        cand = np.concatenate(found) if len(found) > 1 else found[0]
+        if not cand.size or cand[0] != 0:
+            return self._empty, self._empty
+        cand = cand[buf[cand + 21] == _TRACE_TAG]
+        if not cand.size or cand[0] != 0:
+            return self._empty, self._empty
+        lengths = self.u64[cand]
+        ends = cand + np.minimum(lengths, np.uint64(window)).astype(np.int64) + 16
+        n = cand.size
+        if n == 1 or bool((ends[:-1] == cand[1:]).all()):
+            return cand, ends
+        at = np.searchsorted(cand, ends)
+        hit = at < n
+        hit[hit] = cand[at[hit]] == ends[hit]
+        nxt = np.full(n + 1, n, dtype=np.int64)  # n: the sink, "no record of the layout follows"
+        nxt[:n][hit] = at[hit]
+        path = np.zeros(1, dtype=np.int64)
+        jump = nxt
+        while path[-1] != n:
+            path = np.concatenate((path, jump[path]))
+            jump = jump[jump]
+        path = path[:int(np.argmax(path == n))]
+        return cand[path], ends[path]
+
+
+class _KeyTable:
+    """The distinct keys of one fast part, numbered by first appearance, and how many
+    records of each its windows held; keyed with numpy (``count``).
+
+    A key is hashed from its 8-byte words (the last word ends at the key's end, so it
+    may overlap the one before; no byte outside the key is read), its length and its
+    last word; the hash finds its number among the keys met. Every record's words are
+    then compared with those of the key it was numbered as, so that two keys of one
+    hash (or a new key that hashes like a known one) cannot be counted as one: the
+    window is keyed one by one instead.
+
+    A training loop traces the same ops in the same order at every step: once a
+    window's keys repeat a cycle, the next window is framed and keyed as its
+    continuation (``predict``, ``check``), each record's length field and words
+    compared with what the cycle says, without scanning the window or hashing."""
+
+    def __init__(self, win: _Window, cut: int) -> None:
+        np = win.np
+        self.np = np
+        self.win = win
+        self.cut = cut
+        # The numbers the last windows repeated, and where in that cycle the next
+        # record is (None: no cycle seen, or the window broke it).
+        self.cycle: Any = None
+        self.phase = 0
+        self._predicted: Any = None
+        # One odd multiplier per word (splitmix64 of its index: fixed, well mixed).
+        z = np.arange(1, _MAX_KEY_WORDS + 3, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        self.mult: Any = (z ^ (z >> np.uint64(31))) | np.uint64(1)
+        self.hashes: Any = np.zeros(0, dtype=np.uint64)     # sorted
+        self.ids: Any = np.zeros(0, dtype=np.int64)         # the number of each sorted hash
+        self.lengths: Any = np.zeros(0, dtype=np.int64)     # per number: the key's length,
+        self.last: Any = np.zeros(0, dtype=np.uint64)       # its last word,
+        self.words: Any = np.zeros((0, 0), dtype=np.uint64)  # its other words (0-padded)
+        self.totals: Any = np.zeros(0, dtype=np.int64)      # records counted
+        self.keys: list[bytes] = []
+        self._pending: tuple[Any, ...] | None = None
+
+    def predict(self, limit: int) -> tuple[Any, Any] | None:
+        """(starts, ends) of the window's records that start at or before ``limit``, if
+        they follow the cycle: the length field of each record where the cycle puts it
+        says so. None without a cycle, or where the window leaves it."""
+        np = self.np
+        cycle = self.cycle
+        self._predicted = None
+        if cycle is None or limit < 0:
+            return None
+        sizes = self.lengths + (21 + self.cut)  # per number: the record's bytes
+        turn = np.concatenate((cycle[self.phase:], cycle[:self.phase]))
+        seq = np.tile(turn, limit // int(sizes[cycle].sum()) + 2)
+        lengths = sizes[seq]
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        n = int(np.searchsorted(starts, limit, side="right"))
+        starts, ends = starts[:n], ends[:n]
+        if not n or not bool((self.win.u64[starts] == (lengths[:n] - 16).astype(np.uint64)).all()):
+            self.cycle = None
+            return None
+        self._predicted = seq[:n]
+        return starts, ends
+
+    def check(self, starts: Any, ends: Any) -> bool:
+        """Whether the records ``predict`` framed (the first ``len(starts)`` of them) hold
+        the keys the cycle says, word for word; ``keep`` then counts them."""
+        np = self.np
+        win = self.win
+        ids = self._predicted[:len(starts)]
+        self._predicted = None
+        self._pending = None
+        ks = starts + 21
+        kl = self.lengths[ids]
+        if not bool((win.u64[ks + kl - 8] == self.last[ids]).all()):
+            self.cycle = None
+            return False
+        nwords = (kl - 1) >> 3
+        order = np.argsort(nwords.astype(np.uint8), kind="stable")
+        lo = 0
+        for w, m in enumerate(np.bincount(nwords).tolist()):
+            idx = order[lo:lo + m]
+            lo += m
+            if w and m and not bool((self.words[ids[idx], :w] ==
+                                     win.rows(8 * w)[ks[idx]].view(np.uint64)).all()):
+                self.cycle = None
+                return False
+        self._pending = (None, ids, ids[:0], self.lengths, self.last, self.words, True)
+        return True
+
+    def count(self, starts: Any, ends: Any) -> bool:
+        """Number the keys of the records at ``starts``..``ends`` of the window; False if
+        they cannot be numbered exactly this way. ``keep`` then counts them."""
+        np = self.np
+        win = self.win
+        cut = self.cut
+        self._pending = None
+        ks = starts + 21
+        kl = ends - cut - ks
+        if int(kl.min()) < 8:
+            return False
+        nwords = (kl - 1) >> 3  # whole words before the last one
+        if int(nwords.max()) > _MAX_KEY_WORDS:
+            return False
+        last = win.u64[ks + kl - 8]
+        mult = self.mult
+        h = kl.astype(np.uint64) * mult[-1] + last * mult[-2]
+        order = np.argsort(nwords.astype(np.uint8), kind="stable")
+        sizes = np.bincount(nwords)
+        classes: list[tuple[int, Any, Any]] = []
+        lo = 0
+        for w, m in enumerate(sizes.tolist()):
+            if not m:
+                continue
+            idx = order[lo:lo + m]
+            lo += m
+            if not w:
+                continue
+            words = win.rows(8 * w)[ks[idx]].view(np.uint64)
+            h[idx] += words @ mult[:w]
+            classes.append((w, idx, words))
+        known = self.hashes.size
+        at = np.searchsorted(self.hashes, h)
+        found = at < known
+        found[found] = self.hashes[at[found]] == h[found]
+        ids = np.empty(h.size, dtype=np.int64)
+        ids[found] = self.ids[at[found]]
+        miss = np.flatnonzero(~found)
+        base = self.lengths.size
+        firsts = miss[:0]
+        if miss.size:
+            o = np.argsort(h[miss], kind="stable")
+            sorted_h = h[miss][o]
+            head = np.ones(sorted_h.size, dtype=bool)
+            head[1:] = sorted_h[1:] != sorted_h[:-1]
+            group = np.cumsum(head) - 1
+            firsts = miss[o[head]]           # each new hash's first record (a stable sort)
+            rank = np.argsort(firsts)
+            number = np.empty(rank.size, dtype=np.int64)
+            number[rank] = np.arange(base, base + rank.size)
+            ids[miss[o]] = number[group]
+            firsts = firsts[rank]            # in file order: numbers base, base + 1, ...
+        lengths = np.concatenate((self.lengths, kl[firsts]))
+        lasts = np.concatenate((self.last, last[firsts]))
+        if not (bool((lengths[ids] == kl).all()) and bool((lasts[ids] == last).all())):
+            return False
+        table = self.words  # copied only when keys are new: it holds every key's words
+        if firsts.size:
+            width = max(table.shape[1], int(nwords[firsts].max()))
+            table = np.zeros((lengths.size, width), dtype=np.uint64)
+            table[:base, :self.words.shape[1]] = self.words
+        first = np.zeros(h.size, dtype=bool)
+        first[firsts] = True
+        for w, idx, words in classes:
+            mine = ids[idx]
+            new = first[idx]
+            if new.any():
+                table[mine[new], :w] = words[new]
+            if not bool((table[mine, :w] == words).all()):
+                return False
+        self._pending = (h, ids, firsts, lengths, lasts, table, False)
+        return True
+
+    def keep(self, starts: Any, ends: Any, counts: dict[Any, int], samples: dict[bytes, bytes],
+             more: bool) -> None:
+        """Count the records ``count`` or ``check`` numbered (their CRCs verified); new
+        keys go into ``counts`` (at 0, in file order: ``flush`` adds the totals) and
+        ``samples``. ``more``: records keyed one by one follow them in the window."""
+        np = self.np
+        assert self._pending is not None
+        h, ids, firsts, lengths, lasts, table, predicted = self._pending
+        self._pending = None
+        data = self.win.buf
+        cut = self.cut
+        if firsts.size:
+            hashes = np.concatenate((self.hashes, h[firsts]))
+            numbers = np.concatenate((self.ids, np.arange(self.lengths.size, lengths.size)))
+            o = np.argsort(hashes, kind="stable")
+            self.hashes, self.ids = hashes[o], numbers[o]
+            self.lengths, self.last, self.words = lengths, lasts, table
+            self.totals = np.concatenate((self.totals, np.zeros(firsts.size, dtype=np.int64)))
+            for r in firsts.tolist():
+                s, e = int(starts[r]), int(ends[r])
+                key = bytes(data[s + 21:e - cut])
+                self.keys.append(key)
+                if key not in counts:
+                    counts[key] = 0
+                    samples[key] = bytes(data[s + 12:e - 4])
+        self.totals += np.bincount(ids, minlength=self.totals.size)
+        if more:
+            self.cycle = None
+        elif predicted:
+            self.phase = (self.phase + ids.size) % self.cycle.size
+        else:
+            self._find_cycle(ids)
+
+    def _find_cycle(self, ids: Any) -> None:
+        """The cycle ``ids`` (a window's numbers, in file order) repeat at least twice,
+        ending with the window, if any: the next window starts where it starts."""
+        np = self.np
+        self.cycle, self.phase = None, 0
+        n = ids.size
+        for p in np.flatnonzero(ids == ids[0])[1:5].tolist() if n > 1 else ():
+            if 2 * p > n:
+                break
+            if bool((ids[p:] == ids[:-p]).all()):
+                self.cycle = ids[n - p:].copy()
+                return
+
+    def flush(self, counts: dict[Any, int]) -> None:
+        """Add the records counted to ``counts`` (once, when the part ends)."""
+        for key, n in zip(self.keys, self.totals.tolist()):
+            if n:
+                counts[key] = counts.get(key, 0) + n
+        self.totals = self.np.zeros(self.totals.size, dtype=self.np.int64)
 
 
 def _can_fork() -> bool:
@@ -702,9 +1135,15 @@ def _can_fork() -> bool:
 
 
 class _TraceJob:
-    """Reads a traces file from ``start`` on, in forked workers when it is big."""
+    """Reads a traces file from ``start`` on, in forked workers when it is big.
 
-    def __init__(self, state: FileState, start: int) -> None:
+    ``_WORKERS`` processes read it: this one and ``_WORKERS - 1`` forked workers. This
+    process also reads the dump set's other files (``other_bytes`` of them) first, so
+    its range of the traces file is smaller by what those cost (``_OTHER_FILE_COST``):
+    all finish about together. One worker fewer than before (this process took no
+    range): a worker's memory counts against the whole, and two cores were all busy."""
+
+    def __init__(self, state: FileState, start: int, other_bytes: int = 0) -> None:
         self.state = state
         self.start = start
         self.size = _size(state.path)
@@ -722,10 +1161,16 @@ class _TraceJob:
         workers = (_WORKERS if _can_fork() and (os.cpu_count() or 1) > 1
                    and not fs.is_remote(state.path) else 1)
         span = self.size - start
-        bounds = [start + span * i // workers for i in range(workers)] + [self.size]
-        for i in range(workers):
+        bounds = [start, self.size]
+        if workers > 1:
+            cost = _OTHER_FILE_COST * other_bytes
+            own = max(0, min(span, (span + cost) // workers - cost))
+            rest = span - own
+            bounds = [start] + [start + own + rest * i // (workers - 1) for i in range(workers)]
+        for i in range(len(bounds) - 1):
             lo, hi = bounds[i], bounds[i + 1]
-            self.ranges.append((lo, hi, i > 0, self._fork(lo, hi, i > 0) if workers > 1 else None))
+            if lo < hi:
+                self.ranges.append((lo, hi, lo > start, self._fork(lo, hi, lo > start) if i else None))
 
     def _fork(self, lo: int, hi: int, sync: bool) -> tuple[int, int] | None:
         """Start a worker for one range: (pid, fd to read its result from), or None."""
@@ -934,9 +1379,10 @@ def _run_jobs(jobs: list[tuple[FileState, int]]) -> None:
     """Read each (state, offset to start at) into its state."""
     # The traces file first: its workers run while this process reads the rest.
     trace_job = None
+    other = sum(_size(state.path) - start for state, start in jobs if state.kind != _TRACES)
     for state, start in jobs:
         if state.kind == _TRACES:
-            trace_job = _TraceJob(state, start)
+            trace_job = _TraceJob(state, start, other)
     read = False
     try:
         for state, start in jobs:

@@ -285,7 +285,8 @@ def next_intact_record(buf: Any, size: int, pos: int, limit: int | None = None) 
 
 
 def _intact_at(buf: Any, size: int, pos: int) -> bool:
-    header = buf[pos:pos + 8]
+    # bytes(): google_crc32c takes bytes only, not a memoryview of a buffer (a no-op on bytes)
+    header = bytes(buf[pos:pos + 8])
     if masked_crc32c(header) != _U32.unpack_from(buf, pos + 8)[0]:
         return False
     (length,) = _U64.unpack(header)
@@ -293,7 +294,7 @@ def _intact_at(buf: Any, size: int, pos: int) -> bool:
     if end > size:
         return False
     stored: int = _U32.unpack_from(buf, end - _FOOTER)[0]
-    return masked_crc32c(buf[pos + _HEADER:end - _FOOTER]) == stored
+    return masked_crc32c(bytes(buf[pos + _HEADER:end - _FOOTER])) == stored
 
 
 def _candidates(buf: Any, size: int, pos: int, stop: int) -> Iterable[int]:
@@ -358,14 +359,16 @@ class ChunkVerifier:
             self._have, self._zero_crc = have, table
         missing = lengths[~self._have[lengths]]
         if len(missing):
-            for n in np.unique(missing).tolist():
+            for n in sorted(set(missing.tolist())):  # (np.unique would import numpy.ma: 20 ms)
                 self._zero_crc[n] = self._crc_of_zeros(n)
                 self._have[n] = True
         return self._zero_crc[lengths]
 
-    def verify(self, buf: Any, offsets: Sequence[int], end: int) -> bool:
+    def verify(self, buf: Any, offsets: Sequence[int], end: int, in_place: bool = False) -> bool:
         """Whether the records starting at ``offsets`` (ascending, consecutive, the last
-        one ending at ``end``) in ``buf`` (bytes, mmap or any buffer) are all intact."""
+        one ending at ``end``) in ``buf`` (bytes, mmap or any buffer) are all intact.
+        With ``in_place``, ``buf`` is a writable uint8 array whose CRC fields may be
+        overwritten (nothing else is): no copy of the records is made."""
         if not len(offsets):
             return True
         o = np.asarray(offsets, dtype=np.int64) if not hasattr(offsets, "typecode") else \
@@ -374,10 +377,13 @@ class ChunkVerifier:
         n = end - start
         if n < _HEADER + _FOOTER:
             return False
-        if len(self._scratch) < n:
-            self._scratch = np.empty(max(n, 2 * len(self._scratch)), dtype=np.uint8)
-        work = self._scratch[:n]
-        work[:] = np.frombuffer(buf, dtype=np.uint8, count=n, offset=start)
+        if in_place:
+            work = buf[start:end]
+        else:
+            if len(self._scratch) < n:
+                self._scratch = np.empty(max(n, 2 * len(self._scratch)), dtype=np.uint8)
+            work = self._scratch[:n]
+            work[:] = np.frombuffer(buf, dtype=np.uint8, count=n, offset=start)
         rel = o - start
         nxt = np.empty_like(rel)
         nxt[:-1] = rel[1:]

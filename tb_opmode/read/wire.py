@@ -93,7 +93,9 @@ def varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ends = ~w & _CONT  # the stop bit of each byte that ends a varint
     fits = ends != 0
     lowest = ends & (~ends + _U64(1))
-    n = (np.log2(np.where(fits, lowest, _U64(1)).astype(np.float64)).astype(np.int64) + 1) // 8
+    # the stop bit's index, from the exponent of the power of two as a float64 (exact)
+    bit = (np.where(fits, lowest, _U64(1)).astype(np.float64).view(_U64) >> _U64(52)).astype(np.int64) - 1023
+    n = (bit + 1) // 8
     packed = w & _U64(0x7F7F7F7F7F7F7F7F)
     for low, high, shift in _PACK:
         packed = (packed & low) | ((packed & high) >> shift)
@@ -224,17 +226,19 @@ def _scan_chunk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, prefix: t
     ends = ends.astype(np.int64)
     passes: list[_Pass] = []
     for number in prefix:
-        todo = np.flatnonzero(cur < ends)
-        todo = todo[buf[cur[todo]] == (number << 3) | VARINT]
-        value, size = varints(buf, cur[todo] + 1)
-        nxt = cur[todo] + 1 + size
-        ok = (size > 0) & (nxt <= ends[todo])
-        bad[todo[~ok]] = True
+        # Over every message at once, with masks rather than index lists: most messages
+        # have the field (a gather and a scatter per array cost more than a pass).
+        tagged = (cur < ends) & (buf[cur] == (number << 3) | VARINT)
+        value, size = varints(buf, cur + 1)
+        nxt = cur + 1 + size
+        ok = tagged & (size > 0) & (nxt <= ends)
+        failed = tagged & ~ok
+        bad |= failed
         values, present = dense[number]
-        values[todo[ok]] = value[ok]
-        present[todo[ok]] = True
-        cur[todo[ok]] = nxt[ok]
-        ends[todo[~ok]] = cur[todo[~ok]]  # stop scanning a bad message
+        np.copyto(values, value, where=ok)
+        present |= ok
+        np.copyto(ends, cur, where=failed)  # stop scanning a bad message
+        np.copyto(cur, nxt, where=ok)
     todo = np.flatnonzero(cur < ends)
     while todo.size:
         p = cur[todo]

@@ -273,7 +273,7 @@ def _stats(buf: np.ndarray, ranges: tuple[np.ndarray, np.ndarray, np.ndarray],
     b_len = f.scalar(6, wire.LEN)[0]
     stats = _Stats(buf, event, md, ref, s_start, s_len.astype(np.int64), f.scalar(4)[0].view(np.int64),
                    f.scalar(3)[0], f.scalar(2, wire.FIXED64)[0].view(np.float64), b_len.astype(np.int64))
-    return stats, np.unique(event[f.bad])
+    return stats, event[f.bad]  # (repeats are harmless; np.unique would import numpy.ma)
 
 
 def _last(stats: _Stats, sid: int | None) -> np.ndarray:
