@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -96,14 +97,16 @@ def dump_files(logdir: Path) -> dict[str, Path]:
     return out
 
 
-def link_tree(src: Path, dst: Path) -> Path:
-    """Copy a logdir by hard links (same bytes and mtimes, no extra disk)."""
+def link_tree(src: Path, dst: Path, leave_out: tuple[str, ...] = ()) -> Path:
+    """Copy a logdir by hard links (same bytes and mtimes, no extra disk), without the
+    files whose names match a ``leave_out`` pattern."""
     def link(a: str, b: str) -> None:
         try:
             os.link(a, b)
         except OSError:
             shutil.copy2(a, b)
-    shutil.copytree(src, dst, copy_function=link)
+    shutil.copytree(src, dst, copy_function=link,
+                    ignore=shutil.ignore_patterns(*leave_out) if leave_out else None)
     return dst
 
 
@@ -189,3 +192,34 @@ def machine_cpu() -> frozenset[str]:
             if line.startswith("flags"):
                 flags.update(line.split(":", 1)[1].split())
     return frozenset(f.upper() for f in flags)
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the children the product forks during the test.
+
+    The product forks a reader only while its process has a single thread, and other
+    tests of a session leave idle ones behind (TensorBoard's, pools'), so this says it has
+    one: the forking path is what these tests are about. Other tests' servers are children
+    of this process too, so ``waitpid(-1)`` cannot tell whether the product reaped its
+    own: the test checks each pid recorded here."""
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    pids: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork)
+    return pids
+
+
+def assert_reaped(pids: list[int]) -> None:
+    """Each child forked is gone: neither running nor left unreaped."""
+    assert pids, "the product forked no child"
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)

@@ -6,7 +6,8 @@ are a lower bound" when the dump's circular buffer dropped records, and "unknown
 
 In: real TensorFlow runs of the truth matrix's workloads (``tests/matrix/workloads.py``),
 each a few seconds: ``mirrored`` (two logical CPUs), ``xla`` (a jit_compile function),
-``mixed_f16`` (Keras mixed_float16) with its log and, as ``mixed_f16_nolog``, without it,
+``mixed_f16`` (Keras mixed_float16) with its log and, as ``mixed_f16_nolog``, without it
+or its profile,
 and ``fit_default_buffer`` (tfdbg's default circular buffer of 1000 records). Each run
 directory holds the dump and the run's stdout/stderr logs. The truth for counts per dtype
 and per device is TensorFlow's own ``DebugDataReader``, run in a child process; the CPU's
@@ -55,8 +56,9 @@ def room_logdir(cells: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
         run = link_tree(out / "logdir", parent / name)
         for log in ("stderr.log", "stdout.log"):
             shutil.copy2(out / log, run / log)
-    # The same dump without its log: what the dump alone cannot decide is unknown.
-    link_tree(cells["mixed_f16"] / "logdir", parent / "mixed_f16_nolog")
+    # The same dump without its log or its profile (whose float16 kernels would tell the
+    # CPU): what the dump alone cannot decide is unknown.
+    link_tree(cells["mixed_f16"] / "logdir", parent / "mixed_f16_nolog", leave_out=("*.xplane.pb",))
     return parent
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from tb_opmode.read import textlog
 from tb_opmode.read.textlog import MAX_LINE, EagerKernel, LogFacts, looks_like_log, parse_lines, read_log
+from tests.conftest import assert_reaped
 
 DATA = Path(__file__).resolve().parent / "data"
 TF221 = DATA / "vlog_tf221.txt"
@@ -407,7 +408,8 @@ def test_real_tf_log_onednn_off(cnn_off_logdir: Path) -> None:
 # --- a big file read in two halves at once -----------------------------------------
 
 @pytest.mark.parametrize("path", [TF221, TF213])
-def test_two_halves_at_any_line_give_the_same_facts(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_halves_at_any_line_give_the_same_facts(path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    forks: list[int]) -> None:
     """The second half read by a forked child and merged: the facts of one reader,
     wherever the split falls (eager ops, their wrappers and steps run across it)."""
     whole = read_log(str(path))
@@ -424,7 +426,8 @@ def test_two_halves_at_any_line_give_the_same_facts(path: Path, monkeypatch: pyt
             assert getattr(halves, name) == getattr(whole, name), (split, name)
 
 
-def test_split_point_is_a_line_start_near_the_middle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_split_point_is_a_line_start_near_the_middle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     forks: list[int]) -> None:
     data = TF221.read_bytes() * 40
     path = _write(tmp_path, "big.txt", data)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)  # whatever this machine has
@@ -459,7 +462,8 @@ def test_failed_second_reader_is_logged_and_read_here(tmp_path: Path, monkeypatc
     assert any("second reader of a log failed" in r.getMessage() for r in caplog.records)
 
 
-def test_failed_first_half_leaves_no_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_first_half_leaves_no_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          forks: list[int]) -> None:
     """Reading the first half fails: the error comes out and the second reader is gone."""
     data = TF221.read_bytes() * 3
     path = _write(tmp_path, "three.txt", data)
@@ -474,5 +478,4 @@ def test_failed_first_half_leaves_no_child(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(textlog, "_read_file", first_half_fails)
     with pytest.raises(OSError, match="made by the test"):
         read_log(path)
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # no child of this process left, running or not reaped
+    assert_reaped(forks)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from tb_opmode.present.contract import summary
 from tb_opmode.read import partials
 from tb_opmode.read.partials import Unit
 
+from ..conftest import assert_reaped
 from .conftest import Fixture
 
 
@@ -26,7 +26,8 @@ def _summary_json(logdir: Path) -> str:
     return json.dumps(summary(load(str(logdir)), str(logdir)), sort_keys=True)
 
 
-def test_forked_log_gives_the_same_summary(full_health: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forked_log_gives_the_same_summary(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
+                                           forks: list[int]) -> None:
     monkeypatch.setenv("TB_OPMODE_CACHE", "off")
     monkeypatch.setattr(partials, "FORK_LOG_BYTES", 1 << 60)
     plain = _summary_json(full_health.directory)
@@ -48,6 +49,7 @@ def test_forked_log_gives_the_same_summary(full_health: Fixture, monkeypatch: py
 
 
 def test_failed_child_is_logged_and_the_log_read_here(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
+                                                       forks: list[int],
                                                       caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("TB_OPMODE_CACHE", "off")
     monkeypatch.setattr(partials, "FORK_LOG_BYTES", 1 << 60)
@@ -65,7 +67,8 @@ def test_failed_child_is_logged_and_the_log_read_here(full_health: Fixture, monk
                for r in caplog.records)
 
 
-def test_failure_beside_the_child_leaves_no_child(full_health: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failure_beside_the_child_leaves_no_child(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
+                                                  forks: list[int]) -> None:
     """Reading the dump fails while a child reads the log: the error comes out, and the
     child is gone (not left blocked on its pipe)."""
     monkeypatch.setenv("TB_OPMODE_CACHE", "off")
@@ -80,5 +83,4 @@ def test_failure_beside_the_child_leaves_no_child(full_health: Fixture, monkeypa
     monkeypatch.setattr(partials, "read_unit", dump_fails)
     with pytest.raises(OSError, match="made by the test"):
         load(str(full_health.directory))
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # no child of this process left, running or not reaped
+    assert_reaped(forks)
