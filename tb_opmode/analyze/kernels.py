@@ -30,6 +30,7 @@ from ..model import EagerAssignment, OpKernel, RunModel
 from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, OpCreation, digest_rank
 from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
 from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
+from .cast_reorder import reordered_across_casts
 from .nodes import canonical_op, origin_name, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
 
@@ -366,6 +367,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     if model.onednn_enabled is not False:
         _infer_filter_bias_fusions(model, unresolved, consumers_cache)
     folding_memo: dict[tuple[int, str], bool] = {}
+    reordered: dict[tuple[int, str], dict[str, str]] = {}
     for i, op in unresolved:
         if op.kernel:
             continue
@@ -445,6 +447,16 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             op.note = ("rewritten by grappler into ExpandDims: it packs a single tensor, which "
                        "grappler's constant folding turns into an ExpandDims (inferred from the "
                        "dump's graph; no log or profile shows it)")
+            continue
+        key = (i, op.graph_id)
+        if key not in reordered:
+            dump = model.dumps[i]
+            reordered[key] = reordered_across_casts(
+                graph_ops, {(name, slot): dtype for (g, name, slot), dtype
+                            in dump.trace_dtypes.items() if g == op.graph_id}, nodes)
+        moved = reordered[key].get(op.op_name)
+        if moved is not None:
+            op.kernel, op.evidence, op.note = REMOVED, "inferred", moved
             continue
         # Its debug node ran in a profiled step (the summary; in a NO_TENSOR dump, which
         # has none, the identity), so its graph ran there: no event of its own means no
