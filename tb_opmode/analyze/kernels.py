@@ -32,6 +32,7 @@ from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
 from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
 from .cast_reorder import reordered_across_casts
 from .nodes import canonical_op, origin_name, suffixes
+from .reshape_bypass import bypassed_reshapes
 from .rules import cpu_dependence, expected_kernel, matching_rules
 
 __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
@@ -368,6 +369,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         _infer_filter_bias_fusions(model, unresolved, consumers_cache)
     folding_memo: dict[tuple[int, str], bool] = {}
     reordered: dict[tuple[int, str], dict[str, str]] = {}
+    bypassed: dict[tuple[int, str], dict[str, tuple[str, str]]] = {}
     for i, op in unresolved:
         if op.kernel:
             continue
@@ -458,6 +460,14 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         if moved is not None:
             op.kernel, op.evidence, op.note = REMOVED, "inferred", moved
             continue
+        if op.op_type == "Reshape" and set(model.dumps[i].tensor_debug_modes) == {_NO_TENSOR}:
+            if key not in bypassed:
+                bypassed[key] = bypassed_reshapes(graph_ops)
+            decided = bypassed[key].get(op.op_name)
+            if decided is not None:
+                op.kernel, op.note = decided
+                op.evidence = "inferred"
+                continue
         # Its debug node ran in a profiled step (the summary; in a NO_TENSOR dump, which
         # has none, the identity), so its graph ran there: no event of its own means no
         # node of its own, unless it is an op the profiler does not record.
