@@ -31,8 +31,8 @@ from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, OpCreation, d
 from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
 from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
 from .cast_reorder import reordered_across_casts
+from .no_tensor import bypassed_reshapes, pruned_dead_ops
 from .nodes import canonical_op, origin_name, suffixes
-from .reshape_bypass import bypassed_reshapes
 from .rules import cpu_dependence, expected_kernel, matching_rules
 
 __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
@@ -460,9 +460,9 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         if moved is not None:
             op.kernel, op.evidence, op.note = REMOVED, "inferred", moved
             continue
-        if op.op_type == "Reshape" and set(model.dumps[i].tensor_debug_modes) == {_NO_TENSOR}:
+        if set(model.dumps[i].tensor_debug_modes) == {_NO_TENSOR}:
             if key not in bypassed:
-                bypassed[key] = bypassed_reshapes(graph_ops)
+                bypassed[key] = {**bypassed_reshapes(graph_ops), **pruned_dead_ops(graph_ops)}
             decided = bypassed[key].get(op.op_name)
             if decided is not None:
                 op.kernel, op.note = decided

@@ -3,14 +3,14 @@ in-memory graphs.
 
 In: hand-made ``OpCreation``s of one graph (Keras 3's conv bias gradient
 ``BiasAddGrad -> Reshape -> Reshape_1``), in a NO_TENSOR dump or another mode. Out:
-what ``reshape_bypass.bypassed_reshapes`` and ``kernels.assign_graph`` report. The
+what ``no_tensor.bypassed_reshapes`` and ``kernels.assign_graph`` report. The
 matrix (``tests/matrix``) holds the rule to TF's own log on TF 2.13, 2.17 and 2.21.
 """
 from __future__ import annotations
 
 from tb_opmode.analyze.assemble import RunModel
 from tb_opmode.analyze.kernels import REMOVED, UNKNOWN, assign_graph
-from tb_opmode.analyze.reshape_bypass import bypassed_reshapes
+from tb_opmode.analyze.no_tensor import bypassed_reshapes, pruned_dead_ops
 from tb_opmode.read.tfdbg import DumpSet, GraphInfo, OpCreation
 
 GRAPH = "g1"
@@ -32,7 +32,7 @@ def summary(ops: list[tuple[str, str, tuple[str, ...]]], mode: int) -> dict[str,
     info.ops = graph(ops)
     dump.graphs = {GRAPH: info}
     dump.tensor_debug_modes[mode] = 1
-    for name in ("grad", "Reshape", "Reshape_1"):
+    for name in ("grad", "Reshape", "Reshape_1", "Shape_2"):
         dump.traces[(GRAPH, name, 0)] = 4
         dump.trace_dtypes[(GRAPH, name, 0)] = "?" if mode == 1 else "DT_FLOAT"
     model = RunModel(run=".", directory="/run", tensorflow_version="2.21.0", onednn_enabled=True)
@@ -65,3 +65,33 @@ def test_only_a_no_tensor_dump_is_decided_so() -> None:
     assert no_tensor["Reshape"] == REMOVED and no_tensor["Reshape_1"] == UNKNOWN
     full_health = summary(BIAS_GRADIENT, 4)
     assert full_health["Reshape"] == "Reshape" and full_health["Reshape_1"] == "Reshape"
+
+
+# Keras 3's loss: the batch size read off a Shape that nothing keeps (its Cast_2 user and
+# the function's output Identity).
+DEAD = [("Cast_2", "Cast", ("y:0",)), ("Shape_2", "Shape", ("Cast_2:0",)),
+        ("stack", "Const", ()), ("strided_slice_1", "StridedSlice", ("Shape_2:0", "stack:0")),
+        ("loss", "Mean", ("Cast_2:0", "axes:0")), ("Identity", "Identity", ("loss:0",))]
+
+
+def test_ops_nothing_kept_reads_are_pruned_with_their_only_inputs() -> None:
+    got = pruned_dead_ops(graph(DEAD))
+    assert set(got) == {"Shape_2", "stack", "strided_slice_1"}
+    assert all(kernel == REMOVED for kernel, _note in got.values())
+
+
+def test_an_op_read_by_a_kept_op_or_by_a_control_edge_stays() -> None:
+    """The function's output Identity is kept, and so is what it reads; a control edge
+    keeps its source as a data edge does."""
+    ops = DEAD + [("print", "PrintV2", ("^strided_slice_1",))]
+    assert set(pruned_dead_ops(graph(ops))) == set()
+    assert "Identity" not in pruned_dead_ops(graph(DEAD)) and "loss" not in pruned_dead_ops(graph(DEAD))
+
+
+def test_a_dead_op_of_a_full_health_dump_ran_for_its_debug_op() -> None:
+    ops = DEAD[:4] + [("Reshape", "Reshape", ("Cast_2:0", "Shape_2:0")), ("Identity", "Identity", ("Reshape:0",))]
+    dead = [("Cast_2", "Cast", ("y:0",)), ("Shape_2", "Shape", ("Cast_2:0",)),
+            ("Identity", "Identity", ("Cast_2:0",))]
+    assert summary(dead, 1)["Shape_2"] == REMOVED
+    assert summary(dead, 4)["Shape_2"] == "Shape"
+    assert summary(ops, 1)["Shape_2"] != REMOVED  # read by a Reshape that is kept

@@ -1,8 +1,13 @@
-"""Reshapes grappler bypasses in a NO_TENSOR dump, where tfdbg's debug ops read no tensor.
+"""What grappler removes in a NO_TENSOR dump's graphs, where tfdbg's debug ops read no tensor.
 
 In: one dump graph's ops (types, inputs) of a NO_TENSOR dump. Out: op name -> (kernel,
-note) for the Reshapes whose node the bypass removed, and for the Reshapes it left
-reading the bypassed one's input, whose fate the dump cannot tell.
+note) for the Reshapes whose node a bypass removed, for the Reshapes it left reading
+the bypassed one's input, whose fate the dump cannot tell, and for the ops no other op
+reads, which function instantiation prunes.
+
+A NO_TENSOR debug op reads a constant and follows the op by control edges between
+debug ops only, so the graph is optimised as if undebugged; in every other mode the
+debug op reads the op's output, one more consumer.
 
 The mechanism (tensorflow/core/grappler/optimizers/arithmetic_optimizer.cc, stage
 ``RemoveRedundantReshapeOrBroadcastTo``): a Reshape whose input is another Reshape
@@ -23,7 +28,18 @@ from collections import defaultdict
 from ..read.tfdbg import OpCreation
 from ..vocab import REMOVED, UNKNOWN
 
-__all__ = ["bypassed_reshapes"]
+__all__ = ["bypassed_reshapes", "pruned_dead_ops"]
+
+# Ops that compute a value from their inputs and nothing else: with no consumer TF prunes
+# them from a function's body (an op outside this list may be stateful, or a function's
+# output, an Identity, which is kept).
+_PURE = frozenset((
+    "Const", "Shape", "ShapeN", "Size", "Rank", "Reshape", "Squeeze", "ExpandDims",
+    "StridedSlice", "Slice", "Pack", "Unpack", "ConcatV2", "Fill", "Tile", "BroadcastTo",
+    "Transpose", "Cast", "Mul", "AddV2", "Add", "Sub", "RealDiv", "DivNoNan", "Neg", "Square",
+    "Sum", "Mean", "Prod", "Max", "Min", "ZerosLike", "OnesLike", "MatMul",
+    "Conv2DBackpropInput", "Conv2DBackpropFilter", "BiasAddGrad", "BroadcastGradientArgs",
+    "Range", "Equal", "NotEqual", "Greater", "Less", "Select", "SelectV2"))
 
 
 def _source(tensor: str) -> tuple[str, int]:
@@ -64,3 +80,25 @@ def bypassed_reshapes(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
             f"NO_TENSOR dump records no shapes. To know, dump with FULL_HEALTH or SHAPE, "
             f"or keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2)"))
     return out
+
+
+def pruned_dead_ops(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
+    """Pure ops whose every reader (by data or control edge) is such an op too, or that
+    have none: TF prunes a function body to what its outputs and stateful ops need (only
+    a debug op reading the op's tensor, in the other modes, keeps it)."""
+    readers: dict[str, set[str]] = defaultdict(set)
+    for op in ops.values():
+        for tensor in op.inputs:
+            readers[_source(tensor.lstrip("^"))[0]].add(op.op_name)
+    dead: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, op in ops.items():
+            if name not in dead and op.op_type in _PURE and readers[name] <= dead:
+                dead.add(name)
+                changed = True
+    return {name: (REMOVED, (
+        "not run: nothing its graph keeps reads it, and a NO_TENSOR debug op reads no "
+        "tensor, so TF pruned it from the function as dead (inferred from the dump's graph)"))
+        for name in dead}
