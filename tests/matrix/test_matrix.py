@@ -48,28 +48,20 @@ _OFF = ("nothing but a log or a profile says TF_ENABLE_ONEDNN_OPTS=0 (the dump's
         "TF's default, oneDNN on, and says so")
 _F16_CPU = ("float16 MatMul/Conv2D run oneDNN only on a CPU with AVX512_FP16, which the dump "
             "does not record: (unknown) with how to find out")
-_CHAINS = ("Keras 2's loss reshapes its labels and squeezes them back: whether grappler folds "
-           "that chain depends on static shapes the dump does not record")
 _LIFTED = ("tf.data runs a constant captured by a map function as an argument (_Arg) of the "
            "function, not as the Const the dump records")
 _UNDECIDED = ("forwarding ops (Reshape, Sum) of rank 2 or more whose first trace equals their "
               "input's: whether grappler could remove them depends on static shapes the dump "
               "does not record, so they are (unknown) with how to find out")
 FLOORS: dict[str, tuple[dict[str, float], str]] = {
-    "fit_CONCISE_HEALTH": ({'2.13': 0.947, '2.17': 0.978, '2.21': 0.978}, _NO_DIGEST),
-    "fit_CURT_HEALTH": ({'2.13': 0.947, '2.17': 0.978, '2.21': 0.978}, _NO_DIGEST),
-    "fit_FULL_TENSOR": ({'2.13': 0.971}, _CHEAP),
-    "fit_NO_TENSOR": ({'2.13': 0.965, '2.17': 0.979, '2.21': 0.979}, _CHEAP + '; no dtype recorded'),
-    "fit_SHAPE": ({'2.13': 0.971}, _CHEAP),
-    "fit_onednn_off": ({'2.13': 0.923, '2.17': 0.94, '2.21': 0.94}, _OFF),
-    "fit_spe": ({'2.13': 0.973}, _CHEAP),
-    "fit_vmodule": ({'2.13': 0.974}, _CHEAP),
-    "hf_bert": ({'2.13': 0.953, '2.17': 0.957, '2.21': 0.956}, _UNDECIDED),
-    "mirrored": ({'2.13': 0.903}, _CHEAP + '; one replica\'s constants and IdentityN folded or removed'),
-    "mixed_bf16": ({'2.13': 0.973}, _CHEAP),
-    "mixed_f16": ({'2.13': 0.972, '2.17': 0.97, '2.21': 0.97}, _F16_CPU),
-    "tf_keras": ({'2.13': 0.985, '2.17': 0.985, '2.21': 0.985}, _CHAINS),
-    "tfdata_map": ({'2.13': 0.95, '2.17': 0.95, '2.21': 0.95}, _LIFTED),
+    "fit_CONCISE_HEALTH": ({'2.13': 0.985}, _NO_DIGEST),
+    "fit_CURT_HEALTH": ({'2.13': 0.985}, _NO_DIGEST),
+    "fit_FULL_TENSOR": ({'2.13': 0.979}, _CHEAP),
+    "fit_NO_TENSOR": ({'2.13': 0.978}, _CHEAP + '; no dtype recorded'),
+    "fit_SHAPE": ({'2.13': 0.979}, _CHEAP),
+    "fit_spe": ({'2.13': 0.985}, _CHEAP),
+    "hf_bert": ({'2.13': 0.982}, _UNDECIDED),
+    "mirrored": ({'2.13': 0.983}, _CHEAP + '; one replica\'s constants and IdentityN folded or removed'),
 }
 # With the log, every execution is right but for these (the floor, why).
 WITH_LOG_GAPS: dict[str, tuple[dict[str, float], str]] = {
@@ -84,8 +76,6 @@ UNTOLD: dict[str, tuple[float, str]] = {
 }
 # Cells whose "(unknown)" share is over 1%, held to their figure.
 UNKNOWN_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
-    "hf_bert": ({'2.13': 0.04, '2.17': 0.039, '2.21': 0.039}, _UNDECIDED),
-    "mixed_f16": ({'2.17': 0.027, '2.21': 0.027}, _F16_CPU),
 }
 # Cells whose dump-only answer rests on a CPU feature of the machine that ran them: the
 # bf16 rules hold where the CPU has AVX512_BF16 (or AMX), so the floor is only asked there.
