@@ -30,6 +30,8 @@ from ..model import EagerAssignment, OpKernel, RunModel
 from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, OpCreation, digest_rank
 from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
 from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
+from .cast_reorder import reordered_across_casts
+from .no_tensor import bypassed_reshapes, pruned_dead_ops
 from .nodes import canonical_op, origin_name, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
 
@@ -360,6 +362,8 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     if model.onednn_enabled is not False:
         _infer_filter_bias_fusions(model, unresolved, consumers_cache)
     folding_memo: dict[tuple[int, str], bool] = {}
+    reordered: dict[tuple[int, str], dict[str, str]] = {}
+    bypassed: dict[tuple[int, str], dict[str, tuple[str, str]]] = {}
     for i, op in unresolved:
         if op.kernel:
             continue
@@ -440,6 +444,24 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "grappler's constant folding turns into an ExpandDims (inferred from the "
                        "dump's graph; no log or profile shows it)")
             continue
+        key = (i, op.graph_id)
+        if key not in reordered:
+            dump = model.dumps[i]
+            reordered[key] = reordered_across_casts(
+                graph_ops, {(name, slot): dtype for (g, name, slot), dtype
+                            in dump.trace_dtypes.items() if g == op.graph_id}, nodes)
+        moved = reordered[key].get(op.op_name)
+        if moved is not None:
+            op.kernel, op.evidence, op.note = REMOVED, "inferred", moved
+            continue
+        if set(model.dumps[i].tensor_debug_modes) == {_NO_TENSOR}:
+            if key not in bypassed:
+                bypassed[key] = {**bypassed_reshapes(graph_ops), **pruned_dead_ops(graph_ops)}
+            decided = bypassed[key].get(op.op_name)
+            if decided is not None:
+                op.kernel, op.note = decided
+                op.evidence = "inferred"
+                continue
         # Its debug node ran in a profiled step (the summary; in a NO_TENSOR dump, which
         # has none, the identity), so its graph ran there: no event of its own means no
         # node of its own, unless it is an op the profiler does not record.

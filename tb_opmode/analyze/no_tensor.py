@@ -1,0 +1,104 @@
+"""What grappler removes in a NO_TENSOR dump's graphs, where tfdbg's debug ops read no tensor.
+
+In: one dump graph's ops (types, inputs) of a NO_TENSOR dump. Out: op name -> (kernel,
+note) for the Reshapes whose node a bypass removed, for the Reshapes it left reading
+the bypassed one's input, whose fate the dump cannot tell, and for the ops no other op
+reads, which function instantiation prunes.
+
+A NO_TENSOR debug op reads a constant and follows the op by control edges between
+debug ops only, so the graph is optimised as if undebugged; in every other mode the
+debug op reads the op's output, one more consumer.
+
+The mechanism (tensorflow/core/grappler/optimizers/arithmetic_optimizer.cc, stage
+``RemoveRedundantReshapeOrBroadcastTo``): a Reshape whose input is another Reshape
+with no other non-control consumer reads that Reshape's input instead, and the inner
+Reshape becomes a NoOp. In every mode but NO_TENSOR tfdbg's debug op reads the inner
+Reshape's output, a second consumer, and the bypass does not happen; a NO_TENSOR
+debug op reads a constant (and follows its op by control edges only), so the graph is
+optimised as if undebugged. The outer Reshape then reads the inner one's input and is
+removed too where grappler proves that input already has its target shape
+(``ShapesSymbolicallyEqual``), which needs static shapes a NO_TENSOR dump does not
+record: for it the answer is unknown. (The stage also bypasses through a chain of
+unary element-wise ops; only the direct pair is decided here.)
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..read.tfdbg import OpCreation
+from ..vocab import REMOVED, UNKNOWN
+
+__all__ = ["bypassed_reshapes", "pruned_dead_ops"]
+
+# Ops that compute a value from their inputs and nothing else: with no consumer TF prunes
+# them from a function's body (an op outside this list may be stateful, or a function's
+# output, an Identity, which is kept).
+_PURE = frozenset((
+    "Const", "Shape", "ShapeN", "Size", "Rank", "Reshape", "Squeeze", "ExpandDims",
+    "StridedSlice", "Slice", "Pack", "Unpack", "ConcatV2", "Fill", "Tile", "BroadcastTo",
+    "Transpose", "Cast", "Mul", "AddV2", "Add", "Sub", "RealDiv", "DivNoNan", "Neg", "Square",
+    "Sum", "Mean", "Prod", "Max", "Min", "ZerosLike", "OnesLike", "MatMul",
+    "Conv2DBackpropInput", "Conv2DBackpropFilter", "BiasAddGrad", "BroadcastGradientArgs",
+    "Range", "Equal", "NotEqual", "Greater", "Less", "Select", "SelectV2"))
+
+
+def _source(tensor: str) -> tuple[str, int]:
+    head, sep, tail = tensor.rpartition(":")
+    return (head, int(tail)) if sep and tail.isdigit() else (tensor, 0)
+
+
+def bypassed_reshapes(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
+    consumers: dict[str, list[str]] = defaultdict(list)
+    for op in ops.values():
+        for tensor in op.inputs:
+            if not tensor.startswith("^"):
+                consumers[_source(tensor)[0]].append(op.op_name)
+    out: dict[str, tuple[str, str]] = {}
+    outer: dict[str, str] = {}
+    for op in ops.values():
+        data = [t for t in op.inputs if not t.startswith("^")]
+        if op.op_type != "Reshape" or not data:
+            continue
+        name, slot = _source(data[0])
+        inner = ops.get(name)
+        if inner is None or inner.op_type != "Reshape" or slot != 0 or consumers[name] != [op.op_name]:
+            continue
+        out[name] = (REMOVED, (
+            f"removed by grappler: its only consumer {op.op_name} is a Reshape too, which "
+            f"grappler's arithmetic optimizer makes read this Reshape's input directly "
+            f"(RemoveRedundantReshapeOrBroadcastTo); a NO_TENSOR dump's debug op reads no "
+            f"tensor, so it is no second consumer to stop that (inferred from the dump's "
+            f"graph)"))
+        outer[op.op_name] = name
+    for name, inner_name in outer.items():
+        if name in out:
+            continue  # bypassed in turn by its own consumer
+        out[name] = (UNKNOWN, (
+            f"unknown whether it ran: grappler bypassed its input {inner_name} (a Reshape "
+            f"with no other consumer), so it reads that Reshape's input, and removes it "
+            f"where static shapes prove that input already has its target shape; a "
+            f"NO_TENSOR dump records no shapes. To know, dump with FULL_HEALTH or SHAPE, "
+            f"or keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2)"))
+    return out
+
+
+def pruned_dead_ops(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
+    """Pure ops whose every reader (by data or control edge) is such an op too, or that
+    have none: TF prunes a function body to what its outputs and stateful ops need (only
+    a debug op reading the op's tensor, in the other modes, keeps it)."""
+    readers: dict[str, set[str]] = defaultdict(set)
+    for op in ops.values():
+        for tensor in op.inputs:
+            readers[_source(tensor.lstrip("^"))[0]].add(op.op_name)
+    dead: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, op in ops.items():
+            if name not in dead and op.op_type in _PURE and readers[name] <= dead:
+                dead.add(name)
+                changed = True
+    return {name: (REMOVED, (
+        "not run: nothing its graph keeps reads it, and a NO_TENSOR debug op reads no "
+        "tensor, so TF pruned it from the function as dead (inferred from the dump's graph)"))
+        for name in dead}
