@@ -34,7 +34,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import fs, tfdbg
+from . import forks, fs, tfdbg
 from .cache import cached_dump_set, cached_log, cached_profile
 from .discover import RunSources, dump_location
 from .textlog import LogFacts
@@ -186,37 +186,15 @@ def _fork_unit(unit: Unit) -> tuple[int, int] | None:
     """``read_unit(unit)`` in a forked child: (its pid, the fd its pickled result comes
     on), or None when no child could be started (the unit is then read here)."""
     try:
-        rfd, wfd = os.pipe()
+        return forks.start(functools.partial(read_pickled, unit))
     except OSError as err:
-        logger.warning("%s: no pipe to read it beside the rest (%s); read after it", unit.path, err)
-        return None
-    try:
-        pid = os.fork()
-    except OSError as err:
-        os.close(rfd)
-        os.close(wfd)
         logger.warning("%s: cannot fork to read it beside the rest (%s); read after it", unit.path, err)
         return None
-    if pid == 0:  # pragma: no cover - runs in the child
-        code = 1
-        try:
-            os.close(rfd)
-            data = read_pickled(unit)
-            with os.fdopen(wfd, "wb") as out:
-                out.write(data)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    return pid, rfd
 
 
 def _forked_result(unit: Unit, child: tuple[int, int]) -> Partial:
     """What the child of ``_fork_unit`` read; the unit read here if the child failed."""
-    pid, rfd = child
-    with os.fdopen(rfd, "rb") as inp:
-        data = inp.read()
-    _, status = os.waitpid(pid, 0)
+    status, data = forks.collect(child)
     if status == 0:
         try:
             return unpickled(data)

@@ -100,7 +100,6 @@ import operator
 import os
 import pickle
 import re
-import signal
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -108,7 +107,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Optional, cast
 
 from ..errors import Problem
-from . import fs
+from . import forks, fs
 
 __all__ = ["EagerKernel", "LogFacts", "looks_like_log", "read_log", "parse_lines", "MAX_LINE"]
 
@@ -1433,53 +1432,28 @@ def _split_point(f: BinaryIO, path: str) -> int:
 def _fork_tail(f: BinaryIO, path: str, split: int) -> Optional[tuple[int, int]]:
     """A forked child reading ``path`` from ``split`` on: (pid, fd its pickled state comes
     on), or None (then this process reads it all)."""
+    def tail_state() -> bytes:  # runs in the child
+        tail = _Parser(path)
+        tail.tail = True
+        with fs.open_read(path) as g:
+            _read_file(g, tail, split)
+        return pickle.dumps(tail.tail_state(), protocol=pickle.HIGHEST_PROTOCOL)
+
     try:
-        rfd, wfd = os.pipe()
+        return forks.start(tail_state)
     except OSError as err:
-        logger.warning("%s: no pipe for a second reader (%s): read in one process", path, err)
-        return None
-    try:
-        pid = os.fork()
-    except OSError as err:
-        os.close(rfd)
-        os.close(wfd)
         logger.warning("%s: cannot fork a second reader (%s): read in one process", path, err)
         return None
-    if pid == 0:  # pragma: no cover - runs in the child
-        code = 1
-        try:
-            os.close(rfd)
-            tail = _Parser(path)
-            tail.tail = True
-            with fs.open_read(path) as g:
-                _read_file(g, tail, split)
-            with os.fdopen(wfd, "wb") as out:
-                pickle.dump(tail.tail_state(), out, protocol=pickle.HIGHEST_PROTOCOL)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    return pid, rfd
 
 
 def _abandon(child: tuple[int, int]) -> None:
-    """Stop waiting for the child of ``_fork_tail`` (reading failed here): closing its pipe
-    ends it (its write fails), then it is reaped."""
-    pid, rfd = child
-    os.close(rfd)
-    try:
-        os.kill(pid, signal.SIGTERM)  # our own child, by its pid: no need to finish
-    except ProcessLookupError:
-        pass  # it had ended
-    os.waitpid(pid, 0)
+    """Stop waiting for the child of ``_fork_tail`` (reading failed here)."""
+    forks.abandon(child)
 
 
 def _tail_state(child: tuple[int, int]) -> Optional[dict[str, Any]]:
     """The state the child of ``_fork_tail`` sent, or None (logged) if it failed."""
-    pid, rfd = child
-    with os.fdopen(rfd, "rb") as inp:
-        data = inp.read()
-    _, status = os.waitpid(pid, 0)
+    status, data = forks.collect(child)
     if status != 0:
         logger.warning("the second reader of a log failed (wait status %d): read here", status)
         return None

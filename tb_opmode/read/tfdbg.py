@@ -56,7 +56,7 @@ import numpy as np  # tensorboard depends on numpy
 from google.protobuf.message import DecodeError
 
 from ..errors import Problem
-from . import fs
+from . import forks, fs
 from .schema import EVENT_KINDS, LEN, VARINT, DebugEvent, message_fields, read_varint
 from .tfrecord import ChunkVerifier, RecordReader, next_intact_record
 
@@ -1174,35 +1174,18 @@ class _TraceJob:
 
     def _fork(self, lo: int, hi: int, sync: bool) -> tuple[int, int] | None:
         """Start a worker for one range: (pid, fd to read its result from), or None."""
+        def parts() -> bytes:  # runs in the child
+            found = _fast_range(self.state.path, lo, hi, self.size, self.tail or 0, sync)
+            return pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL)
+
         try:
-            rfd, wfd = os.pipe()
+            return forks.start(parts)
         except OSError:
-            return None
-        try:
-            pid = os.fork()
-        except OSError:
-            os.close(rfd)
-            os.close(wfd)
-            return None
-        if pid == 0:  # pragma: no cover - runs in the child
-            code = 1
-            try:
-                os.close(rfd)
-                parts = _fast_range(self.state.path, lo, hi, self.size, self.tail or 0, sync)
-                with os.fdopen(wfd, "wb") as out:
-                    pickle.dump(parts, out, protocol=pickle.HIGHEST_PROTOCOL)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(wfd)
-        return pid, rfd
+            return None  # the range is read here
 
     @staticmethod
     def _result(child: tuple[int, int]) -> list[_Part] | None:
-        pid, rfd = child
-        with os.fdopen(rfd, "rb") as inp:
-            data = inp.read()
-        _, status = os.waitpid(pid, 0)
+        status, data = forks.collect(child)
         if status != 0:
             return None
         try:
@@ -1215,9 +1198,7 @@ class _TraceJob:
         """Stop waiting for the workers (reading failed elsewhere): reap them."""
         for _lo, _hi, _sync, child in self.ranges:
             if child is not None:
-                pid, rfd = child
-                os.close(rfd)  # a worker still writing gets EPIPE and exits
-                os.waitpid(pid, 0)
+                forks.abandon(child)
         self.ranges = []
 
     def finish(self) -> None:
