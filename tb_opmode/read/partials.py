@@ -27,7 +27,6 @@ import logging
 import multiprocessing
 import os
 import pickle
-import signal
 import threading
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -169,13 +168,8 @@ def read_serial(units: list[Unit]) -> Partial:
     try:
         merged = merge_all(read_unit(u) for u in units if u.key not in skip)
     except BaseException:
-        for _unit, (pid, rfd) in forked:  # our own children, by their pids
-            os.close(rfd)
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass  # it had ended
-            os.waitpid(pid, 0)
+        for _unit, child in forked:
+            forks.abandon(child)
         raise
     for unit, child in forked:
         merged = merge(merged, _forked_result(unit, child))

@@ -1396,7 +1396,7 @@ def read_log(path: str) -> LogFacts:
                 f.seek(0)
                 _read_file(f, parser, 0, split)
             except BaseException:
-                _abandon(child)
+                forks.abandon(child)
                 raise
             tail = _tail_state(child)
             if tail is None:  # the child failed (logged): read the second half here
@@ -1444,11 +1444,6 @@ def _fork_tail(f: BinaryIO, path: str, split: int) -> Optional[tuple[int, int]]:
     except OSError as err:
         logger.warning("%s: cannot fork a second reader (%s): read in one process", path, err)
         return None
-
-
-def _abandon(child: tuple[int, int]) -> None:
-    """Stop waiting for the child of ``_fork_tail`` (reading failed here)."""
-    forks.abandon(child)
 
 
 def _tail_state(child: tuple[int, int]) -> Optional[dict[str, Any]]:
