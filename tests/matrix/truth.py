@@ -61,7 +61,6 @@ _ATTR_OP = re.compile(r'[\[ ]op_name="([^"]*)"')
 _ATTR_CTX = re.compile(r'[\[ ]tfdbg_context_id="([^"]*)"')
 _ATTR_SLOT = re.compile(r"[\[ ]output_slot=(\d+)")
 _ATTR_MODE = re.compile(r"[\[ ]tensor_debug_mode=(\d+)")
-_IDENTITIES = {"Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"}
 _PLUMBING = {"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp"}
 # Op types grappler's remapper absorbs into a fused node (remapper.cc's patterns): only
 # these can have run inside a consumer's or sibling's fused kernel.
@@ -254,10 +253,11 @@ def _graph_label(ident: _Ident, op_name: str, nodes: dict[str, _Node],
     if node.kernel == "Const":
         return CONST
     if _fused(node.kernel):
-        # An op absorbed into a fused node ran inside it; an identity op reading one
-        # was removed (it does nothing of the fused node's work).
+        # An op absorbed into a fused node ran inside it; an op the remapper cannot
+        # absorb (an identity, a Reshape that forwarded the fused node's bias gradient)
+        # reading one was removed: it does nothing of the fused node's work.
         op_type = graph.get_op_creation_digest(op_name).op_type
-        return REMOVED if op_type in _IDENTITIES else node.kernel
+        return node.kernel if op_type in _FUSABLE else REMOVED
     tail = "/" + op_name + "/"
     if tail in "/" + producer:
         return node.kernel  # grappler made a node of its own for the op's work
