@@ -42,10 +42,13 @@ FLOAT_DTYPES = frozenset(("DT_FLOAT", "DT_DOUBLE", "DT_BFLOAT16", "DT_HALF"))
 _NO_TENSOR = 1  # tensor_debug_mode of a dump that records no tensor values
 # Ops that pass their input on unchanged; reading a fused node's output they were removed.
 _IDENTITY_OPS = frozenset(("Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"))
-# Kernels the executor runs inline without a profiler event (measured on TF 2.21:
-# Reshape, ExpandDims, Const, Shape; the others alias their input or read only its shape).
+# Kernels the executor runs inline without a profiler event at the default host tracer
+# level: their OpKernel says IsExpensive() false (TF's shape_ops, identity_op,
+# constant_op), so the executor traces them at level 3 only (measured on TF 2.21: Reshape,
+# ExpandDims, Const, Shape; on TF 2.13: ShapeN).
 _NO_EVENT_OPS = frozenset(("Reshape", "ExpandDims", "Squeeze", "Const", "Identity", "Snapshot",
-                           "Bitcast", "Shape", "Size", "Rank"))
+                           "Bitcast", "Shape", "ShapeN", "Size", "Rank", "IdentityN",
+                           "StopGradient", "PreventGradient"))
 
 
 def is_fused(kernel: str) -> bool:
@@ -301,6 +304,21 @@ def _consumers(model: RunModel, dump_index: int, graph_id: str) -> dict[str, lis
     return out
 
 
+# TF's executor keeps a cost estimate per node, which starts at 100M cycles and becomes
+# (9 * estimate + cycles) / 10 at every run; once it is under 8000 cycles the node counts as
+# cheap and is traced at host_tracer_level 3 only (executor.cc's KernelStats,
+# traceme.h's GetTFTraceMeLevel). From 100M that takes 90 runs even of a free kernel, so a
+# node that ran at most this often was traced at every run at the default level 2.
+_TRACED_RUNS = 90
+
+
+def _traced_at_every_run(executions: int, cut: bool) -> bool:
+    """Whether a missing profiler event can mean "no node": only while the node ran too
+    few times for its cost estimate to fall under the tracing threshold. A dump cut by
+    its circular buffer kept only a tail, so its count bounds nothing."""
+    return not cut and executions <= _TRACED_RUNS
+
+
 def assign_graph(model: RunModel) -> list[OpKernel]:
     """The kernel of every dump graph op that executed."""
     counts = _lowest_slot_counts(model)
@@ -357,6 +375,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         if op.kernel != REMOVED and not op.fused_into and op.evidence in ("log", "profile"):
             seen[(op.op_type, op.dtype)][op.kernel] += 1
     cpu_seen = cpu_from_kernels(model, resolved)
+    graph_cut = any(cut.kind == "graph_execution_trace" for cut in model.buffer_cuts)
     consumers_cache: dict[tuple[int, str], dict[str, list[str]]] = {}
     resolved_by_name = {(op.graph_id, op.op_name): op for op in resolved}
     if model.onednn_enabled is not False:
@@ -422,6 +441,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "(_Arg) instead (inferred; no log or profile shows it)")
             continue
         summaries, identities = profiled_debug
+        traced_always = _traced_at_every_run(op.executions, graph_cut)
         # A NO_TENSOR dump has no summary nodes at all: a missing summary says nothing.
         if (summaries and op.op_name in identities and op.op_name not in summaries
                 and op.op_type != "Const"):
@@ -437,6 +457,13 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "constant (inferred from the dump's graph; no log or profile shows it)")
             continue
         created = graph_ops.get(op.op_name)
+        if op.op_type in ("StopGradient", "PreventGradient") and created is not None and len(
+                created.inputs) == 1 and not created.inputs[0].startswith("^"):
+            op.kernel, op.evidence = REMOVED, "inferred"
+            op.note = ("removed by grappler: its model pruner drops every StopGradient once the "
+                       "graph is built, when that adds no edges, as for one input (inferred "
+                       "from the dump's graph; no log or profile shows it)")
+            continue
         if op.op_type == "Pack" and created is not None and len(
                 [t for t in created.inputs if not t.startswith("^")]) == 1:
             op.kernel, op.evidence = "ExpandDims", "inferred"
@@ -464,8 +491,10 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                 continue
         # Its debug node ran in a profiled step (the summary; in a NO_TENSOR dump, which
         # has none, the identity), so its graph ran there: no event of its own means no
-        # node of its own, unless it is an op the profiler does not record.
-        if op.op_name in (summaries or identities) and op.op_type not in _NO_EVENT_OPS:
+        # node of its own, unless it is an op the profiler does not record, or one that
+        # ran often enough for the executor to stop tracing it (_traced_at_every_run).
+        if (op.op_name in (summaries or identities) and op.op_type not in _NO_EVENT_OPS
+                and traced_always):
             op.kernel, op.evidence = REMOVED, "inferred"
             op.note = ("no profiler event for it although its debug node ran in the same "
                        "step: grappler most likely removed or folded it")
