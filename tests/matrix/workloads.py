@@ -79,6 +79,9 @@ CELLS.update({
     # and more than 1000 eager executions are written, only the last 1000 kept.
     "fit_default_buffer": _cell("fit", circular_buffer_size=None, steps=8, extra_eager=1100),
     "fit_spe": _cell("fit", steps_per_execution=2, evaluate=True, predict=True),
+    # A profile of a late step, as users take to skip the warm-up: by then TF's executor
+    # has stopped tracing its cheap nodes at the default tracer level (after ~90 runs).
+    "fit_late_profile": _cell("fit", steps=100, profile_batch=96),
     "custom_loop": _cell("custom_loop"),
     "tfdata_map": _cell("tfdata_map"),
     "control_flow": _cell("control_flow"),
@@ -413,7 +416,8 @@ class _Child:
         log_dir = str(self.logdir / stamp)
         self.meta["tensorboard_log_dir"] = os.path.relpath(log_dir, self.outdir)
         return self.keras().callbacks.TensorBoard(
-            log_dir=log_dir, histogram_freq=histogram_freq, profile_batch=2)
+            log_dir=log_dir, histogram_freq=histogram_freq,
+            profile_batch=self.params.get("profile_batch", 2))
 
     # -- workloads -------------------------------------------------------
 
