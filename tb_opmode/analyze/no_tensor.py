@@ -82,6 +82,16 @@ def bypassed_reshapes(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _static_shape_of(op: OpCreation | None, slot: int, ops: dict[str, OpCreation]) -> bool:
+    """Output ``slot`` of a Shape/ShapeN is the shape of a variable's value: variables
+    have static shapes, so grappler's constant folding replaces that output with a
+    constant (``ConstantFolding/<node>-matshapes-<slot>``) and its readers read that."""
+    if op is None or op.op_type not in ("Shape", "ShapeN") or slot >= len(op.inputs):
+        return False
+    source = ops.get(_source(op.inputs[slot].lstrip("^"))[0])
+    return source is not None and source.op_type == "ReadVariableOp"
+
+
 def pruned_dead_ops(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
     """Pure ops whose every reader (by data or control edge) is such an op too, or that
     have none: TF prunes a function body to what its outputs and stateful ops need (only
@@ -89,7 +99,10 @@ def pruned_dead_ops(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
     readers: dict[str, set[str]] = defaultdict(set)
     for op in ops.values():
         for tensor in op.inputs:
-            readers[_source(tensor.lstrip("^"))[0]].add(op.op_name)
+            source, slot = _source(tensor.lstrip("^"))
+            if not tensor.startswith("^") and _static_shape_of(ops.get(source), slot, ops):
+                continue  # it reads a constant grappler made of that shape instead
+            readers[source].add(op.op_name)
     dead: set[str] = set()
     changed = True
     while changed:

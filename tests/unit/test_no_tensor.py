@@ -95,3 +95,21 @@ def test_a_dead_op_of_a_full_health_dump_ran_for_its_debug_op() -> None:
     assert summary(dead, 1)["Shape_2"] == REMOVED
     assert summary(dead, 4)["Shape_2"] == "Shape"
     assert summary(ops, 1)["Shape_2"] != REMOVED  # read by a Reshape that is kept
+
+
+def test_a_shape_n_whose_live_reader_reads_a_variables_shape_is_pruned() -> None:
+    # Keras' conv gradient: ShapeN of (input, kernel). The filter gradient reads the
+    # kernel's shape, which grappler makes a constant (variables have static shapes);
+    # the input gradient of a first layer is dead. So nothing keeps the ShapeN.
+    ops = [("x", "IteratorGetNext", ()), ("w", "ReadVariableOp", ("v:0",)),
+           ("dy", "ReluGrad", ("g:0", "x:0")),
+           ("ShapeN", "ShapeN", ("x:0", "w:0")),
+           ("Conv2DBackpropInput", "Conv2DBackpropInput", ("ShapeN:0", "w:0", "dy:0")),
+           ("Conv2DBackpropFilter", "Conv2DBackpropFilter", ("x:0", "ShapeN:1", "dy:0")),
+           ("Assign", "AssignSubVariableOp", ("v:0", "Conv2DBackpropFilter:0"))]
+    dead = pruned_dead_ops(graph(ops))
+    assert {"ShapeN", "Conv2DBackpropInput"} <= set(dead)
+    # The input gradient read: ShapeN:0 (the activation's shape) keeps it alive.
+    live = ops + [("Add", "AddV2", ("Conv2DBackpropInput:0", "x:0")),
+                  ("Assign_2", "AssignSubVariableOp", ("u:0", "Add:0"))]
+    assert "ShapeN" not in pruned_dead_ops(graph(live))
