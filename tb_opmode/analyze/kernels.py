@@ -31,6 +31,7 @@ from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, OpCreation, d
 from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
 from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
 from .cast_reorder import reordered_across_casts
+from .cse import merged_duplicates
 from .no_tensor import bypassed_reshapes, pruned_dead_ops
 from .nodes import canonical_op, origin_name, suffixes
 from .rules import cpu_dependence, expected_kernel, matching_rules
@@ -567,6 +568,40 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                                              cpu_seen)
         op.evidence = "inferred"
     _gradient_reshapes(model, resolved, unresolved)
+    _merged_duplicates(model, resolved, unresolved)
+
+
+_FULL_TENSOR = 7  # tensor_debug_mode of a dump whose traces hold whole tensors
+
+
+def _merged_duplicates(model: RunModel, resolved: list[OpKernel],
+                       unresolved: list[tuple[int, OpKernel]]) -> None:
+    """Of identical ops that grappler merged (``cse``), one ran: the inferred ones of a
+    group are counted once, and say so."""
+    by_graph: dict[tuple[int, str], list[OpKernel]] = defaultdict(list)
+    for i, op in unresolved:
+        by_graph[(i, op.graph_id)].append(op)
+    seen_by_graph: dict[str, set[str]] = defaultdict(set)
+    for op in resolved:
+        if op.kernel not in (REMOVED, UNKNOWN, "Const") and op.evidence in ("log", "profile"):
+            seen_by_graph[op.graph_id].add(op.op_name)
+    for (i, graph_id), ops in by_graph.items():
+        dump = model.dumps[i]
+        ran = {op.op_name for op in ops if op.kernel not in (REMOVED, UNKNOWN, "Const", "")}
+        if len(ran) < 2 and not seen_by_graph[graph_id]:
+            continue
+        digests = {(name, slot): d for (g, name, slot), d in dump.trace_digests.items()
+                   if g == graph_id}
+        decided = merged_duplicates(dump.graphs[graph_id].ops, digests,
+                                    set(dump.tensor_debug_modes) == {_FULL_TENSOR}, ran,
+                                    seen_by_graph[graph_id])
+        for op in ops:
+            kernel, note = decided.get(op.op_name, (None, ""))
+            if kernel is None or op.op_name not in ran:
+                continue
+            if kernel:
+                op.kernel = kernel
+            op.note = note
 
 
 _PROFILED_REMOVAL = "no profiler event for it"

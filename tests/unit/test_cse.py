@@ -1,0 +1,60 @@
+"""Identical ops grappler's common-subexpression elimination merged, on in-memory graphs.
+
+In: hand-made ``OpCreation``s shaped like Keras 2's label chain, which the truth matrix
+met on TF 2.13 and 2.21 (``ExpandDims(y, dim)`` and ``ExpandDims_1(y, dim_1)``; the
+forward and the gradient ``Shape`` of one tensor), and trace digests. Out: what
+``cse.merged_duplicates`` decides.
+"""
+from __future__ import annotations
+
+from tb_opmode.analyze.cse import merged_duplicates
+from tb_opmode.read.tfdbg import OpCreation
+from tb_opmode.vocab import REMOVED
+
+LABELS = [("y", "IteratorGetNext", ()), ("ExpandDims/dim", "Const", ()),
+          ("ExpandDims", "ExpandDims", ("y:0", "ExpandDims/dim:0")),
+          ("ExpandDims_1/dim", "Const", ()),
+          ("ExpandDims_1", "ExpandDims", ("y:0", "ExpandDims_1/dim:0"))]
+
+
+def graph(ops: list[tuple[str, str, tuple[str, ...]]]) -> dict[str, OpCreation]:
+    return {name: OpCreation(op_type, name, "g", "/cpu:0", 1, (), inputs)
+            for name, op_type, inputs in ops}
+
+
+def digests(**values: int) -> dict[tuple[str, int], int]:
+    return {(name.replace("__", "/"), 0): v for name, v in values.items()}
+
+
+def test_two_expand_dims_by_equal_constants_run_once() -> None:
+    seen = digests(ExpandDims__dim=7, ExpandDims_1__dim=7, ExpandDims=9, ExpandDims_1=9)
+    got = merged_duplicates(graph(LABELS), seen, True, {"ExpandDims", "ExpandDims_1"}, set())
+    assert got["ExpandDims"][0] == REMOVED and "ExpandDims_1" in got["ExpandDims"][1]
+    assert got["ExpandDims_1"][0] == "" and "does not record" in got["ExpandDims_1"][1]
+
+
+def test_constants_of_other_values_or_unknown_values_do_not_merge() -> None:
+    other = digests(ExpandDims__dim=7, ExpandDims_1__dim=8, ExpandDims=9, ExpandDims_1=9)
+    assert merged_duplicates(graph(LABELS), other, True, {"ExpandDims", "ExpandDims_1"}, set()) == {}
+    # Without whole tensors in the traces (SHAPE, NO_TENSOR) a constant's value is not known.
+    assert merged_duplicates(graph(LABELS), {}, False, {"ExpandDims", "ExpandDims_1"}, set()) == {}
+
+
+def test_the_same_op_on_the_same_tensor_merges_without_digests() -> None:
+    ops = [("relu", "Relu", ()), ("to_seq/Shape", "Shape", ("relu:0",)),
+           ("gradient_tape/to_seq/Shape", "Shape", ("relu:0",))]
+    got = merged_duplicates(graph(ops), {}, False, {"to_seq/Shape", "gradient_tape/to_seq/Shape"},
+                            set())
+    assert got["to_seq/Shape"][0] == REMOVED and got["gradient_tape/to_seq/Shape"][0] == ""
+    # Traces that differ show an attribute the dump does not record (out_type): no merge.
+    apart = digests(to_seq__Shape=3, gradient_tape__to_seq__Shape=4)
+    assert merged_duplicates(graph(ops), apart, False,
+                             {"to_seq/Shape", "gradient_tape/to_seq/Shape"}, set()) == {}
+
+
+def test_a_node_a_profile_saw_is_the_one_kept() -> None:
+    ops = [("relu", "Relu", ()), ("a", "Shape", ("relu:0",)), ("b", "Shape", ("relu:0",))]
+    got = merged_duplicates(graph(ops), {}, False, {"b"}, {"a"})
+    assert got["b"][0] == REMOVED and "reads a" in got["b"][1] and got["a"][0] == ""
+    # Both seen: grappler kept both, nothing to decide.
+    assert merged_duplicates(graph(ops), {}, False, set(), {"a", "b"}) == {}
