@@ -377,6 +377,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             seen[(op.op_type, op.dtype)][op.kernel] += 1
     cpu_seen = cpu_from_kernels(model, resolved)
     graph_cut = any(cut.kind == "graph_execution_trace" for cut in model.buffer_cuts)
+    untraced: list[OpKernel] = []  # no event, which says nothing after many runs
     consumers_cache: dict[tuple[int, str], dict[str, list[str]]] = {}
     resolved_by_name = {(op.graph_id, op.op_name): op for op in resolved}
     if model.onednn_enabled is not False:
@@ -494,6 +495,9 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         # has none, the identity), so its graph ran there: no event of its own means no
         # node of its own, unless it is an op the profiler does not record, or one that
         # ran often enough for the executor to stop tracing it (_traced_at_every_run).
+        if op.op_name in (summaries or identities) and op.op_type not in _NO_EVENT_OPS \
+                and not traced_always:
+            untraced.append(op)
         if (op.op_name in (summaries or identities) and op.op_type not in _NO_EVENT_OPS
                 and traced_always):
             op.kernel, op.evidence = REMOVED, "inferred"
@@ -569,6 +573,28 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         op.evidence = "inferred"
     _gradient_reshapes(model, resolved, unresolved)
     _merged_duplicates(model, resolved, unresolved)
+    if untraced:
+        _say_untraced(model, untraced, graph_cut)
+
+
+def _say_untraced(model: RunModel, ops: list[OpKernel], cut: bool) -> None:
+    """Ops the profile has no event of where that proves nothing: each says so, and the
+    run's profile notes say how to get a profile that would tell."""
+    why = ("the dump kept only its circular buffer's last records, so how often a node had "
+           "run is not known" if cut else
+           f"its nodes ran up to {max(op.executions for op in ops)} times")
+    advice = (f"TF's executor stops tracing a node at the default host tracer level once its "
+              f"running cost estimate falls under 8000 cycles, which takes {_TRACED_RUNS} "
+              f"runs; {why}, so a node with no event in the profile may still have run. To "
+              f"know, profile one of the first steps, or with host_tracer_level=3, or keep "
+              f"TF's log (TF_CPP_MAX_VLOG_LEVEL=2)")
+    for op in ops:
+        op.note = (op.note + "; " if op.note else "") + (
+            "the profile has no event for it, which does not prove it removed: " + advice)
+    for profile in model.profiles:
+        note = f"{len(ops)} graph ops have no event of their own: {advice}"
+        if note not in profile.notes:
+            profile.notes.append(note)
 
 
 _FULL_TENSOR = 7  # tensor_debug_mode of a dump whose traces hold whole tensors

@@ -20,7 +20,8 @@ PROFILE = [("MatMul", "_MklMatMul"), ("MatMul/DebugNumericSummaryV2", "DebugNume
            ("add/DebugNumericSummaryV2", "DebugNumericSummaryV2")]
 
 
-def kernels(runs: int, cut: bool = False) -> dict[str, tuple[str, str]]:
+def kernels(runs: int, cut: bool = False, notes: list[str] | None = None,
+            ) -> dict[str, tuple[str, str]]:
     model = run("train_function", OPS, {"add": "DT_FLOAT", "MatMul": "DT_FLOAT"},
                 profile=PROFILE)
     for key in list(model.dumps[0].traces):
@@ -28,7 +29,11 @@ def kernels(runs: int, cut: bool = False) -> dict[str, tuple[str, str]]:
     if cut:
         model.buffer_cuts = [BufferCut("/run/x.graph_execution_traces", "graph_execution_trace",
                                        1000, "1000 is tfdbg's default circular_buffer_size", "")]
-    return {op.op_name: (op.kernel, op.evidence) for op in assign_graph(model)}
+    ops = assign_graph(model)
+    if notes is not None:
+        notes.extend(op.note for op in ops if op.op_name == "add")
+        notes.extend(model.profiles[0].notes)
+    return {op.op_name: (op.kernel, op.evidence) for op in ops}
 
 
 def test_a_node_that_ran_few_times_and_left_no_event_was_removed() -> None:
@@ -38,9 +43,16 @@ def test_a_node_that_ran_few_times_and_left_no_event_was_removed() -> None:
 
 
 def test_after_90_runs_a_missing_event_proves_nothing() -> None:
-    got = kernels(runs=91)
+    notes: list[str] = []
+    got = kernels(runs=91, notes=notes)
     assert got["MatMul"] == ("_MklMatMul", "profile")
     assert got["add"] == ("AddV2", "inferred")  # as from the dump alone: the op ran
+    op_note, run_note = notes
+    assert "does not prove it removed" in op_note and "host_tracer_level=3" in op_note
+    assert run_note.startswith("1 graph ops have no event") and "ran up to 91 times" in run_note
+    quiet: list[str] = []
+    kernels(runs=90, notes=quiet)
+    assert len(quiet) == 1 and "does not prove" not in quiet[0]  # the op's own note only
 
 
 def test_a_dump_cut_by_its_buffer_bounds_no_run_count() -> None:
