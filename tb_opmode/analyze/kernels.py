@@ -41,8 +41,6 @@ __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
 
 FLOAT_DTYPES = frozenset(("DT_FLOAT", "DT_DOUBLE", "DT_BFLOAT16", "DT_HALF"))
 _NO_TENSOR = 1  # tensor_debug_mode of a dump that records no tensor values
-# Ops that pass their input on unchanged; reading a fused node's output they were removed.
-_IDENTITY_OPS = frozenset(("Identity", "IdentityN", "StopGradient", "Snapshot", "PreventGradient"))
 # Kernels the executor runs inline without a profiler event at the default host tracer
 # level: their OpKernel says IsExpensive() false (TF's shape_ops, identity_op,
 # constant_op), so the executor traces them at level 3 only (measured on TF 2.21: Reshape,
@@ -216,8 +214,9 @@ def _classify_link(op: OpKernel, link: LogLink) -> None:
         op.kernel, dtype = link.ran
         op.dtype = op.dtype or dtype
         op.evidence, op.node = "log", link.expected
-    elif kernel and is_fused(kernel) and op.op_type in _IDENTITY_OPS:
-        # An identity op does none of the fused node's work: grappler removed it and its
+    elif kernel and is_fused(kernel) and op.op_type not in _FUSABLE:
+        # An op the remapper cannot absorb (an identity, a Reshape forwarding the fused
+        # node's bias gradient) does none of its work: grappler removed it and its
         # consumers read the fused node's output directly.
         op.kernel, op.evidence, op.node = REMOVED, "log", producer
         op.note = (f"removed by grappler: its consumers read the output of {producer} "
