@@ -844,8 +844,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-reference", action="store_true",
                         help=f"skip the code of {REFERENCE_COMMIT} (before issue 12) as reference")
     parser.add_argument("--no-bytecode", action="store_true",
-                        help="measure our code and the reference's compiled from source in every "
-                             "run (by default both are byte-compiled first, as an install is)")
+                        help="do not byte-compile our code and the reference's first (as an install "
+                             "is, the default): runs then use whatever __pycache__ there is, none "
+                             "in a fresh checkout, compiling every module in every run")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--tensorboard-without-tf", metavar="PATH",
                         help="also time the tab with this tensorboard executable, from an "
