@@ -401,6 +401,21 @@ def reference_tree(commit: str = REFERENCE_COMMIT) -> Path | None:
     return out
 
 
+def compile_bytecode(tree: Path | None = None) -> str:
+    """Byte-compile the ``tb_opmode`` the measured commands import (ours, or the reference
+    tree's), as ``pip install`` does: the commands run with PYTHONDONTWRITEBYTECODE=1 (so
+    that nothing is written while measuring), and an editable install left without
+    ``__pycache__`` would compile every module from source in every measured run (~60 ms
+    of CPU for ours), which no installed copy does. TensorFlow's modules are compiled
+    already. Returns the directory compiled."""
+    env = _on_path(_env(None), tree)
+    where = subprocess.run([PY, "-c", "import os, tb_opmode; print(os.path.dirname(tb_opmode.__file__))"],
+                           env=env, cwd=str(BIN), capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([PY, "-m", "compileall", "-q", where], env=env, cwd=str(BIN), check=True,
+                   stdout=subprocess.DEVNULL)
+    return where
+
+
 def many_runs_logdir(dump: Path, runs: int = MANY_RUNS) -> Path:
     """bench/cache/many_<runs>: ``runs`` run directories, each a hard-linked copy of
     ``dump`` (a small real run: its dump and profile), so no extra disk."""
@@ -828,6 +843,10 @@ def main(argv: list[str] | None = None) -> int:
                              "--no-tab, nothing else")
     parser.add_argument("--no-reference", action="store_true",
                         help=f"skip the code of {REFERENCE_COMMIT} (before issue 12) as reference")
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="do not byte-compile our code and the reference's first (as an install "
+                             "is, the default): runs then use whatever __pycache__ there is, none "
+                             "in a fresh checkout, compiling every module in every run")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--tensorboard-without-tf", metavar="PATH",
                         help="also time the tab with this tensorboard executable, from an "
@@ -855,6 +874,12 @@ def main(argv: list[str] | None = None) -> int:
                          for n in ("cold", "warm")]
     records = {s: trace_records(d) for s, d in dumps.items()}
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {PY}")
+    if not args.no_bytecode:
+        trees: list[Path | None] = [None]  # ours
+        ref_tree = None if args.no_reference else reference_tree()
+        if ref_tree is not None:
+            trees.append(ref_tree)
+        print("byte-compiled: " + ", ".join(compile_bytecode(t) for t in trees), flush=True)
     for s, d in dumps.items():
         size = sum(p.stat().st_size for p in d.glob("tfdbg_events.*"))
         print(f"dump {s}: {d}  {records[s]:,} trace records, {size / 1e6:.0f} MB of dump files")

@@ -18,7 +18,7 @@ import textwrap
 from typing import Any, Callable, TextIO
 
 from . import __version__
-from .analyze.assemble import load
+from .analyze.assemble import find_runs, load
 from .analyze.explain import call_sites, explain
 from .errors import DaskError, LogdirError, PublicError, ReportOutputError, UnknownOpType
 from .model import RunModel
@@ -27,7 +27,8 @@ from .present.csv import render_csv
 from .present.report import DEFAULT_FOCUS, FORMATS, Redaction, build, focus_ops, render
 from .present.workers import render_workers
 from .read import fs
-from .read.discover import display
+from .read.cache import load_summary, store_summary
+from .read.discover import RunSources, display
 from .read.partials import Partial, Unit, read_pool, read_serial
 from .vocab import MODES
 
@@ -120,11 +121,44 @@ def _reader(args: argparse.Namespace) -> Callable[[list[Unit]], Partial]:
     return read_serial
 
 
+def _signature(found: list[RunSources]) -> tuple[str, tuple[tuple[str, Any], ...]] | None:
+    """What a summary of these runs is made from: the runs as discovery found them (their
+    names, files, warnings) and, of every file read, its identity (size, mtime, inode,
+    device) and its ctime and mode (a file made unreadable since reads differently); None
+    when a file cannot be stat'ed (then nothing is kept)."""
+    paths = sorted({p for r in found for files in r.dump_sets.values() for p in files.values()}
+                   | {p for r in found for p in (*r.profiles, *r.logs)})
+    ids = []
+    for p in paths:
+        try:
+            st = os.stat(p)  # local files only (see _summary)
+        except OSError:
+            return None
+        ids.append((p, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev,
+                        st.st_mode)))
+    return repr(found), tuple(ids)
+
+
 def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    models = load(args.logdir, _run_name(args.run), tuple(args.log), read=_reader(args))
-    if not any(m.counts_from for m in models):
-        raise _nothing_readable(args.logdir, models)
-    doc = summary(models, args.logdir)
+    run = _run_name(args.run)
+    found = find_runs(args.logdir, run, tuple(args.log))
+    # The whole document is kept for a run of the program on a local logdir read here: not
+    # for main(argv) called from Python (the caller may have patched what reads the files,
+    # which the cache's code fingerprint cannot see), nor for --workers/--dask (whose
+    # reading is then not exercised), nor remotely (a stat per object).
+    keep = (args.program and not (args.workers or args.dask)
+            and not any(map(fs.is_remote, (args.logdir, *args.log))))
+    cache_args = ("" if run is None else run, *map(fs.absolute, args.log))
+    before = _signature(found) if keep else None
+    doc = load_summary(args.logdir, cache_args, before) if before is not None else None
+    if doc is None:
+        models = load(args.logdir, run, tuple(args.log), read=_reader(args), found=found)
+        if not any(m.counts_from for m in models):
+            raise _nothing_readable(args.logdir, models)
+        doc = summary(models, args.logdir)
+        # Only a document of files that did not change while they were read is kept.
+        if before is not None and _signature(found) == before:
+            store_summary(args.logdir, cache_args, before, doc, [p for p, _i in before[1]])
     for warning in doc["warnings"]:
         stderr.write(f"tb-opmode: warning: {warning}\n")
     if args.format == "json":
@@ -287,6 +321,7 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     args = _parser().parse_args(argv)
+    args.program = argv is None  # run as the program (the command line), not called from Python
     try:
         status: int = args.func(args, stdout, stderr)
         return status

@@ -32,7 +32,7 @@ from .kernels import assign_eager, assign_graph, detect_onednn
 from .nodes import canonical_op
 from .workers import breakdown
 
-__all__ = ["build_run", "load", "row_op", "is_user_op"]
+__all__ = ["build_run", "find_runs", "load", "row_op", "is_user_op"]
 
 
 def _dump_counts(model: RunModel) -> None:
@@ -323,10 +323,10 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
     return model
 
 
-def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
-         read: Callable[[list[Unit]], Partial] = read_serial) -> list[RunModel]:
-    """Read every run under ``logdir`` (or only ``run``). ``read`` reads the runs' sources
-    (``partials.read_serial``, ``read_pool``, ``read_dask``), all before any run is built."""
+def find_runs(logdir: str, run: str | None = None,
+              extra_logs: tuple[str, ...] = ()) -> list[RunSources]:
+    """The runs under ``logdir`` (or only ``run``), with their sources, read by nothing yet.
+    Raises ``LogdirError`` (no such directory, nothing found) or ``NoSuchRun``."""
     try:
         is_dir = fs.isdir(logdir)
     except OSError as err:  # remote: no credentials, endpoint down, no such bucket
@@ -344,6 +344,17 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
         found = [r for r in found if r.name == run]
         if not found:
             raise NoSuchRun(f"{logdir}: no run named {run!r}")
+    return found
+
+
+def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
+         read: Callable[[list[Unit]], Partial] = read_serial,
+         found: list[RunSources] | None = None) -> list[RunModel]:
+    """Read every run under ``logdir`` (or only ``run``). ``read`` reads the runs' sources
+    (``partials.read_serial``, ``read_pool``, ``read_dask``), all before any run is built.
+    ``found``: the runs ``find_runs`` gave for these arguments (not looked for again)."""
+    if found is None:
+        found = find_runs(logdir, run, extra_logs)
     if fs.is_remote(logdir):
         # Every run's small objects in one batch of parallel requests, not run by run.
         prefetch_files([p for r in found for p in r.profiles], [p for r in found for p in r.logs],

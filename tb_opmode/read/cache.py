@@ -17,7 +17,8 @@ files are only loaded when owned by the current user (they are pickles).
 
 Size: the cache holds an entry for every file of every logdir read (a logdir of
 200 runs needs 800: per run a dump set, the cluster tasks its ``.graphs`` names
-(``cached_dump_tasks``, asked by discovery), a profile and the run's light view),
+(``cached_dump_tasks``, asked by discovery), a profile and the run's light view; the
+command line adds one summary document per logdir and arguments, ``load_summary``),
 bounded by the disk rather
 than by a count: entries go, least recently used first, only when the disk's
 free space would fall under ``MIN_FREE_FRACTION`` of it (at least
@@ -46,7 +47,8 @@ from .xplane import Profile, read_profile
 
 __all__ = ["CACHE_ENV", "cache_dir", "cached_dump_set", "cached_profile", "cached_log",
            "MAX_ENTRIES", "MAX_BYTES", "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "SWEEP_SECONDS",
-           "prune", "load_view", "store_view", "prefetch_files", "cached_dump_tasks"]
+           "prune", "load_view", "store_view", "prefetch_files", "cached_dump_tasks",
+           "load_summary", "store_summary"]
 
 CACHE_ENV = "TB_OPMODE_CACHE"
 _OFF = ("", "0", "off", "none", "false", "no")
@@ -97,6 +99,8 @@ _READERS: dict[str, tuple[str, ...]] = {
     "tasks": ("read.tasks", "read.tfdbg", "read.tfrecord", "read.schema", "read.cache", "errors"),
     # A run's light view (what the tab's run list shows) comes from all of the code.
     "view": (),
+    # So does the CLI's summary of a logdir (``load_summary``).
+    "summary": (),
 }
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _fingerprints: dict[str, str] = {}
@@ -432,6 +436,31 @@ def store_view(logdir: str, run: str, signature: tuple[tuple[str, int, int], ...
         return
     key = ("view", fs.real(logdir), run)
     _store(where, _entry_path(where, key), key, (signature, light), [p for p, _s, _m in signature])
+
+
+def load_summary(logdir: str, args: tuple[str, ...], signature: Any) -> Any:
+    """The summary (``tb-opmode summary``'s JSON document) stored for ``logdir`` read with
+    ``args`` when its runs' sources were exactly ``signature``, else None: a second
+    summary of an unchanged logdir unpickles one small document instead of the dump's
+    state, and builds no run."""
+    where = cache_dir()
+    if where is None:
+        return None
+    key = ("summary", fs.real(logdir), *args)
+    found = _load(_entry_path(where, key), key)
+    if isinstance(found, tuple) and len(found) == 2 and found[0] == signature:
+        return found[1]
+    return None
+
+
+def store_summary(logdir: str, args: tuple[str, ...], signature: Any, doc: Any,
+                  sources: list[str]) -> None:
+    """Keep ``doc`` for ``load_summary``; ``sources``: the files it was made from."""
+    where = cache_dir()
+    if where is None:
+        return
+    key = ("summary", fs.real(logdir), *args)
+    _store(where, _entry_path(where, key), key, (signature, doc), sources)
 
 
 def cached_profile(path: str) -> Profile:
