@@ -312,11 +312,36 @@ def _consumers(model: RunModel, dump_index: int, graph_id: str) -> dict[str, lis
 _TRACED_RUNS = 90
 
 
-def _traced_at_every_run(executions: int, cut: bool) -> bool:
+def _traced_at_every_run(executions: int, cut: bool, runs_before: int | None) -> bool:
     """Whether a missing profiler event can mean "no node": only while the node ran too
-    few times for its cost estimate to fall under the tracing threshold. A dump cut by
-    its circular buffer kept only a tail, so its count bounds nothing."""
+    few times for its cost estimate to fall under the tracing threshold, before the
+    profiled window (``runs_before``, where known) or at all. A dump cut by its circular
+    buffer kept only a tail, so its count bounds nothing."""
+    if runs_before is not None:
+        return runs_before < _TRACED_RUNS
     return not cut and executions <= _TRACED_RUNS
+
+
+def _runs_before_window(model: RunModel, dump: DumpSet, op: OpKernel, cut: bool) -> int | None:
+    """How often the op had run before the last profiled window began: the calls of its
+    function from Python before the window's start, where the op runs once per call (its
+    executions equal the calls; not so in a loop's body or a branch). None where that is
+    not known: no profile start, the eager records cut, a loop's body."""
+    # A function called from another (Keras 3's step inside its multi-step function)
+    # runs with its caller: its calls are the outermost caller's, called from Python.
+    graph_id, hops = op.graph_id, 0
+    while graph_id not in dump.call_times and graph_id in dump.graphs and hops < 16:
+        graph_id, hops = dump.graphs[graph_id].outer_id, hops + 1
+    calls = dump.call_times.get(graph_id)
+    # An estimated start (TF 2.13's, from the file's mtime) may be late or early: its end
+    # is the file's mtime, after the window, and calls before it bound those before it.
+    starts = [p.start_ns if p.time_source in ("profile_start_time", "line_timestamps")
+              else p.end_ns for p in model.profiles
+              if p.time_source and p.start_ns and (p.host == dump.host or not dump.host)]
+    if not calls or not starts or cut or op.executions != len(calls):
+        return None
+    start = max(starts) / 1e9
+    return sum(1 for t in calls if t < start)
 
 
 def assign_graph(model: RunModel) -> list[OpKernel]:
@@ -376,6 +401,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             seen[(op.op_type, op.dtype)][op.kernel] += 1
     cpu_seen = cpu_from_kernels(model, resolved)
     graph_cut = any(cut.kind == "graph_execution_trace" for cut in model.buffer_cuts)
+    eager_cut = any(cut.kind == "execution" for cut in model.buffer_cuts)
     untraced: list[OpKernel] = []  # no event, which says nothing after many runs
     consumers_cache: dict[tuple[int, str], dict[str, list[str]]] = {}
     resolved_by_name = {(op.graph_id, op.op_name): op for op in resolved}
@@ -442,7 +468,9 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "(_Arg) instead (inferred; no log or profile shows it)")
             continue
         summaries, identities = profiled_debug
-        traced_always = _traced_at_every_run(op.executions, graph_cut)
+        traced_always = _traced_at_every_run(
+            op.executions, graph_cut,
+            _runs_before_window(model, model.dumps[i], op, graph_cut or eager_cut))
         # A NO_TENSOR dump has no summary nodes at all: a missing summary says nothing.
         if (summaries and op.op_name in identities and op.op_name not in summaries
                 and op.op_type != "Const"):

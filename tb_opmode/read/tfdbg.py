@@ -290,6 +290,9 @@ class DumpSet:
     # (graph id, op name, slot) -> device name of its first trace (an op of a graph is
     # placed on one device).
     execution_devices: Counter[tuple[str, str, int, str]] = field(default_factory=Counter)
+    # graph id -> wall times (epoch s) of its calls from Python (tf.function calls), in
+    # file order: where a profile's window falls among a function's runs.
+    call_times: dict[str, list[float]] = field(default_factory=dict)
     trace_devices: dict[tuple[str, str, int], str] = field(default_factory=dict)
     tensor_debug_modes: Counter[int] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
@@ -508,6 +511,8 @@ def _fold_executions(part: DumpSet, events: Iterator[Any]) -> None:
         if event.HasField("execution"):
             ex = event.execution
             executions[(ex.op_type, ex.graph_id)] += 1
+            if ex.graph_id:
+                part.call_times.setdefault(ex.graph_id, []).append(event.wall_time)
             sites[(ex.op_type, tuple(ex.code_location.stack_frame_ids))] += 1
             part.tensor_debug_modes[ex.tensor_debug_mode] += 1
             dtype = health_dtype(ex.tensor_protos[0] if ex.tensor_protos else b"", ex.tensor_debug_mode)
@@ -1427,7 +1432,7 @@ _OWNED = {
     "stack_frames": ("stack_frames",),
     "graphs": ("graphs", "devices"),
     "execution": ("executions", "execution_sites", "execution_dtypes", "tensor_debug_modes",
-                  "execution_devices"),
+                  "execution_devices", "call_times"),
     _TRACES: ("traces", "trace_dtypes", "trace_digests", "trace_devices"),
 }
 

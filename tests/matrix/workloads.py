@@ -82,6 +82,9 @@ CELLS.update({
     # A profile of a late step, as users take to skip the warm-up: by then TF's executor
     # has stopped tracing its cheap nodes at the default tracer level (after ~90 runs).
     "fit_late_profile": _cell("fit", steps=100, profile_batch=96),
+    # The same run profiled at step 2, the TensorBoard callback's default: the window is
+    # early (the dump's call times say so) though the run is long.
+    "fit_long_run": _cell("fit", steps=100),
     "custom_loop": _cell("custom_loop"),
     "tfdata_map": _cell("tfdata_map"),
     "control_flow": _cell("control_flow"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tb_opmode.analyze.kernels import REMOVED, assign_graph
 from tb_opmode.model import BufferCut
+from tb_opmode.read.tfdbg import GraphInfo
 from tests.unit.test_profile_and_capture_evidence import run
 
 OPS = [("x", "Placeholder", (), ()), ("y", "Placeholder", (), ()),
@@ -86,3 +87,38 @@ def test_grappler_prunes_a_stop_gradient_of_one_input() -> None:
     assert got["StopGradient"][0] == REMOVED and "model pruner" in got["StopGradient"][1]
     # With a control input its removal may add edges: not this rule's to decide.
     assert "model pruner" not in got["StopGradient_1"][1]
+
+
+def test_the_window_of_a_long_run_is_placed_by_the_calls_before_it() -> None:
+    # 200 steps, one call of the function each; the profile's window begins after the
+    # call at second 2 (the TensorBoard callback's profile_batch=2) or after 150 calls.
+    for before, removed in ((2, True), (150, False)):
+        model = run("train_function", OPS, {"add": "DT_FLOAT", "MatMul": "DT_FLOAT"},
+                    profile=PROFILE)
+        dump = model.dumps[0]
+        for key in list(dump.traces):
+            dump.traces[key] = 200
+        dump.call_times = {"g1": [float(t) for t in range(200)]}
+        model.profiles[0].start_ns = int((before - 0.5) * 1e9)
+        got = {op.op_name: op.kernel for op in assign_graph(model)}
+        assert (got["add"] == REMOVED) is removed, before
+    # A loop's body runs more often than its function is called: its window is not placed.
+    model = run("train_function", OPS, {"add": "DT_FLOAT", "MatMul": "DT_FLOAT"}, profile=PROFILE)
+    for key in list(model.dumps[0].traces):
+        model.dumps[0].traces[key] = 400
+    model.dumps[0].call_times = {"g1": [float(t) for t in range(200)]}
+    model.profiles[0].start_ns = int(1.5e9)
+    assert {op.op_name: op.kernel for op in assign_graph(model)}["add"] == "AddV2"
+
+
+def test_a_nested_function_is_placed_by_its_callers_calls() -> None:
+    model = run("one_step_on_data", OPS, {"add": "DT_FLOAT", "MatMul": "DT_FLOAT"},
+                profile=PROFILE)
+    dump = model.dumps[0]
+    dump.graphs["g1"].outer_id = "outer"
+    dump.graphs["outer"] = GraphInfo("outer", name="multi_step_on_iterator")
+    for key in list(dump.traces):
+        dump.traces[key] = 200
+    dump.call_times = {"outer": [float(t) for t in range(200)]}
+    model.profiles[0].start_ns = int(1.5e9)
+    assert {op.op_name: op.kernel for op in assign_graph(model)}["add"] == REMOVED
