@@ -28,7 +28,7 @@ import numpy as np
 from . import fs
 from .schema import FIXED32, FIXED64, LEN, VARINT
 
-__all__ = ["Fields", "PAD", "padded", "read_padded", "varints", "short_varints", "scan",
+__all__ = ["Fields", "PAD", "padded", "read_padded", "varints", "short_varints", "varint_sizes", "scan",
            "VARINT", "FIXED64", "LEN", "FIXED32"]
 
 # Zero bytes after the data: a varint read starting at most at the end of a
@@ -137,6 +137,25 @@ def short_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndar
         w |= mask
     w[sizes == 0] = 0
     return w, sizes
+
+
+def varint_sizes(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The sizes ``varints`` gives (0: longer than 10 bytes), without the values:
+    for fields whose value is not read but whose end must be known."""
+    w = _words(buf)[pos]
+    lowest = np.invert(w)
+    lowest &= _CONT
+    mask = np.invert(lowest)
+    mask += _U64(1)
+    lowest &= mask
+    sizes: np.ndarray = (lowest.astype(np.float64).view(_U64) >> _U64(52)).view(np.int64)
+    sizes -= 1023 - 1
+    sizes //= 8
+    long = np.flatnonzero(lowest == 0)  # 9 or 10 bytes, or longer
+    if long.size:
+        at = pos[long]
+        sizes[long] = np.where(buf[at + 8] < 0x80, 9, np.where(buf[at + 9] < 0x80, 10, 0))
+    return sizes
 
 
 def _slow_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -366,9 +366,12 @@ def _by_event(n: int, ranges: _StatRanges) -> tuple[np.ndarray, np.ndarray, np.n
     return out[0], out[1], out[2]
 
 
-def _stats(buf: np.ndarray, ranges: _StatRanges, wanted: np.ndarray) -> tuple[_Stats, np.ndarray]:
+def _stats(buf: np.ndarray, ranges: _StatRanges, wanted: np.ndarray,
+           needed: list[int]) -> tuple[_Stats, np.ndarray]:
     """The stats of the events where ``wanted``, from the events' stat byte
-    ranges (``_events``); and the events whose stats do not parse.
+    ranges (``_events``); and the events whose stats do not parse. Numbers
+    are decoded only for the stats whose metadata id is ``needed`` (the others
+    read as 0; each is still checked to parse).
 
     Decoded for XStat's layout as TF writes it (field 1, then one value
     field), one pass per field over all of them; a stat laid out otherwise
@@ -377,15 +380,22 @@ def _stats(buf: np.ndarray, ranges: _StatRanges, wanted: np.ndarray) -> tuple[_S
     event, start, end = _by_event(wanted.size, (ranges[0][keep], ranges[1][keep], ranges[2][keep],
                                                  ranges[3][keep]))
     has = (start < end) & (buf[start] == _S_MD)
-    md, size = wire.short_varints(buf, start + 1)
+    md, size = wire.varints(buf, start + 1)
     md[~has] = 0
     q = np.where(has, start + 1 + size, start)
     odd = has & ((size == 0) | (q > end))
     tag = np.where(q < end, buf[np.minimum(q, end)], 0)
-    value, size = wire.varints(buf, q + 1)  # (ids, step ids: often negative, 10 bytes)
     fixed = tag == _S_DOUBLE
     varint = (tag == _S_U64) | (tag == _S_I64) | (tag == _S_REF)
     length = (tag == _S_STR) | (tag == _S_BYTES)
+    # Numbers of other stats (ids of producers and consumers, 9-10 bytes each) are not
+    # read: only their size.
+    decoded = length | np.isin(md, np.array(needed, dtype=np.uint64))
+    read, skip = np.flatnonzero(decoded), np.flatnonzero(~decoded)
+    value = np.zeros(md.size, dtype=np.uint64)
+    size = np.empty(md.size, dtype=np.int64)
+    value[read], size[read] = wire.varints(buf, q[read] + 1)
+    size[skip] = wire.varint_sizes(buf, q[skip] + 1)
     body = q + 1 + size
     room = end - body
     after = np.where(fixed, q + 9, np.where(varint, body, q))
@@ -747,7 +757,8 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     usable &= sane
     del approx, sane, off_f, dur_f
 
-    stats, bad_stats = _stats(buf, stat_ranges, usable & np.isin(kind, (_EXEC, _ASYNC, _OTHER)))
+    needed = [stat_ids[k] for k in ("id", "name", "kernel_type", "eager_op", "is_func") if k in stat_ids]
+    stats, bad_stats = _stats(buf, stat_ranges, usable & np.isin(kind, (_EXEC, _ASYNC, _OTHER)), needed)
     del stat_ranges
     bad = bad.copy()
     bad[bad_stats] = True
