@@ -44,6 +44,8 @@ _U64_MAX = np.uint64((1 << 64) - 1)
 # Times (epoch ns; 2**62 is the year 2116), offsets and durations (ps) past
 # this are damage; the bound keeps every sum below within int64.
 _TIME_MAX = float(1 << 62)
+_SMALL, _SMALL_T0 = 1 << 52, float(1 << 61)
+_I64_MAX = (1 << 63) - 1
 _THREADS = 2
 # Metadata ids below this are looked up through a table (TF numbers from 1).
 _TABLE_MAX = 1 << 20
@@ -746,16 +748,20 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     counts["unknown"] += int(((kind < 0) & ~bad).sum())
 
     t0 = timestamp_ns if timestamp_ns >= _EPOCH_MIN_NS else base + timestamp_ns
-    # Garbage times would overflow int64 arithmetic: checked in floats first.
-    off_f, dur_f = off.astype(np.float64), dur.astype(np.float64)
-    approx = float(t0) + off_f / 1000.0
-    sane = (abs(float(t0)) < _TIME_MAX) & (np.abs(off_f) < _TIME_MAX) & \
-        (np.abs(dur_f) < _TIME_MAX) & (np.abs(approx) < _TIME_MAX) & \
-        (np.abs(approx + dur_f / 1000.0) < _TIME_MAX)
     usable = (kind >= 0) & ~bad
-    counts["range"] += int((usable & ~sane).sum())
-    usable &= sane
-    del approx, sane, off_f, dur_f
+    # Garbage times would overflow int64 arithmetic: checked in floats first, unless
+    # every offset and duration is below 2**52 and t0 below 2**61 (so every sum below
+    # stays under _TIME_MAX: the window's four extremes decide it).
+    if not (off.size and abs(float(t0)) < _SMALL_T0 and -_SMALL < int(off.min()) and
+            int(off.max()) < _SMALL and -_SMALL < int(dur.min()) and int(dur.max()) < _SMALL):
+        off_f, dur_f = off.astype(np.float64), dur.astype(np.float64)
+        approx = float(t0) + off_f / 1000.0
+        sane = (abs(float(t0)) < _TIME_MAX) & (np.abs(off_f) < _TIME_MAX) & \
+            (np.abs(dur_f) < _TIME_MAX) & (np.abs(approx) < _TIME_MAX) & \
+            (np.abs(approx + dur_f / 1000.0) < _TIME_MAX)
+        counts["range"] += int((usable & ~sane).sum())
+        usable &= sane
+        del approx, sane, off_f, dur_f
 
     needed = [stat_ids[k] for k in ("id", "name", "kernel_type", "eager_op", "is_func") if k in stat_ids]
     stats, bad_stats = _stats(buf, stat_ranges, usable & np.isin(kind, (_EXEC, _ASYNC, _OTHER)), needed)
@@ -770,7 +776,8 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     ok_stat = ~bad[stats.event]
     ts = int(t0) + off // 1000
     dns = dur // 1000
-    start, end = int(ts[usable].min()), int((ts + dns)[usable].max())
+    start = int(ts.min(where=usable, initial=_I64_MAX))
+    end = int(np.add(ts, dns).max(where=usable, initial=-_I64_MAX))
     prof.start_ns = min(prof.start_ns, start) if prof.start_ns else start
     prof.end_ns = max(prof.end_ns, end)
     folding = _folding(kind, usable, off, dur, stats, ok_stat, stat_ids.get("id"), fold)
