@@ -488,7 +488,10 @@ _SCRATCH = threading.local()
 def _zeroed(n: int) -> np.ndarray:
     """This thread's zeroed int32 array of at least ``n`` entries, kept from window to
     window (filling a new one of the window's size cost a third of ``_Chains``);
-    the caller sets it back to zeros."""
+    the caller sets it back to zeros. One for a window much larger than ``_WINDOW`` (a
+    line read whole, an event larger than the window) is not kept."""
+    if n > 2 * _WINDOW + 1:
+        return np.zeros(n, dtype=np.int32)
     arr: np.ndarray | None = getattr(_SCRATCH, "index", None)
     if arr is None or arr.size < n:
         arr = _SCRATCH.index = np.zeros(n, dtype=np.int32)
