@@ -337,8 +337,10 @@ def _events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
     if parts:
         ev, st, en = (np.concatenate(x) for x in zip(*[q[:3] for q in parts]))
         rk = np.concatenate([np.full(q[0].size, q[3], dtype=np.int64) for q in parts])
-        keep = ~odd[ev]
-        ranges = (ev[keep], st[keep], en[keep], rk[keep])
+        ranges = (ev, st, en, rk)
+        if odd.any():  # their stats come from the generic scan below
+            keep = ~odd[ev]
+            ranges = (ev[keep], st[keep], en[keep], rk[keep])
     else:
         empty = np.zeros(0, dtype=np.int64)
         ranges = (empty, empty, empty, empty)
