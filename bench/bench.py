@@ -683,6 +683,29 @@ def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
                          f"({off.stat().st_size / 1e6:.0f} MB, ~{(300 if quick else 9500) * 106 / 1e6:.1f}M events): "
                          f"summary, cold", f"{o:.2f} s", f"{r:.2f} s", f"{r / o:.1f}x faster", "<= 2 s",
                     o <= 2, note="" if events["runs"] else "no run read"))
+    rows += measure_xplane_read(quick, reps, variants)
+    # 5. the tab on the demo logdir, cold: overview after TensorBoard's first answer
+    if plugin_available():
+        demo = generate_dump("demo")
+        waits = []
+        for _ in range(reps):
+            cold = str(work / "tab_demo")
+            shutil.rmtree(cold, ignore_errors=True)
+            got = tab_once(demo, cold)
+            if "overview_s" in got:
+                waits.append(got["overview_s"] - got["tensorboard_up_s"])
+        if waits:
+            w = statistics.median(waits)
+            rows.append(Row("5", f"tab overview, demo logdir ({demo.name}), cold: after TensorBoard's "
+                                 "first answer", f"{w:.2f} s", "", "", "<= 1 s", w <= 1))
+    return rows, ok
+
+
+def measure_xplane_read(quick: bool, reps: int, variants: list[tuple[str, Path | None]]) -> list[Row]:
+    """Issue 12's target 3 XPlane rows: the ~70 MB profile's peak memory and read speed,
+    ours and the reference's (``variants``: who, tree on PYTHONPATH) interleaved in each
+    repetition; then a ~1 GB profile (its lines repeated), ours only."""
+    rows: list[Row] = []
     # 3. XPlane read: peak memory and speed, ours and the reference; then ~1 GB
     xp = generate_xplane(300 if quick else XPLANE_STEPS)
     size_mb = xp.stat().st_size / 1e6
@@ -715,21 +738,16 @@ def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
                         f"read; peak <= {limit:.0f} MB", m.maxrss_kb / 1024 <= limit))
     finally:
         shutil.rmtree(big.parents[3], ignore_errors=True)
-    # 5. the tab on the demo logdir, cold: overview after TensorBoard's first answer
-    if plugin_available():
-        demo = generate_dump("demo")
-        waits = []
-        for _ in range(reps):
-            cold = str(work / "tab_demo")
-            shutil.rmtree(cold, ignore_errors=True)
-            got = tab_once(demo, cold)
-            if "overview_s" in got:
-                waits.append(got["overview_s"] - got["tensorboard_up_s"])
-        if waits:
-            w = statistics.median(waits)
-            rows.append(Row("5", f"tab overview, demo logdir ({demo.name}), cold: after TensorBoard's "
-                                 "first answer", f"{w:.2f} s", "", "", "<= 1 s", w <= 1))
-    return rows, ok
+    return rows
+
+
+def print_rows(table: list[Row], judged: bool) -> None:
+    """The issue 12 table, as Markdown."""
+    print("| # | measured | ours | reference (same run) | ratio | target | |")
+    print("|---|---|---|---|---|---|---|")
+    for row in table:
+        print(f"| {row.target} | {row.what} | {row.ours} | {row.reference} | {row.ratio} | "
+              f"{row.goal} | {row.verdict(judged)} |")
 
 
 def plugin_available() -> bool:
@@ -841,6 +859,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="of issue 12's extras only the seed-sized run and its text log "
                              "(targets 1 and 6); with --sizes '' --no-many-runs --no-xplane "
                              "--no-tab, nothing else")
+    parser.add_argument("--xplane-only", action="store_true",
+                        help="only issue 12's XPlane read rows (target 3: the ~70 MB profile's "
+                             "speed and peak against the reference, then ~1 GB), then exit")
     parser.add_argument("--no-reference", action="store_true",
                         help=f"skip the code of {REFERENCE_COMMIT} (before issue 12) as reference")
     parser.add_argument("--no-bytecode", action="store_true",
@@ -860,6 +881,14 @@ def main(argv: list[str] | None = None) -> int:
     reps = 1 if args.smoke else args.reps
     many_count = 10 if args.quick else MANY_RUNS
     CACHE.mkdir(parents=True, exist_ok=True)
+    if args.xplane_only:
+        ref_tree = None if args.no_reference else reference_tree()
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
+        rows = measure_xplane_read(args.quick, reps, [("ours", None)] + ([("reference", ref_tree)]
+                                                                         if ref_tree else []))
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        print_rows(rows, judged=not args.quick)
+        return 0
     dumps = {s: generate_dump(s) for s in sizes}
     xplane = None
     if not args.no_xplane:
@@ -1024,11 +1053,7 @@ def main(argv: list[str] | None = None) -> int:
         judged = not args.smoke
         print(f"\nissue 12 targets ({'--quick: small inputs, not judged' if not judged else 'this run'}; "
               f"{os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.2f})\n")
-        print("| # | measured | ours | reference (same run) | ratio | target | |")
-        print("|---|---|---|---|---|---|---|")
-        for row in table:
-            print(f"| {row.target} | {row.what} | {row.ours} | {row.reference} | {row.ratio} | "
-                  f"{row.goal} | {row.verdict(judged)} |")
+        print_rows(table, judged)
         results["issue12"] = [row.__dict__ for row in table]
     results["counts_equal"] = ok
     if args.json:

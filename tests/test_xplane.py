@@ -281,7 +281,7 @@ def test_like_the_plain_reading(run: Run, bert_logdir: Path, monkeypatch: pytest
     path = run.path if which == "fixture" else next(bert_logdir.rglob("*.xplane.pb"))
     if variant == "small_chunks":
         monkeypatch.setattr(wire, "_CHUNK", 7)
-    elif variant == "events_copied":
+    elif variant == "small_windows":
         monkeypatch.setattr(xevents, "_WINDOW", 300)
     ours = read_profile(str(path))
     ref = reference_profile(path.read_bytes(), path.stat().st_mtime_ns)

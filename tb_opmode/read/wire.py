@@ -28,7 +28,7 @@ import numpy as np
 from . import fs
 from .schema import FIXED32, FIXED64, LEN, VARINT
 
-__all__ = ["Fields", "PAD", "padded", "read_padded", "varints", "scan",
+__all__ = ["Fields", "PAD", "padded", "read_padded", "varints", "short_varints", "varint_sizes", "scan",
            "VARINT", "FIXED64", "LEN", "FIXED32"]
 
 # Zero bytes after the data: a varint read starting at most at the end of a
@@ -106,6 +106,56 @@ def varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if long.size:
         values[long], sizes[long] = _slow_varints(buf, pos[long])
     return values, sizes
+
+
+def short_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``varints`` for fields that are mostly several bytes long (times in ps):
+    every varint from one unaligned 64-bit load, no split by length.
+    (values as uint64, sizes in bytes); size 0 (value 0) for a varint longer
+    than 8 bytes, which the caller reads otherwise."""
+    w = _words(buf)[pos]
+    # in place where it can: each temporary over millions of varints costs a pass of its own
+    lowest = np.invert(w)
+    lowest &= _CONT  # the stop bits
+    mask = np.invert(lowest)
+    mask += _U64(1)
+    lowest &= mask  # the stop bit of the varint's last byte, 0 if none
+    # its index, from the exponent of the power of two as a float64 (exact; 0 -> -1023)
+    bit = lowest.astype(np.float64).view(_U64) >> _U64(52)
+    sizes = bit.view(np.int64)
+    sizes -= 1023 - 1
+    np.maximum(sizes, 0, out=sizes)
+    sizes //= 8
+    np.left_shift(lowest, _U64(1), out=mask)
+    mask -= _U64(1)
+    w &= mask
+    w &= _U64(0x7F7F7F7F7F7F7F7F)
+    for low, high, shift in _PACK:
+        np.bitwise_and(w, high, out=mask)
+        mask >>= shift
+        w &= low
+        w |= mask
+    w[sizes == 0] = 0
+    return w, sizes
+
+
+def varint_sizes(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The sizes ``varints`` gives (0: longer than 10 bytes), without the values:
+    for fields whose value is not read but whose end must be known."""
+    w = _words(buf)[pos]
+    lowest = np.invert(w)
+    lowest &= _CONT
+    mask = np.invert(lowest)
+    mask += _U64(1)
+    lowest &= mask
+    sizes: np.ndarray = (lowest.astype(np.float64).view(_U64) >> _U64(52)).view(np.int64)
+    sizes -= 1023 - 1
+    sizes //= 8
+    long = np.flatnonzero(lowest == 0)  # 9 or 10 bytes, or longer
+    if long.size:
+        at = pos[long]
+        sizes[long] = np.where(buf[at + 8] < 0x80, 9, np.where(buf[at + 9] < 0x80, 10, 0))
+    return sizes
 
 
 def _slow_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

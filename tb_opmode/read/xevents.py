@@ -9,16 +9,18 @@ the rules written in ``xplane.py``.
 How: nothing is parsed whole. The planes and lines are walked by their
 field headers, one ``pread`` each (``layout``); the planes' other fields
 (names, metadata) are parsed by upb. Each line's events are then read in
-windows of ``_WINDOW`` bytes: a Python loop finds where each event starts and
-ends (``_walk``), and ``wire.scan`` decodes the window's events field by field
-all at once; lines are read two at a time in threads (numpy releases the GIL).
-The stats of the events that need them are decoded the same way. Only the
-output tuples are built one by one. Memory is the output plus a few windows,
+windows of ``_WINDOW`` bytes: ``_walk`` finds where each event starts and ends
+(``_Chains``, with numpy), and ``_events`` decodes the window's events all at
+once for XEvent's layout as TF writes it (``wire.scan``, field by field, for
+any other); lines are read two at a time in threads (numpy releases the GIL).
+The stats of the events that need them are decoded the same way (``_stats``).
+Only the output tuples are built one by one. Memory is the output plus a few windows,
 whatever the file's size. ``tests/xplane_reference.py`` is the plain
 event-by-event reading this must equal.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,6 +44,8 @@ _U64_MAX = np.uint64((1 << 64) - 1)
 # Times (epoch ns; 2**62 is the year 2116), offsets and durations (ps) past
 # this are damage; the bound keeps every sum below within int64.
 _TIME_MAX = float(1 << 62)
+_SMALL, _SMALL_T0 = 1 << 52, float(1 << 61)
+_I64_MAX = (1 << 63) - 1
 _THREADS = 2
 # Metadata ids below this are looked up through a table (TF numbers from 1).
 _TABLE_MAX = 1 << 20
@@ -50,6 +54,8 @@ _TABLE_MAX = 1 << 20
 _WINDOW = 4 << 20
 # Enough for a tag and a length (two varints of at most 10 bytes).
 _HEADER = 20
+# Rounds of _Chains._peel before it gives up (a branch of jumps this long: never in TF's files).
+_PEEL_ROUNDS = 24
 
 
 class Damaged(Exception):
@@ -229,18 +235,33 @@ class _Stats:
         numeric: np.ndarray = (self.ref == 0) & (self.str_len == 0)
         return numeric
 
+    def _names(self, refs: np.ndarray, names: dict[int, str]) -> np.ndarray:
+        """``names.get(r, "")`` for each of ``refs`` (an object array), through a
+        table when the ids are small (TF numbers stat metadata from 1)."""
+        out = np.empty(refs.size, dtype=object)
+        if refs.size and int(refs.max()) < _TABLE_MAX:
+            table = np.empty(int(refs.max()) + 1, dtype=object)
+            table[:] = [names.get(k, "") for k in range(table.size)]
+            out[:] = table[refs]
+        else:
+            out[:] = [names.get(r, "") for r in refs.tolist()]
+        return out
+
     def truthy(self, i: np.ndarray, names: dict[int, str]) -> np.ndarray:
         """``bool(value)`` of the stats ``i``: an interned string by its text,
         else any non-empty string, non-zero number or non-empty bytes."""
-        named = np.array([bool(names.get(r)) for r in self.ref[i].tolist()], dtype=bool)
+        named = self._names(self.ref[i], names).astype(bool)
         number = (self.i64[i] != 0) | (self.u64[i] != 0) | (self.dbl[i] != 0) | (self.bytes_len[i] > 0)
         return np.where(self.ref[i] != 0, named, (self.str_len[i] > 0) | number)
 
     def texts(self, i: np.ndarray, names: dict[int, str]) -> list[str]:
         """The values of stats ``i`` as text (numbers too, see number_text)."""
-        out = [names.get(r, "") if r else None for r in self.ref[i].tolist()]
-        return [t if t is not None else self.text(k, names) or self.number_text(k)
-                for t, k in zip(out, i.tolist())]
+        out = self._names(self.ref[i], names)
+        for j in np.flatnonzero(self.ref[i] == 0).tolist():
+            k = int(i[j])
+            out[j] = self.text(k, names) or self.number_text(k)
+        texts: list[str] = out.tolist()
+        return texts
 
     def number_text(self, i: int) -> str:
         """A non-string value as text: the first non-zero of int64, uint64,
@@ -259,21 +280,157 @@ class _Stats:
         return None
 
 
-def _stats(buf: np.ndarray, ranges: tuple[np.ndarray, np.ndarray, np.ndarray],
-           wanted: np.ndarray) -> tuple[_Stats, np.ndarray]:
+# One-byte tags of XEvent's fields 1-3 (metadata_id, offset_ps, duration_ps: varints) and
+# of field 4 (stats) and of XStat's fields: 1 metadata_id, 2 double (fixed64), 3 uint64,
+# 4 int64, 5 str, 6 bytes, 7 ref_value.
+_EVENT_PREFIX = (0x08, 0x10, 0x18)
+_STATS_TAG = 0x22
+_S_MD, _S_DOUBLE, _S_U64, _S_I64, _S_STR, _S_BYTES, _S_REF = 0x08, 0x11, 0x18, 0x20, 0x2A, 0x32, 0x38
+
+# (event, body start, end, rank within its event) of stat fields, not ordered by event
+_StatRanges = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _events(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, _StatRanges]:
+    """The events at ``[starts, ends)`` of ``buf``: (metadata_id, offset_ps,
+    duration_ps as int64, bad, their stats' byte ranges), as ``wire.scan`` with
+    prefix (1, 2, 3) and its ``scalar`` / ``ranges(4)`` / ``bad`` give them.
+
+    Decoded for XEvent's layout as TF writes it (fields 1, 2, 3, each left out
+    when zero, then only stats), one pass per field over every event and one
+    per stat slot over the events with that many stats, each varint from one
+    64-bit load. An event laid out otherwise (other fields or order, a varint
+    over 8 bytes, damage) is scanned by ``wire.scan``, which reads anything."""
+    n = starts.size
+    pos = starts.astype(np.int64)
+    odd = np.zeros(n, dtype=bool)
+    values = []
+    for tag in _EVENT_PREFIX:
+        has = (pos < ends) & (buf[pos] == tag)
+        # metadata ids are mostly one byte (varints reads those from one gather), times several
+        value, size = (wire.varints if tag == 0x08 else wire.short_varints)(buf, pos + 1)
+        after = pos + 1 + size
+        odd |= has & ((size == 0) | (after > ends))
+        value[~has] = 0
+        np.copyto(pos, after, where=has)
+        values.append(value.view(np.int64))
+    md, off, dur = values
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+    todo = np.flatnonzero(pos < ends)
+    rank = 0
+    while todo.size:
+        p = pos[todo]
+        length, size = wire.varints(buf, p + 1)
+        body = p + 1 + size
+        room = ends[todo] - body
+        ok = (buf[p] == _STATS_TAG) & (size > 0) & (room >= 0) & \
+            (length <= np.maximum(room, 0).astype(np.uint64))
+        odd[todo[~ok]] = True
+        todo, body = todo[ok], body[ok]
+        end = body + length[ok].astype(np.int64)
+        parts.append((todo, body, end, rank))
+        pos[todo] = end
+        todo = todo[end < ends[todo]]
+        rank += 1
+    bad = np.zeros(n, dtype=bool)
+    if parts:
+        ev, st, en = (np.concatenate(x) for x in zip(*[q[:3] for q in parts]))
+        rk = np.concatenate([np.full(q[0].size, q[3], dtype=np.int64) for q in parts])
+        ranges = (ev, st, en, rk)
+        if odd.any():  # their stats come from the generic scan below
+            keep = ~odd[ev]
+            ranges = (ev[keep], st[keep], en[keep], rk[keep])
+    else:
+        empty = np.zeros(0, dtype=np.int64)
+        ranges = (empty, empty, empty, empty)
+    g = np.flatnonzero(odd)
+    if g.size:  # the generic scan, for these events only
+        f = wire.scan(buf, starts[g], ends[g], prefix=(1, 2, 3))
+        md[g] = f.scalar(1)[0].view(np.int64)
+        off[g] = f.scalar(2)[0].view(np.int64)
+        dur[g] = f.scalar(3)[0].view(np.int64)
+        bad[g] = f.bad
+        gev, gst, gen = f.ranges(4)
+        first = np.flatnonzero(np.append(True, gev[1:] != gev[:-1])) if gev.size else gev
+        grk = np.arange(gev.size) - np.repeat(first, np.diff(np.append(first, gev.size)))
+        ranges = tuple(np.concatenate((a, b)) for a, b in zip(ranges, (g[gev], gst, gen, grk)))  # type: ignore[assignment]
+    return md, off, dur, bad, ranges
+
+
+def _by_event(n: int, ranges: _StatRanges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stat ranges ordered by event (of ``n``), then by place in the event:
+    each goes to its event's first slot plus its rank (a counting sort)."""
+    event, start, end, rank = ranges
+    counts = np.bincount(event, minlength=n)
+    slot = (np.cumsum(counts) - counts)[event] + rank
+    out = [np.empty(event.size, dtype=np.int64) for _ in range(3)]
+    for o, a in zip(out, (event, start, end)):
+        o[slot] = a
+    return out[0], out[1], out[2]
+
+
+def _stats(buf: np.ndarray, ranges: _StatRanges, wanted: np.ndarray,
+           needed: list[int]) -> tuple[_Stats, np.ndarray]:
     """The stats of the events where ``wanted``, from the events' stat byte
-    ranges (``Fields.ranges(4)``); and the events whose stats do not parse."""
-    event, start, end = ranges
-    keep = wanted[event]
-    event, start, end = event[keep], start[keep], end[keep]
-    f = wire.scan(buf, start, end, prefix=(1,))
-    md = f.scalar(1)[0].view(np.int64)
-    ref = f.scalar(7)[0]
-    s_len, s_start, _ = f.scalar(5, wire.LEN)
-    b_len = f.scalar(6, wire.LEN)[0]
-    stats = _Stats(buf, event, md, ref, s_start, s_len.astype(np.int64), f.scalar(4)[0].view(np.int64),
-                   f.scalar(3)[0], f.scalar(2, wire.FIXED64)[0].view(np.float64), b_len.astype(np.int64))
-    return stats, event[f.bad]  # (repeats are harmless; np.unique would import numpy.ma)
+    ranges (``_events``); and the events whose stats do not parse. Numbers
+    are decoded only for the stats whose metadata id is ``needed`` (the others
+    read as 0; each is still checked to parse).
+
+    Decoded for XStat's layout as TF writes it (field 1, then one value
+    field), one pass per field over all of them; a stat laid out otherwise
+    is scanned by ``wire.scan``, as all were before."""
+    keep = wanted[ranges[0]]
+    event, start, end = _by_event(wanted.size, (ranges[0][keep], ranges[1][keep], ranges[2][keep],
+                                                 ranges[3][keep]))
+    has = (start < end) & (buf[start] == _S_MD)
+    md, size = wire.varints(buf, start + 1)
+    md[~has] = 0
+    q = np.where(has, start + 1 + size, start)
+    odd = has & ((size == 0) | (q > end))
+    tag = np.where(q < end, buf[np.minimum(q, end)], 0)
+    fixed = tag == _S_DOUBLE
+    varint = (tag == _S_U64) | (tag == _S_I64) | (tag == _S_REF)
+    length = (tag == _S_STR) | (tag == _S_BYTES)
+    # Numbers of other stats (ids of producers and consumers, 9-10 bytes each) are not
+    # read: only their size.
+    decoded = length | np.isin(md, np.array(needed, dtype=np.uint64))
+    read, skip = np.flatnonzero(decoded), np.flatnonzero(~decoded)
+    value = np.zeros(md.size, dtype=np.uint64)
+    size = np.empty(md.size, dtype=np.int64)
+    value[read], size[read] = wire.varints(buf, q[read] + 1)
+    size[skip] = wire.varint_sizes(buf, q[skip] + 1)
+    body = q + 1 + size
+    room = end - body
+    after = np.where(fixed, q + 9, np.where(varint, body, q))
+    fits = length & (size > 0) & (room >= 0) & (value <= np.maximum(room, 0).astype(np.uint64))
+    after = np.where(fits, body + np.where(fits, value, 0).astype(np.int64), after)
+    odd |= (after != end) | ((varint | length) & (size == 0)) | (length & ~fits)
+    odd |= (q < end) & ~(fixed | varint | length)
+    words = np.ndarray((buf.size - 7,), dtype="<u8", buffer=buf, strides=(1,))
+    dbl = np.where(fixed, words[np.minimum(q + 1, buf.size - 8)], 0).view(np.float64)
+    zero = np.uint64(0)
+    ref = np.where(tag == _S_REF, value, zero)
+    u64 = np.where(tag == _S_U64, value, zero)
+    i64 = np.where(tag == _S_I64, value, zero).view(np.int64)
+    s_len = np.where(tag == _S_STR, value, zero).astype(np.int64)
+    b_len = np.where(tag == _S_BYTES, value, zero).astype(np.int64)
+    s_start = np.where(tag == _S_STR, body, 0)
+    md = md.view(np.int64)
+    bad = np.zeros(0, dtype=np.int64)
+    g = np.flatnonzero(odd)
+    if g.size:  # the generic scan, for these stats only
+        f = wire.scan(buf, start[g], end[g], prefix=(1,))
+        md[g] = f.scalar(1)[0].view(np.int64)
+        ref[g] = f.scalar(7)[0]
+        gs_len, gs_start, _ = f.scalar(5, wire.LEN)
+        s_len[g], s_start[g] = gs_len.astype(np.int64), gs_start
+        b_len[g] = f.scalar(6, wire.LEN)[0].astype(np.int64)
+        i64[g] = f.scalar(4)[0].view(np.int64)
+        u64[g] = f.scalar(3)[0]
+        dbl[g] = f.scalar(2, wire.FIXED64)[0].view(np.float64)
+        bad = event[g[f.bad]]  # (repeats are harmless; np.unique would import numpy.ma)
+    return _Stats(buf, event, md, ref, s_start, s_len, i64, u64, dbl, b_len), bad
 
 
 def _last(stats: _Stats, sid: int | None) -> np.ndarray:
@@ -327,14 +484,31 @@ def _windows(pread: Pread, ref: LineRef, window: int
         pos += p
 
 
+_SCRATCH = threading.local()
+
+
+def _zeroed(n: int) -> np.ndarray:
+    """This thread's zeroed int32 array of at least ``n`` entries, kept from window to
+    window (filling a new one of the window's size cost a third of ``_Chains``);
+    the caller sets it back to zeros. One for a window much larger than ``_WINDOW`` (a
+    line read whole, an event larger than the window) is not kept."""
+    if n > 2 * _WINDOW + 1:
+        return np.zeros(n, dtype=np.int32)
+    arr: np.ndarray | None = getattr(_SCRATCH, "index", None)
+    if arr is None or arr.size < n:
+        arr = _SCRATCH.index = np.zeros(n, dtype=np.int32)
+    return arr
+
+
 class _Chains:
     """The runs of back-to-back events in one window, found with numpy.
 
     Every byte 0x22 (the tag of field 4, length-delimited) may start an event;
     its length varint says where the next field would start. Events follow
-    each other, so from a known event the run is the chain of these jumps.
-    The chain is followed by pointer doubling: ``levels[k]`` jumps 2**k
-    events at once, so a run of n events takes log2(n) array gathers over
+    each other, so from a known event the run is the chain of these jumps,
+    found by peeling the other candidates off (``_peel``), or, if that takes
+    too many rounds, by pointer doubling (``_double``): ``levels[k]`` jumps
+    2**k events at once, so a run of n events takes log2(n) array gathers over
     the candidates instead of n steps of a Python loop. Candidates inside an
     event (its stats, or a 0x22 byte in a number) are never reached."""
 
@@ -347,11 +521,17 @@ class _Chains:
         end = body + length.astype(np.int64)
         valid = fits & (end <= lim)
         stop = cand.size  # the sink: "no event follows"
-        # position -> candidate, for the valid ones; everything else the sink
-        index = np.full(lim + 1, stop, dtype=np.int32)
-        index[cand[valid]] = np.flatnonzero(valid)
+        # position -> 1 + candidate, for the valid ones; everything else 0
+        index = _zeroed(lim + 1)
+        got = np.flatnonzero(valid)
+        at = cand[got]
+        try:
+            index[at] = got + 1
+            jump = index[end[got]].astype(np.int64) - 1
+        finally:
+            index[at] = 0
         nxt = np.full(stop + 1, stop, dtype=np.int32)
-        nxt[:stop][valid] = index[end[valid]]
+        nxt[got] = np.where(jump < 0, stop, jump)
         self.cand, self.body, self.end, self.valid = cand, body, end, valid
         self.levels = [nxt]
 
@@ -363,6 +543,40 @@ class _Chains:
         if i >= self.cand.size or self.cand[i] != p or not self.valid[i]:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, p
+        path = self._peel(i)
+        if path is None:
+            path = self._double(i)
+        return self.body[path], self.end[path], int(self.end[path[-1]])
+
+    def _peel(self, i: int) -> np.ndarray | None:
+        """The run from candidate ``i`` by peeling: the jumps form a forest
+        (each candidate jumps forward to one other, or to the sink), and the
+        run is the one path from ``i`` to the sink. Removing, round after
+        round, the candidates nothing alive jumps to (but ``i``) leaves
+        exactly that path: a path candidate keeps its predecessor on the path,
+        anything else loses its ancestors in as many rounds as its branch is
+        long. Branches are short (a stat's chain joins its event's end within
+        the event, a 0x22 byte in a number mostly jumps to no candidate), so a
+        few bincounts replace log2(n) gathers; None after ``_PEEL_ROUNDS``
+        (then ``_double``)."""
+        stop = self.cand.size
+        jump = self.levels[0][i:stop] - i  # the sink is stop - i
+        alive = self.valid[i:].copy()
+        size = stop - i + 1
+        indeg = np.bincount(jump[alive], minlength=size)
+        leaves = np.flatnonzero(alive & (indeg[:-1] == 0))
+        leaves = leaves[leaves != 0]
+        for _ in range(_PEEL_ROUNDS):
+            if not leaves.size:
+                return np.flatnonzero(alive) + i
+            alive[leaves] = False
+            lost = np.bincount(jump[leaves], minlength=size)
+            indeg -= lost
+            leaves = np.flatnonzero((lost[:-1] > 0) & (indeg[:-1] == 0) & alive)
+        return None
+
+    def _double(self, i: int) -> np.ndarray:
+        """The run from candidate ``i`` by pointer doubling (see the class)."""
         stop = self.cand.size
         path = np.array([i], dtype=np.int32)
         k = 0
@@ -373,7 +587,7 @@ class _Chains:
             path = np.concatenate((path, self.levels[k][path]))
             k += 1
         path = path[:int(np.argmax(path == stop))]
-        return self.body[path], self.end[path], int(self.end[path[-1]])
+        return path
 
 
 def _walk(d: bytes, buf: np.ndarray, lim: int, ref: LineRef) -> tuple[np.ndarray, np.ndarray, int]:
@@ -534,28 +748,28 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
                stat_ids: dict[str, int], prof: Profile, counts: dict[str, int], fold: _Fold) -> None:
     """Decode one window of a line's events into ``prof`` and ``counts``."""
     buf, starts, ends = events
-    ev = wire.scan(buf, starts, ends, prefix=(1, 2, 3))
-    mds = ev.scalar(1)[0].view(np.int64)
-    off = ev.scalar(2)[0].view(np.int64)
-    dur = ev.scalar(3)[0].view(np.int64)
-    stat_ranges, bad = ev.ranges(4), ev.bad
-    del ev  # its pass arrays are the bulk of the memory
+    mds, off, dur, bad, stat_ranges = _events(buf, starts, ends)
     kind, index, infos = _kind_of(mds, kinds)
     counts["unknown"] += int(((kind < 0) & ~bad).sum())
 
     t0 = timestamp_ns if timestamp_ns >= _EPOCH_MIN_NS else base + timestamp_ns
-    # Garbage times would overflow int64 arithmetic: checked in floats first.
-    off_f, dur_f = off.astype(np.float64), dur.astype(np.float64)
-    approx = float(t0) + off_f / 1000.0
-    sane = (abs(float(t0)) < _TIME_MAX) & (np.abs(off_f) < _TIME_MAX) & \
-        (np.abs(dur_f) < _TIME_MAX) & (np.abs(approx) < _TIME_MAX) & \
-        (np.abs(approx + dur_f / 1000.0) < _TIME_MAX)
     usable = (kind >= 0) & ~bad
-    counts["range"] += int((usable & ~sane).sum())
-    usable &= sane
-    del approx, sane, off_f, dur_f
+    # Garbage times would overflow int64 arithmetic: checked in floats first, unless
+    # every offset and duration is below 2**52 and t0 below 2**61 (so every sum below
+    # stays under _TIME_MAX: the window's four extremes decide it).
+    if not (off.size and abs(float(t0)) < _SMALL_T0 and -_SMALL < int(off.min()) and
+            int(off.max()) < _SMALL and -_SMALL < int(dur.min()) and int(dur.max()) < _SMALL):
+        off_f, dur_f = off.astype(np.float64), dur.astype(np.float64)
+        approx = float(t0) + off_f / 1000.0
+        sane = (abs(float(t0)) < _TIME_MAX) & (np.abs(off_f) < _TIME_MAX) & \
+            (np.abs(dur_f) < _TIME_MAX) & (np.abs(approx) < _TIME_MAX) & \
+            (np.abs(approx + dur_f / 1000.0) < _TIME_MAX)
+        counts["range"] += int((usable & ~sane).sum())
+        usable &= sane
+        del approx, sane, off_f, dur_f
 
-    stats, bad_stats = _stats(buf, stat_ranges, usable & np.isin(kind, (_EXEC, _ASYNC, _OTHER)))
+    needed = [stat_ids[k] for k in ("id", "name", "kernel_type", "eager_op", "is_func") if k in stat_ids]
+    stats, bad_stats = _stats(buf, stat_ranges, usable & np.isin(kind, (_EXEC, _ASYNC, _OTHER)), needed)
     del stat_ranges
     bad = bad.copy()
     bad[bad_stats] = True
@@ -567,7 +781,8 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     ok_stat = ~bad[stats.event]
     ts = int(t0) + off // 1000
     dns = dur // 1000
-    start, end = int(ts[usable].min()), int((ts + dns)[usable].max())
+    start = int(ts.min(where=usable, initial=_I64_MAX))
+    end = int(np.add(ts, dns).max(where=usable, initial=-_I64_MAX))
     prof.start_ns = min(prof.start_ns, start) if prof.start_ns else start
     prof.end_ns = max(prof.end_ns, end)
     folding = _folding(kind, usable, off, dur, stats, ok_stat, stat_ids.get("id"), fold)

@@ -48,6 +48,7 @@ What the files hold (measured on TF 2.13 and 2.21 CPU profiles):
 """
 from __future__ import annotations
 
+import gc
 import glob
 import os
 from collections.abc import Callable
@@ -94,6 +95,18 @@ def _profile_start(space: Any) -> int | None:
 
 def read_profile(path: str) -> Profile:
     """Read one ``.xplane.pb``. Never raises for unreadable or bad content."""
+    # The output is ~a million tuples that all live on: the cyclic GC would scan them
+    # again and again for nothing (a third of the read's CPU on a 66 MB profile).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_profile(path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_profile(path: str) -> Profile:
     prof = Profile(path=path, host=_host(path))
     try:
         with fs.open_read(path) as f:
