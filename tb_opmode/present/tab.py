@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 
 from ..analyze.assemble import is_user_op, row_op
 from ..analyze.explain import call_sites, class_times, explain, function_graphs, kernel_class
-from ..analyze.kernels import is_fused
+from ..analyze.kernels import cpu_from_kernels, is_fused
 from ..analyze.nodes import canonical_op
 from ..analyze.workers import NO_DEVICE
 from ..errors import BadParameter, UnknownOpType
@@ -238,10 +238,14 @@ def cpu_facts(model: RunModel) -> dict[str, Any]:
     if not found:
         why = ("no TensorFlow start-up line in a log names them" if model.logs
                else "the run has no TensorFlow log")
+        # What the graph kernels a profile saw tell of the features kernels hang on.
+        seen = cpu_from_kernels(model, model.graph_ops)
+        shown = "".join(f"; {'has' if has else 'no'} {feature}: {how}"
+                        for feature, (has, how) in sorted(seen.items()))
         return {"features": None, "source": "",
-                "note": f"unknown: {why}; keep TF's stderr (its cpu_feature_guard line lists "
-                        f"the CPU's instruction sets), since float16 and bfloat16 kernels "
-                        f"depend on them (AVX512_FP16, AVX512_BF16, AMX)"}
+                "note": f"unknown: {why}{shown}; keep TF's stderr (its cpu_feature_guard line "
+                        f"lists the CPU's instruction sets), since float16 and bfloat16 "
+                        f"kernels depend on them (AVX512_FP16, AVX512_BF16, AMX)"}
     features = sorted(set().union(*found))
     return {"features": features,
             "source": "TensorFlow's start-up line in the log (cpu_feature_guard)",

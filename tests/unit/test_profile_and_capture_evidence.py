@@ -20,6 +20,7 @@ from tb_opmode.analyze.kernels import (
     detect_onednn,
 )
 from tb_opmode.analyze.nodes import origin_name
+from tb_opmode.present.tab import cpu_facts
 from tb_opmode.read.tfdbg import DumpSet, GraphInfo, OpCreation, health_digest
 from tb_opmode.read.xtypes import Profile
 from tests.unit.test_removed_forwarders import FULL_HEALTH, health
@@ -149,3 +150,16 @@ def test_a_gradient_reshape_goes_the_way_of_its_sum() -> None:
     assert got["Reshape"][0] == REMOVED and "kept its rank" in got["Reshape"][1], got
     got = _gradient(sum_event=True, sum_shape=(2, 8))  # reduced the rank: not decided here
     assert got["Reshape"][0] != REMOVED or "kept its rank" not in got["Reshape"][1], got
+
+
+def test_the_tab_names_what_the_profile_showed_of_the_cpu() -> None:
+    ops = [("x", "Placeholder", (), ()), ("MatMul", "MatMul", ("x:0", "x:0"), ())]
+    for kernel, word in (("MatMul", "no AVX512_FP16"), ("_MklMatMul", "has AVX512_FP16")):
+        model = run("train_step", ops, {"MatMul": "DT_HALF"}, profile=[("MatMul", kernel)])
+        model.graph_ops = assign_graph(model)
+        note = cpu_facts(model)["note"]
+        assert note.startswith("unknown: ") and f"{word}: its graph MatMul (DT_HALF) ran" in note
+        assert "cpu_feature_guard" in note  # still says how to know them all
+    model = run("train_step", ops, {"MatMul": "DT_FLOAT"}, profile=[("MatMul", "_MklMatMul")])
+    model.graph_ops = assign_graph(model)
+    assert "AVX512" not in cpu_facts(model)["note"].split("; keep")[0]
