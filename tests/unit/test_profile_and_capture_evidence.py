@@ -163,3 +163,23 @@ def test_the_tab_names_what_the_profile_showed_of_the_cpu() -> None:
     model = run("train_step", ops, {"MatMul": "DT_FLOAT"}, profile=[("MatMul", "_MklMatMul")])
     model.graph_ops = assign_graph(model)
     assert "AVX512" not in cpu_facts(model)["note"].split("; keep")[0]
+
+
+def test_a_gradient_reshape_goes_with_its_removed_sum_where_the_dump_has_no_digests() -> None:
+    # Keras 2's loss gradient in a CURT/CONCISE_HEALTH dump (no digest tells a Reshape
+    # that forwarded its input): Reshape(Sum(g, BroadcastGradientArgs), Const) -> Tile.
+    ops = [("g", "Mul", (), ()), ("s", "Const", (), ()), ("bga", "BroadcastGradientArgs", ("s:0", "s:0"), ()),
+           ("value/Sum", "Sum", ("g:0", "bga:0"), ()), ("value/Shape", "Const", (), ()),
+           ("value/Reshape", "Reshape", ("value/Sum:0", "value/Shape:0"), ()),
+           ("Tile", "Tile", ("value/Reshape:0", "s:0"), ())]
+    dtypes = {name: "DT_FLOAT" for name in ("g", "value/Sum", "value/Reshape", "Tile")}
+    seen = [("value/Sum/DebugNumericSummaryV2", "DebugNumericSummaryV2"),
+            ("value/Reshape/DebugNumericSummaryV2", "DebugNumericSummaryV2"),
+            ("g", "Mul"), ("Tile", "Tile")]
+    got = {op.op_name: op for op in assign_graph(run("train_function", ops, dtypes, profile=seen))}
+    assert got["value/Sum"].kernel == REMOVED
+    assert got["value/Reshape"].kernel == REMOVED and "value/Sum" in got["value/Reshape"].note
+    # The Sum ran: nothing says the Reshape did not.
+    ran = seen + [("value/Sum", "Sum")]
+    got = {op.op_name: op for op in assign_graph(run("train_function", ops, dtypes, profile=ran))}
+    assert got["value/Sum"].kernel == "Sum" and got["value/Reshape"].kernel == "Reshape"
