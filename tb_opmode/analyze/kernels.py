@@ -493,6 +493,14 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "graph is built, when that adds no edges, as for one input (inferred "
                        "from the dump's graph; no log or profile shows it)")
             continue
+        summaries, identities = profiled_debug
+        looped = _identity_in_loop(model.dumps[i], op, graph_ops, no_event=(
+            op.op_name in (summaries or identities) and op.op_type not in _NO_EVENT_OPS
+            and _traced_at_every_run(op.executions, graph_cut, _runs_before_window(
+                model, model.dumps[i], op, graph_cut or eager_cut))))
+        if looped is not None:
+            op.kernel, op.evidence, op.note = looped[0], "inferred", looped[1]
+            continue
         if op.op_type == "Pack" and created is not None and len(
                 [t for t in created.inputs if not t.startswith("^")]) == 1:
             op.kernel, op.evidence = "ExpandDims", "inferred"
@@ -811,6 +819,72 @@ def _times_ones(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -
         if mine and mine == theirs:
             return True
     return False
+
+
+_SHAPE_READERS = frozenset(("Shape", "ShapeN", "Size", "Rank"))
+
+
+def _identity_in_loop(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation],
+                      no_event: bool) -> tuple[str, str] | None:
+    """A Mul in a lowered while loop's body by a constant that left its other input's
+    trace unchanged (``x * 1``: Keras 2's sample weights of one under
+    steps_per_execution). Constant folding makes it ``Identity(x, ^const)``; the
+    constant enters the loop's frame by a control input, so the dependency optimizer
+    keeps that edge and removes the Identity only where bypassing it adds no edges
+    (2 inputs x outputs <= 2 + outputs: at most 2 readers, its debug op counted). The
+    Identity that runs leaves no profiler event, so the profile cannot tell which; but a
+    Mul that ran would have left one (``no_event``), which shows the constant was one."""
+    graph = dump.graphs.get(op.graph_id)
+    created = graph_ops.get(op.op_name)
+    if op.op_type != "Mul" or graph is None or created is None or \
+            not graph.name.startswith("while_body"):
+        return None
+    inputs = [t for t in created.inputs if not t.startswith("^")]
+    mine = _lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
+    if len(inputs) != 2 or not mine:
+        return None
+    for const, other in (inputs, inputs[::-1]):
+        source = graph_ops.get(_strip_slot(const))
+        name, _, slot = other.rpartition(":")
+        theirs = dump.trace_digests.get((op.graph_id, name, int(slot) if slot.isdigit() else 0), 0)
+        if source is None or source.op_type != "Const" or mine != theirs:
+            continue
+        readers = [o.op_type for o in graph_ops.values() for t in o.inputs
+                   if not t.startswith("^") and _strip_slot(t) == op.op_name]
+        debug = 0 if set(dump.tensor_debug_modes) == {_NO_TENSOR} else 1
+        # Readers of its shape only (Shape, Size) become constants where grappler knows
+        # the shape statically, which the dump does not record: they may not count.
+        fewest = debug + sum(1 for t in readers if t not in _SHAPE_READERS)
+        outputs = debug + len(readers)
+        proven = (no_event or _ONES.search(source.op_name)
+                  or set(dump.tensor_debug_modes) == {_FULL_TENSOR})
+        if not proven:
+            return (UNKNOWN, f"unknown whether it ran: it multiplies by the constant "
+                             f"{source.op_name} and left its input's trace unchanged (x * 1?) "
+                             f"in a while loop's body, where grappler turns x * 1 into an "
+                             f"Identity that runs and leaves no profiler event; this dump mode "
+                             f"does not record the constant's value. To know, keep TF's log "
+                             f"(TF_CPP_MAX_VLOG_LEVEL=2), profile the step, or dump with "
+                             f"FULL_TENSOR")
+        # Kept where bypassing adds edges: 2 inputs x n outputs > 2 + n, so n >= 3.
+        if fewest < 3 <= outputs:
+            return (UNKNOWN, f"unknown whether it ran: it multiplies by ones in a while loop's "
+                             f"body, which grappler turns into an Identity with a control input; "
+                             f"it keeps that Identity only if it has 3 readers or more, and of "
+                             f"its {outputs} readers (its debug op counted) some read only its "
+                             f"shape, which grappler makes a constant where it knows the shape "
+                             f"statically, which the dump does not record. To know, keep TF's "
+                             f"log (TF_CPP_MAX_VLOG_LEVEL=2)")
+        if fewest >= 3:
+            return ("Identity", f"ran as an Identity: it multiplies by ones in a while loop's "
+                                f"body; grappler's constant folding makes it Identity(x, "
+                                f"^{source.op_name}), whose control input (the loop's frame) "
+                                f"stays, and with {outputs} readers bypassing it would add "
+                                f"edges, so grappler keeps it (inferred from the dump's graph)")
+        return (REMOVED, f"removed by grappler: it multiplies by ones in a while loop's body, "
+                         f"and with {outputs} readers its Identity is bypassed (inferred from "
+                         f"the dump's graph)")
+    return None
 
 
 def _lowest_digest(digests: dict[tuple[str, str, int], int], graph_id: str, op_name: str) -> int:

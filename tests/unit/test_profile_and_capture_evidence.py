@@ -20,6 +20,7 @@ from tb_opmode.analyze.kernels import (
     detect_onednn,
 )
 from tb_opmode.analyze.nodes import origin_name
+from tb_opmode.model import OpKernel
 from tb_opmode.present.tab import cpu_facts
 from tb_opmode.read.tfdbg import DumpSet, GraphInfo, OpCreation, health_digest
 from tb_opmode.read.xtypes import Profile
@@ -183,3 +184,21 @@ def test_a_gradient_reshape_goes_with_its_removed_sum_where_the_dump_has_no_dige
     ran = seen + [("value/Sum", "Sum")]
     got = {op.op_name: op for op in assign_graph(run("train_function", ops, dtypes, profile=ran))}
     assert got["value/Sum"].kernel == "Sum" and got["value/Reshape"].kernel == "Reshape"
+
+
+def test_x_times_one_in_a_loop_body_runs_as_an_identity_where_it_has_three_readers() -> None:
+    # Keras 2's weighted loss under steps_per_execution: Mul(losses, Const) in while_body.
+    def body(readers: list[tuple[str, str]]) -> OpKernel:
+        ops = [("x", "SparseSoftmaxCrossEntropyWithLogits", (), ()), ("c", "Const", (), ()),
+               ("Mul", "Mul", ("x:0", "c:0"), ())]
+        ops += [(name, op_type, ("Mul:0",), ()) for name, op_type in readers]
+        model = run("while_body_12", ops, {"x": "DT_FLOAT", "Mul": "DT_FLOAT"},
+                    profile=[("Mul/DebugNumericSummaryV2", "DebugNumericSummaryV2")],
+                    shapes={"x": (1, 4), "Mul": (1, 4)})
+        return {op.op_name: op for op in assign_graph(model)}["Mul"]
+    three = body([("Sum", "Sum"), ("Neg", "Neg"), ("Abs", "Abs")])
+    assert three.kernel == "Identity" and "4 readers" in three.note
+    assert body([("Sum", "Sum")]).kernel == REMOVED  # 2 with its debug op: bypassed
+    # Readers of its shape only may have become constants: the count is not known.
+    maybe = body([("Sum", "Sum"), ("Size", "Size"), ("Shape", "Shape")])
+    assert maybe.kernel == UNKNOWN and "statically" in maybe.note
