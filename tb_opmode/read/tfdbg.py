@@ -654,11 +654,21 @@ def _fold_stack_frames(part: DumpSet, events: Events) -> None:
             part.stack_frames[frame.id] = (flc.file_index, flc.line, flc.func)
 
 
+def _touch_all(part: DumpSet, walls: list[float]) -> None:
+    """``part._touch`` of every wall time, done with their least non-zero one and their
+    largest (the same window: one method call per record was a tenth of a fold)."""
+    nonzero = [w for w in walls if w]
+    if nonzero:
+        part._touch(min(nonzero))
+        part._touch(max(nonzero))
+
+
 def _fold_graphs(part: DumpSet, events: Events) -> None:
     graphs = part.graphs
-    touch = part._touch
+    walls: list[float] = []
+    wall = walls.append
     for event, stack, _payload in events:
-        touch(event.wall_time)
+        wall(event.wall_time)
         what = event.WhichOneof("what")
         if what == "graph_op_creation":
             op = event.graph_op_creation
@@ -679,6 +689,7 @@ def _fold_graphs(part: DumpSet, events: Events) -> None:
             graph.outer_id = g.outer_context_id
         elif what == "debugged_device":
             part.devices[event.debugged_device.device_id] = event.debugged_device.device_name
+    _touch_all(part, walls)
 
 
 def _fold_executions(part: DumpSet, events: Events) -> None:
@@ -687,9 +698,10 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
     modes = part.tensor_debug_modes
     dtypes = part.execution_dtypes
     devices = part.execution_devices
-    touch = part._touch
+    walls: list[float] = []
+    wall = walls.append
     for event, stack, _payload in events:
-        touch(event.wall_time)
+        wall(event.wall_time)
         if event.HasField("execution"):
             ex = event.execution
             op_type, graph_id, mode = ex.op_type, ex.graph_id, ex.tensor_debug_mode
@@ -701,6 +713,7 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
             dtypes[(op_type, dtype)] += 1
             ids = ex.output_tensor_device_ids
             devices[(op_type, graph_id, ids[0] if ids else -1, dtype)] += 1
+    _touch_all(part, walls)
 
 
 _FOLDS = {"metadata": _fold_metadata, "source_files": _fold_source_files,
