@@ -38,6 +38,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import io
+import logging
 import math
 import os
 import pickle
@@ -58,11 +59,13 @@ from google.protobuf.message import DecodeError
 from ..errors import Problem
 from . import forks, fs
 from .schema import EVENT_KINDS, LEN, VARINT, CodeLocation, DebugEvent, DebugEventRawStacks, message_fields, read_varint
-from .tfrecord import ChunkVerifier, RecordReader, frame_whole, next_intact_record
+from .tfrecord import ChunkVerifier, RecordReader, frame_whole, masked_crc32c, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "SourceLines", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
            "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest", "digest_rank"]
+
+logger = logging.getLogger(__name__)
 
 DUMP_FILE_RE = re.compile(
     r"^(?P<prefix>tfdbg_events\.(?P<ts>\d+)\.(?P<host>.+))\.(?P<kind>" + "|".join(EVENT_KINDS) + r")$")
@@ -221,10 +224,11 @@ class SourceLines(Sequence[str]):
     them), and making the strings of a dump's 200,000 lines was a tenth of reading
     it. Pickled (the cache), it stays a record until then."""
 
-    __slots__ = ("_text", "_ends", "_record")
+    __slots__ = ("_text", "_ends", "_record", "_where")
 
     def __init__(self, lines: Iterable[str] = ()) -> None:
         self._record: bytes | None = None
+        self._where: tuple[str, int, int, int, int] | None = None
         self._set(lines)
 
     def _set(self, lines: Iterable[str]) -> None:
@@ -239,16 +243,32 @@ class SourceLines(Sequence[str]):
         """The lines of the ``source_file`` DebugEvent serialized in ``record`` (which the
         caller has decoded once, so it decodes), made when first used."""
         lines = cls.__new__(cls)
-        lines._record = record
+        lines._record, lines._where = record, None
+        return lines
+
+    @classmethod
+    def in_file(cls, path: str, offset: int, length: int, inode: int, device: int) -> SourceLines:
+        """The lines of the ``source_file`` record of ``length`` payload bytes at ``offset``
+        of the local file ``path`` (inode and device as when it was read, and decoded),
+        read from the file when first used. A file that is no longer that file there (its
+        record's CRCs do not verify) gives no lines, with a warning."""
+        lines = cls.__new__(cls)
+        lines._record, lines._where = None, (path, offset, length, inode, device)
         return lines
 
     def _made(self) -> None:
-        record = self._record
+        record, where = self._record, self._where
+        if where is not None:
+            record = _record_at(*where)
+            if record is None:
+                self._set(())
+                self._where = None
+                return
         if record is not None:
             # Two threads may both get here: each makes the same lines, and the record
             # is dropped only once text and ends are both set.
             self._set(DebugEvent.FromString(record).source_file.lines)
-            self._record = None
+            self._record = self._where = None
 
     @property
     def text(self) -> str:
@@ -294,7 +314,9 @@ class SourceLines(Sequence[str]):
         return f"SourceLines({len(self.ends)} lines)"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        record = self._record
+        record, where = self._record, self._where
+        if where is not None:
+            return (SourceLines.in_file, where)
         if record is not None:
             return (SourceLines.of_record, (record,))
         return (_source_lines, (self._text, self._ends))
@@ -303,9 +325,33 @@ class SourceLines(Sequence[str]):
 def _source_lines(text: str, ends: array[int]) -> SourceLines:
     """Unpickle a ``SourceLines``."""
     lines = SourceLines.__new__(SourceLines)
-    lines._record = None
+    lines._record = lines._where = None
     lines._text, lines._ends = text, ends
     return lines
+
+
+def _record_at(path: str, offset: int, length: int, inode: int, device: int) -> bytes | None:
+    """The payload of the record of ``length`` bytes at ``offset`` of ``path``, if the file
+    is still the one it was read from (same inode and device; a dump file only grows) and
+    the record's length and CRCs verify; else None, logged."""
+    why = ""
+    try:
+        with fs.open_read(path) as f:
+            st = os.fstat(f.fileno())
+            if (st.st_ino, st.st_dev) != (inode, device):
+                why = "replaced by another file"
+            else:
+                data = os.pread(f.fileno(), length + 16, offset)
+                if len(data) == length + 16 and struct.unpack_from("<Q", data)[0] == length \
+                        and masked_crc32c(data[:8]) == struct.unpack_from("<I", data, 8)[0] \
+                        and masked_crc32c(data[12:-4]) == struct.unpack_from("<I", data, length + 12)[0]:
+                    return data[12:-4]
+                why = "its record there no longer verifies"
+    except OSError as err:
+        why = f"cannot be read ({err.strerror or err})"
+    logger.warning("%s: %s since it was read; the source lines of its record at byte %d "
+                   "are not shown", path, why, offset)
+    return None
 
 
 @dataclass(frozen=True)
@@ -561,14 +607,15 @@ class _Stacks:
 
 
 _NO_STACK: tuple[str, ...] = ()
-# A file's events as its fold reads them: (DebugEvent, call stack, the record's payload).
-Events = Iterator[tuple[Any, tuple[str, ...], Any]]
+# A file's events as its fold reads them: (DebugEvent, call stack, the record's offset, its
+# payload).
+Events = Iterator[tuple[Any, tuple[str, ...], int, Any]]
 
 
 def _decoded(reader: Iterable[tuple[int, Any]], path: str, kind: str,
              problems: list[Problem]) -> Events:
-    """(DebugEvent, call stack, payload) of ``reader``'s records that belong in a
-    ``kind`` file; the stack is that of an op creation or execution, else empty.
+    """(DebugEvent, call stack, offset, payload) of ``reader``'s records that belong in
+    a ``kind`` file; the stack is that of an op creation or execution, else empty.
 
     Undecodable records, and events of another kind than the file's (a file
     renamed, or a payload a newer TF added), go into ``problems``; the latter
@@ -594,7 +641,7 @@ def _decoded(reader: Iterable[tuple[int, Any]], path: str, kind: str,
                     first_stray = offset
                 stray += 1
                 continue
-            yield event, stack, payload
+            yield event, stack, offset, payload
     except OSError as err:
         problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
     if stray:
@@ -604,7 +651,7 @@ def _decoded(reader: Iterable[tuple[int, Any]], path: str, kind: str,
 
 
 def _events(state: FileState, start: int = 0) -> Events:
-    """(DebugEvent, call stack, payload) of ``state``'s file from ``start`` on; bookkeeping into
+    """(DebugEvent, call stack, offset, payload) of ``state``'s file from ``start`` on; bookkeeping into
     ``state``. A file small enough for one read is framed and checked whole
     (``tfrecord.frame_whole``); one with damage, a cut-off tail or more bytes than that
     is read by ``RecordReader``, which says what is wrong where."""
@@ -625,7 +672,7 @@ def _events(state: FileState, start: int = 0) -> Events:
 
 
 def _fold_metadata(part: DumpSet, events: Events) -> None:
-    for event, _stack, _payload in events:
+    for event, _stack, _offset, _payload in events:
         part._touch(event.wall_time)
         if event.HasField("debug_metadata"):
             meta = event.debug_metadata
@@ -634,8 +681,12 @@ def _fold_metadata(part: DumpSet, events: Events) -> None:
             part.run_id = meta.tfdbg_run_id or part.run_id
 
 
-def _fold_source_files(part: DumpSet, events: Events) -> None:
-    for event, _stack, payload in events:
+def _fold_source_files(part: DumpSet, events: Events, path: str = "") -> None:
+    # A local file's records are read again from it when their lines are first asked
+    # for, so a cache entry holds where they are, not the 8 MB of lines; a remote one's
+    # are kept (a second fetch would cost more than it saves).
+    where = file_identity(path) if path and not fs.is_remote(path) else None
+    for event, _stack, offset, payload in events:
         if event.HasField("source_file"):
             src = event.source_file
             key = (src.host_name, src.file_path)
@@ -643,11 +694,12 @@ def _fold_source_files(part: DumpSet, events: Events) -> None:
             if key not in part.source_lines:
                 part.source_files.append(key)
             # The record decoded above: its lines are made when first read.
-            part.source_lines[key] = SourceLines.of_record(bytes(payload))
+            part.source_lines[key] = (SourceLines.of_record(bytes(payload)) if where is None else
+                                      SourceLines.in_file(path, offset, len(payload), where[2], where[3]))
 
 
 def _fold_stack_frames(part: DumpSet, events: Events) -> None:
-    for event, _stack, _payload in events:
+    for event, _stack, _offset, _payload in events:
         if event.HasField("stack_frame_with_id"):
             frame = event.stack_frame_with_id
             flc = frame.file_line_col
@@ -667,7 +719,7 @@ def _fold_graphs(part: DumpSet, events: Events) -> None:
     graphs = part.graphs
     walls: list[float] = []
     wall = walls.append
-    for event, stack, _payload in events:
+    for event, stack, _offset, _payload in events:
         wall(event.wall_time)
         what = event.WhichOneof("what")
         if what == "graph_op_creation":
@@ -700,7 +752,7 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
     devices = part.execution_devices
     walls: list[float] = []
     wall = walls.append
-    for event, stack, _payload in events:
+    for event, stack, _offset, _payload in events:
         wall(event.wall_time)
         if event.HasField("execution"):
             ex = event.execution
@@ -764,7 +816,7 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
     counts: Counter[tuple[str, str, int]] = Counter()
     dtypes = part.dtypes
     reader = RecordReader(path, start=start, stop=stop)
-    for event, _stack, _payload in _decoded(reader, path, _TRACES, part.read_problems):
+    for event, _stack, _offset, _payload in _decoded(reader, path, _TRACES, part.read_problems):
         wall = event.wall_time
         if not part.first_wall:
             part.first_wall = wall
@@ -1567,7 +1619,9 @@ def _run_jobs(jobs: list[tuple[FileState, int]]) -> None:
     read = False
     try:
         for state, start in jobs:
-            if state.kind != _TRACES:
+            if state.kind == "source_files":
+                _fold_source_files(state.part, _events(state, start), state.path)
+            elif state.kind != _TRACES:
                 _FOLDS[state.kind](state.part, _events(state, start))
         read = True
     finally:
