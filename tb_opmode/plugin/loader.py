@@ -78,6 +78,32 @@ class _Loaded:
     loaded_at: float
     sources: Optional[RunSources] = None
     full: bool = True
+    # What the run list says of it (``_listing``), made once: the tab (and the bench) ask
+    # for the list of 200 runs several times a second while they load.
+    listing: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def _listing(loaded: _Loaded) -> dict[str, Any]:
+    """What the run list shows of a published run (besides its name and status)."""
+    view = loaded.view
+    doc = view.doc
+    return dict(tensorflow_version=doc["tensorflow_version"],
+                onednn_enabled=doc["onednn_enabled"],
+                onednn_state=tab.onednn_state(view)[0],
+                counts_from=doc["counts_from"],
+                op_types=len(view.rows),
+                executions=sum(r["total"] for r in view.rows.values()),
+                has_profile=bool(view.model.profiles),
+                warnings=len(doc["warnings"]),
+                loaded_at=loaded.loaded_at)
+
+
+def _loaded(view: tab.RunView, signature: Signature, loaded_at: float,
+            sources: Optional[RunSources], full: bool) -> _Loaded:
+    """A ``_Loaded`` with its listing made (a light and a full view list the same)."""
+    loaded = _Loaded(view, signature, loaded_at, sources, full)
+    loaded.listing.update(_listing(loaded))
+    return loaded
 
 
 def _signature_bytes(signature: Signature) -> int:
@@ -404,7 +430,7 @@ class RunLoader:
 
     def _publish(self, sources: RunSources, signature: Signature, view: tab.RunView,
                  full: bool) -> None:
-        loaded = _Loaded(view, signature, time.time(), sources, full)
+        loaded = _loaded(view, signature, time.time(), sources, full)
         with self._lock:
             self._runs[sources.name] = loaded
             self._errors.pop(sources.name, None)
@@ -424,7 +450,7 @@ class RunLoader:
             old, _ = self._resident.popitem(last=False)
             loaded = self._runs.get(old)
             if loaded is not None and loaded.full and loaded.sources is not None:
-                self._runs[old] = _Loaded(loadworker.light_view(loaded.view), loaded.signature,
+                self._runs[old] = _loaded(loadworker.light_view(loaded.view), loaded.signature,
                                           loaded.loaded_at, loaded.sources, False)
 
     def _full_view(self, name: str, loaded: _Loaded) -> tab.RunView:
@@ -452,7 +478,7 @@ class RunLoader:
             logger.info("opmode: rebuilt run %s in %.2f s", name, time.monotonic() - began)
             with self._lock:
                 if self._runs.get(name) is loaded:
-                    self._runs[name] = _Loaded(view, loaded.signature, loaded.loaded_at,
+                    self._runs[name] = _loaded(view, loaded.signature, loaded.loaded_at,
                                                loaded.sources, True)
                     self._hold(name)
             return view
@@ -526,18 +552,9 @@ class RunLoader:
                 loaded = self._runs.get(name)
                 entry: dict[str, Any] = {"run": name}
                 if loaded is not None:
-                    doc = loaded.view.doc
                     stale = (name in self._progress.pending)
-                    entry.update(status="ready", reloading=stale,
-                                 tensorflow_version=doc["tensorflow_version"],
-                                 onednn_enabled=doc["onednn_enabled"],
-                                 onednn_state=tab.onednn_state(loaded.view)[0],
-                                 counts_from=doc["counts_from"],
-                                 op_types=len(loaded.view.rows),
-                                 executions=sum(r["total"] for r in loaded.view.rows.values()),
-                                 has_profile=bool(loaded.view.model.profiles),
-                                 warnings=len(doc["warnings"]),
-                                 loaded_at=loaded.loaded_at)
+                    entry.update(status="ready", reloading=stale)
+                    entry.update(loaded.listing or _listing(loaded))
                 elif name in self._errors:
                     entry.update(status="error", error=self._errors[name])
                 else:
