@@ -546,13 +546,14 @@ class _Stacks:
     a ``.graphs`` file's bytes), and decoding every record's ids took more than all the
     rest of its fields."""
 
-    __slots__ = ("known", "frames", "last")
+    __slots__ = ("known", "frames", "last", "shared")
 
     def __init__(self) -> None:
         self.known: dict[bytes, tuple[str, ...]] = {}
         self.frames = _FrameIds()
         # The last stack split by slicing: (its bytes, where its ids start, their step, ids).
         self.last: tuple[bytes, int, int, tuple[str, ...]] = (b"", -1, 0, ())
+        self.shared = 0  # how many leading ids the last two stacks split had in common
 
     def of(self, raw: bytes) -> tuple[str, ...]:
         """The frame ids of a serialized ``CodeLocation`` (raises ``DecodeError`` as
@@ -592,15 +593,17 @@ class _Stacks:
         last, last_pos, last_step, last_ids = self.last
         shared = 0
         if (last_pos, last_step) == (pos, step) and last[:pos] == raw[:pos]:
-            # The most leading ids both stacks have (a binary search over slices).
+            # The most leading ids both stacks have: a binary search over prefixes, first
+            # tried at as many as the last stack shared with the one before it.
             lo, hi = 0, min(count, len(last_ids))
+            mid = min(self.shared, hi)
             while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if last[pos:pos + mid * step] == raw[pos:pos + mid * step]:
+                if raw.startswith(last[pos:pos + mid * step], pos):
                     lo = mid
                 else:
                     hi = mid - 1
-            shared = lo
+                mid = (lo + hi + 1) // 2
+            shared = self.shared = lo
         new = tuple(map(self.frames.__getitem__,
                         [raw[i:i + step - 2] for i in range(pos + shared * step + 2, len(raw), step)]))
         return last_ids[:shared] + new if shared else new
