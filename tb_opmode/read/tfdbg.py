@@ -13,6 +13,14 @@ process), each holding aggregated facts rather than one object per record:
 
 Damaged records become ``Problem``s; everything intact is kept.
 
+The other files are read record by record, but cheaply: a file of up to 16 MB that is
+intact is read at once and its CRCs checked in one pass (``tfrecord.frame_whole``; any
+damage and ``RecordReader`` reads it, reporting each problem); events are decoded with
+``DebugEventRawStacks``, whose op creations and executions leave their call stack
+serialized, so each distinct stack (a few hundred in a dump of thousands of records, most
+of a ``.graphs`` file's bytes) is decoded once (``_Stacks``); a local dump's source lines
+stay in their file until a line is asked for (``SourceLines.in_file``).
+
 Each file is read into a ``FileState`` (the fields of ``DumpSet`` that file
 fills, its problems, and the offset to resume from); ``assemble_dump_set``
 joins the states of a set into the ``DumpSet``. ``read_file_states`` reuses
