@@ -236,7 +236,7 @@ class SourceLines(Sequence[str]):
 
     def __init__(self, lines: Iterable[str] = ()) -> None:
         self._record: bytes | None = None
-        self._where: tuple[str, int, int, int, int] | None = None
+        self._where: tuple[str, int, int, str, str] | None = None
         self._set(lines)
 
     def _set(self, lines: Iterable[str]) -> None:
@@ -255,28 +255,30 @@ class SourceLines(Sequence[str]):
         return lines
 
     @classmethod
-    def in_file(cls, path: str, offset: int, length: int, inode: int, device: int) -> SourceLines:
+    def in_file(cls, path: str, offset: int, length: int, host: str, file_path: str) -> SourceLines:
         """The lines of the ``source_file`` record of ``length`` payload bytes at ``offset``
-        of the local file ``path`` (inode and device as when it was read, and decoded),
-        read from the file when first used. A file that is no longer that file there (its
-        record's CRCs do not verify) gives no lines, with a warning."""
+        of the local file ``path`` (decoded once when it was read: the source file
+        ``file_path`` of ``host``), read from the file when first used. A file that no
+        longer holds that record there (its length or CRCs do not verify, or it names
+        another source file) gives no lines, with a warning. The record is told by its
+        content, not by the file's inode: a pool or cluster worker that read it may see
+        the same shared file under another device number."""
         lines = cls.__new__(cls)
-        lines._record, lines._where = None, (path, offset, length, inode, device)
+        lines._record, lines._where = None, (path, offset, length, host, file_path)
         return lines
 
     def _made(self) -> None:
         record, where = self._record, self._where
         if where is not None:
-            record = _record_at(*where)
-            if record is None:
-                self._set(())
-                self._where = None
-                return
+            src = _source_record_at(*where)
+            self._set(src.lines if src is not None else ())
+            self._where = None
+            return
         if record is not None:
             # Two threads may both get here: each makes the same lines, and the record
             # is dropped only once text and ends are both set.
             self._set(DebugEvent.FromString(record).source_file.lines)
-            self._record = self._where = None
+            self._record = None
 
     @property
     def text(self) -> str:
@@ -338,27 +340,29 @@ def _source_lines(text: str, ends: array[int]) -> SourceLines:
     return lines
 
 
-def _record_at(path: str, offset: int, length: int, inode: int, device: int) -> bytes | None:
-    """The payload of the record of ``length`` bytes at ``offset`` of ``path``, if the file
-    is still the one it was read from (same inode and device; a dump file only grows) and
-    the record's length and CRCs verify; else None, logged."""
+def _source_record_at(path: str, offset: int, length: int, host: str, file_path: str) -> Any:
+    """The ``SourceFile`` of the record of ``length`` payload bytes at ``offset`` of ``path``
+    if that record is still there (its length and CRCs verify, it decodes, and it is the
+    source file ``file_path`` of ``host``); else None, logged: the file changed since it
+    was read (and the next scan reads it again)."""
     why = ""
     try:
         with fs.open_read(path) as f:
-            st = os.fstat(f.fileno())
-            if (st.st_ino, st.st_dev) != (inode, device):
-                why = "replaced by another file"
-            else:
-                data = os.pread(f.fileno(), length + 16, offset)
-                if len(data) == length + 16 and struct.unpack_from("<Q", data)[0] == length \
-                        and masked_crc32c(data[:8]) == struct.unpack_from("<I", data, 8)[0] \
-                        and masked_crc32c(data[12:-4]) == struct.unpack_from("<I", data, length + 12)[0]:
-                    return data[12:-4]
-                why = "its record there no longer verifies"
-    except OSError as err:
-        why = f"cannot be read ({err.strerror or err})"
-    logger.warning("%s: %s since it was read; the source lines of its record at byte %d "
-                   "are not shown", path, why, offset)
+            f.seek(offset)
+            data = f.read(length + 16)
+        if len(data) == length + 16 and struct.unpack_from("<Q", data)[0] == length \
+                and masked_crc32c(data[:8]) == struct.unpack_from("<I", data, 8)[0] \
+                and masked_crc32c(data[12:-4]) == struct.unpack_from("<I", data, length + 12)[0]:
+            src = DebugEvent.FromString(data[12:-4]).source_file
+            if (src.host_name, src.file_path) == (host, file_path):
+                return src
+            why = f"holds another source file at byte {offset}"
+        else:
+            why = f"holds no intact record of {length} bytes at byte {offset}"
+    except (OSError, DecodeError) as err:
+        why = f"cannot be read ({getattr(err, 'strerror', None) or err})"
+    logger.warning("%s: %s (changed since it was read?); the lines of %s are not shown",
+                   path, why, file_path)
     return None
 
 
@@ -696,7 +700,7 @@ def _fold_source_files(part: DumpSet, events: Events, path: str = "") -> None:
     # A local file's records are read again from it when their lines are first asked
     # for, so a cache entry holds where they are, not the 8 MB of lines; a remote one's
     # are kept (a second fetch would cost more than it saves).
-    where = file_identity(path) if path and not fs.is_remote(path) else None
+    local = bool(path) and not fs.is_remote(path)
     for event, _stack, offset, payload in events:
         if event.HasField("source_file"):
             src = event.source_file
@@ -705,8 +709,8 @@ def _fold_source_files(part: DumpSet, events: Events, path: str = "") -> None:
             if key not in part.source_lines:
                 part.source_files.append(key)
             # The record decoded above: its lines are made when first read.
-            part.source_lines[key] = (SourceLines.of_record(bytes(payload)) if where is None else
-                                      SourceLines.in_file(path, offset, len(payload), where[2], where[3]))
+            part.source_lines[key] = (SourceLines.in_file(path, offset, len(payload), *key) if local
+                                      else SourceLines.of_record(bytes(payload)))
 
 
 def _fold_stack_frames(part: DumpSet, events: Events) -> None:
