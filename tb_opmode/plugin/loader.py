@@ -41,7 +41,7 @@ from ..analyze.assemble import build_run
 from ..errors import BadParameter, NoSuchRun, StillLoading, UnloadableRun
 from ..present import tab
 from ..read import fs
-from ..read.cache import cache_dir, load_view, store_view
+from ..read.cache import CACHE_ENV, cache_dir, load_view, store_view
 from ..read.discover import RunSources, discover
 from . import loadworker
 
@@ -114,12 +114,19 @@ class _Worker:
     """One ``loadworker`` process, fed one job at a time over its pipes."""
 
     def __init__(self) -> None:
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        # Started in the directory this package is in: ``python -m`` puts the working
+        # directory first on sys.path, so a worker started where another tb_opmode lies
+        # (a checkout of another version) imported that one, not TensorBoard's. The
+        # cache directory is passed resolved, as it may be relative to our directory.
+        where = cache_dir()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tb_opmode.plugin.loadworker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=None, close_fds=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
-                + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])})
+            stdout=subprocess.PIPE, stderr=None, close_fds=True, cwd=here,
+            env={**os.environ, CACHE_ENV: where if where is not None else "off",
+                 "PYTHONPATH": os.pathsep.join(
+                     [here] + [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                               if p])})
         self.job: Optional[tuple[RunSources, Signature]] = None
 
     @property
