@@ -73,19 +73,36 @@ def _summary(logdir: Path, capsys: pytest.CaptureFixture) -> dict[str, Any]:
 
 
 class _Spy:
-    """Counts RecordReader instantiations (how many file reads started)."""
+    """Counts the file reads started: RecordReader iterations, and reads of a whole
+    small file (``frame_whole``, which falls back to RecordReader: counted once)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.starts: list[tuple[str, int]] = []
         real = tfdbg.RecordReader
+        real_whole = tfdbg.frame_whole
         spy = self
+        fallback: set[tuple[str, int]] = set()
+
+        def kind(path: str) -> str:
+            return os.path.basename(path).rsplit(".", 1)[1]
 
         class Reader(real):  # type: ignore[misc, valid-type]
             def __iter__(self):  # type: ignore[no-untyped-def]
-                spy.starts.append((os.path.basename(self.path).rsplit(".", 1)[1], self.start))
+                if (self.path, self.start) in fallback:
+                    fallback.discard((self.path, self.start))
+                else:
+                    spy.starts.append((kind(self.path), self.start))
                 return super().__iter__()
 
+        def whole(path: str, start: int = 0):  # type: ignore[no-untyped-def]
+            spy.starts.append((kind(path), start))
+            found = real_whole(path, start)
+            if found is None:
+                fallback.add((path, start))
+            return found
+
         monkeypatch.setattr(tfdbg, "RecordReader", Reader)
+        monkeypatch.setattr(tfdbg, "frame_whole", whole)
 
 
 # ---------------------------------------------------------------- cache

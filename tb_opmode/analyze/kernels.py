@@ -410,6 +410,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     folding_memo: dict[tuple[int, str], bool] = {}
     reordered: dict[tuple[int, str], dict[str, str]] = {}
     bypassed: dict[tuple[int, str], dict[str, tuple[str, str]]] = {}
+    dtypes_by_graph: dict[int, dict[str, dict[tuple[str, int], str]]] = {}
     for i, op in unresolved:
         if op.kernel:
             continue
@@ -510,10 +511,15 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             continue
         key = (i, op.graph_id)
         if key not in reordered:
-            dump = model.dumps[i]
+            if i not in dtypes_by_graph:
+                # Grouped once per dump: a dictionary filtered per graph went over every
+                # trace of the dump for each of its graphs.
+                grouped: dict[str, dict[tuple[str, int], str]] = {}
+                for (g, name, slot), dtype in model.dumps[i].trace_dtypes.items():
+                    grouped.setdefault(g, {})[(name, slot)] = dtype
+                dtypes_by_graph[i] = grouped
             reordered[key] = reordered_across_casts(
-                graph_ops, {(name, slot): dtype for (g, name, slot), dtype
-                            in dump.trace_dtypes.items() if g == op.graph_id}, nodes)
+                graph_ops, dtypes_by_graph[i].get(op.graph_id, {}), nodes)
         moved = reordered[key].get(op.op_name)
         if moved is not None:
             op.kernel, op.evidence, op.note = REMOVED, "inferred", moved

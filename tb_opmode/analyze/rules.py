@@ -47,6 +47,7 @@ whether a version is in range.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -406,6 +407,9 @@ MEASURED_STOCK_OPS: frozenset[str] = frozenset({
 # queries
 
 
+# Memoised: a run asks this thousands of times (per graph op and dtype, for its kernel and
+# its CPU dependence) of a few dozen distinct questions, and RULES never changes.
+@functools.lru_cache(maxsize=4096)
 def matching_rules(op_type: str, mode: str, tf_version: str, dtype: str = "DT_FLOAT",
                    onednn: bool = True) -> tuple[Rule, ...]:
     """Every rule for this op, mode, version, dtype and oneDNN setting, conditional ones included."""

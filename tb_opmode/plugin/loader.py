@@ -41,7 +41,7 @@ from ..analyze.assemble import build_run
 from ..errors import BadParameter, NoSuchRun, StillLoading, UnloadableRun
 from ..present import tab
 from ..read import fs
-from ..read.cache import cache_dir, load_view, store_view
+from ..read.cache import CACHE_ENV, cache_dir, load_view, store_view
 from ..read.discover import RunSources, discover
 from . import loadworker
 
@@ -78,6 +78,32 @@ class _Loaded:
     loaded_at: float
     sources: Optional[RunSources] = None
     full: bool = True
+    # What the run list says of it (``_listing``), made once: the tab (and the bench) ask
+    # for the list of 200 runs several times a second while they load.
+    listing: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+def _listing(loaded: _Loaded) -> dict[str, Any]:
+    """What the run list shows of a published run (besides its name and status)."""
+    view = loaded.view
+    doc = view.doc
+    return dict(tensorflow_version=doc["tensorflow_version"],
+                onednn_enabled=doc["onednn_enabled"],
+                onednn_state=tab.onednn_state(view)[0],
+                counts_from=doc["counts_from"],
+                op_types=len(view.rows),
+                executions=sum(r["total"] for r in view.rows.values()),
+                has_profile=bool(view.model.profiles),
+                warnings=len(doc["warnings"]),
+                loaded_at=loaded.loaded_at)
+
+
+def _loaded(view: tab.RunView, signature: Signature, loaded_at: float,
+            sources: Optional[RunSources], full: bool) -> _Loaded:
+    """A ``_Loaded`` with its listing made (a light and a full view list the same)."""
+    loaded = _Loaded(view, signature, loaded_at, sources, full)
+    loaded.listing.update(_listing(loaded))
+    return loaded
 
 
 def _signature_bytes(signature: Signature) -> int:
@@ -88,12 +114,19 @@ class _Worker:
     """One ``loadworker`` process, fed one job at a time over its pipes."""
 
     def __init__(self) -> None:
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        # Started in the directory this package is in: ``python -m`` puts the working
+        # directory first on sys.path, so a worker started where another tb_opmode lies
+        # (a checkout of another version) imported that one, not TensorBoard's. The
+        # cache directory is passed resolved, as it may be relative to our directory.
+        where = cache_dir()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tb_opmode.plugin.loadworker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=None, close_fds=True,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
-                + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])})
+            stdout=subprocess.PIPE, stderr=None, close_fds=True, cwd=here,
+            env={**os.environ, CACHE_ENV: where if where is not None else "off",
+                 "PYTHONPATH": os.pathsep.join(
+                     [here] + [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                               if p])})
         self.job: Optional[tuple[RunSources, Signature]] = None
 
     @property
@@ -404,7 +437,7 @@ class RunLoader:
 
     def _publish(self, sources: RunSources, signature: Signature, view: tab.RunView,
                  full: bool) -> None:
-        loaded = _Loaded(view, signature, time.time(), sources, full)
+        loaded = _loaded(view, signature, time.time(), sources, full)
         with self._lock:
             self._runs[sources.name] = loaded
             self._errors.pop(sources.name, None)
@@ -424,7 +457,7 @@ class RunLoader:
             old, _ = self._resident.popitem(last=False)
             loaded = self._runs.get(old)
             if loaded is not None and loaded.full and loaded.sources is not None:
-                self._runs[old] = _Loaded(loadworker.light_view(loaded.view), loaded.signature,
+                self._runs[old] = _loaded(loadworker.light_view(loaded.view), loaded.signature,
                                           loaded.loaded_at, loaded.sources, False)
 
     def _full_view(self, name: str, loaded: _Loaded) -> tab.RunView:
@@ -452,7 +485,7 @@ class RunLoader:
             logger.info("opmode: rebuilt run %s in %.2f s", name, time.monotonic() - began)
             with self._lock:
                 if self._runs.get(name) is loaded:
-                    self._runs[name] = _Loaded(view, loaded.signature, loaded.loaded_at,
+                    self._runs[name] = _loaded(view, loaded.signature, loaded.loaded_at,
                                                loaded.sources, True)
                     self._hold(name)
             return view
@@ -526,18 +559,9 @@ class RunLoader:
                 loaded = self._runs.get(name)
                 entry: dict[str, Any] = {"run": name}
                 if loaded is not None:
-                    doc = loaded.view.doc
                     stale = (name in self._progress.pending)
-                    entry.update(status="ready", reloading=stale,
-                                 tensorflow_version=doc["tensorflow_version"],
-                                 onednn_enabled=doc["onednn_enabled"],
-                                 onednn_state=tab.onednn_state(loaded.view)[0],
-                                 counts_from=doc["counts_from"],
-                                 op_types=len(loaded.view.rows),
-                                 executions=sum(r["total"] for r in loaded.view.rows.values()),
-                                 has_profile=bool(loaded.view.model.profiles),
-                                 warnings=len(doc["warnings"]),
-                                 loaded_at=loaded.loaded_at)
+                    entry.update(status="ready", reloading=stale)
+                    entry.update(loaded.listing or _listing(loaded))
                 elif name in self._errors:
                     entry.update(status="error", error=self._errors[name])
                 else:

@@ -19,6 +19,7 @@ Nothing here reads a file or touches the network; bad parameters raise
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -164,6 +165,8 @@ def _dtype_splits(model: RunModel) -> dict[tuple[str, str], list[dict[str, Any]]
     return out
 
 
+# Memoised: asked per row and device (10,000 times for a small run) of a handful of names.
+@functools.lru_cache(maxsize=1024)
 def short_device(name: str) -> str:
     """``/job:localhost/replica:0/task:0/device:CPU:1`` as ``CPU:1`` (with the task when it
     is not task 0, the job when it is not localhost)."""

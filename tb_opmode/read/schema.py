@@ -5,7 +5,10 @@ In: nothing. Out: message classes ``DebugEvent`` (tfdbg2 dumps, from
 ``tsl/profiler/protobuf/xplane.proto``), built at import time from field
 numbers copied from TF 2.21's own descriptors; and ``XSpaceRawEvents``, the
 same XSpace but with each line's events left as serialized bytes, for
-``wire.scan`` to decode all at once.
+``wire.scan`` to decode all at once; and ``DebugEventRawStacks``, the same
+DebugEvent but with each op creation's and execution's ``code_location`` left as
+serialized bytes: ops share a few hundred call stacks of ~70 frame ids each, so
+``tfdbg`` decodes each distinct stack once instead of 70 strings per record.
 
 Only the fields we read are declared. Large nested messages we never look into
 (``TensorProto`` health values, GraphDefs) are declared as ``bytes``: the wire
@@ -19,7 +22,8 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["DebugEvent", "XSpace", "XPlane", "XSpaceRawEvents", "EVENT_KINDS", "walk_fields",
+__all__ = ["DebugEvent", "DebugEventRawStacks", "CodeLocation", "XSpace", "XPlane", "XSpaceRawEvents",
+           "EVENT_KINDS", "walk_fields",
            "message_fields", "read_varint", "VARINT", "FIXED64", "LEN", "FIXED32"]
 
 _F = descriptor_pb2.FieldDescriptorProto
@@ -207,6 +211,16 @@ def _raw_events(messages: list[tuple[str, list[tuple[int, str, str, bool, int | 
             for name, fields in messages]
 
 
+def _raw_stacks(messages: list[tuple[str, list[tuple[int, str, str, bool, int | None]]]]
+                ) -> list[tuple[str, list[tuple[int, str, str, bool, int | None]]]]:
+    """``messages`` with ``GraphOpCreation.code_location`` and ``Execution.code_location``
+    declared as bytes."""
+    raw = {("GraphOpCreation", "code_location"), ("Execution", "code_location")}
+    return [(name, [(number, fname, "bytes" if (name, fname) in raw else ftype,
+                     repeated, oneof) for number, fname, ftype, repeated, oneof in fields])
+            for name, fields in messages]
+
+
 def _classes(fd: descriptor_pb2.FileDescriptorProto) -> dict[str, Any]:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fd)
@@ -227,6 +241,10 @@ _DEBUG = _classes(_file("tb_opmode/debug_event.proto", _DEBUG_EVENT_MESSAGES, {"
 _XPLANE = _classes(_file("tb_opmode/xplane.proto", _XPLANE_MESSAGES, {}))
 
 DebugEvent = _DEBUG["DebugEvent"]
+CodeLocation = _DEBUG["CodeLocation"]
+DebugEventRawStacks = _classes(_file("tb_opmode/debug_event_raw.proto",
+                                     _raw_stacks(_DEBUG_EVENT_MESSAGES), {"DebugEvent": "what"},
+                                     package="tb_opmode.raw"))["DebugEvent"]
 XSpace = _XPLANE["XSpace"]
 XPlane = _XPLANE["XPlane"]
 XSpaceRawEvents = _classes(_file("tb_opmode/xplane_raw.proto", _raw_events(_XPLANE_MESSAGES), {},

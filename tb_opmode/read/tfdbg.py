@@ -13,6 +13,14 @@ process), each holding aggregated facts rather than one object per record:
 
 Damaged records become ``Problem``s; everything intact is kept.
 
+The other files are read record by record, but cheaply: a file of up to 16 MB that is
+intact is read at once and its CRCs checked in one pass (``tfrecord.frame_whole``; any
+damage and ``RecordReader`` reads it, reporting each problem); events are decoded with
+``DebugEventRawStacks``, whose op creations and executions leave their call stack
+serialized, so each distinct stack (a few hundred in a dump of thousands of records, most
+of a ``.graphs`` file's bytes) is decoded once (``_Stacks``); a local dump's source lines
+stay in their file until a line is asked for (``SourceLines.in_file``).
+
 Each file is read into a ``FileState`` (the fields of ``DumpSet`` that file
 fills, its problems, and the offset to resume from); ``assemble_dump_set``
 joins the states of a set into the ``DumpSet``. ``read_file_states`` reuses
@@ -38,6 +46,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import io
+import logging
 import math
 import os
 import pickle
@@ -57,12 +66,14 @@ from google.protobuf.message import DecodeError
 
 from ..errors import Problem
 from . import forks, fs
-from .schema import EVENT_KINDS, LEN, VARINT, DebugEvent, message_fields, read_varint
-from .tfrecord import ChunkVerifier, RecordReader, next_intact_record
+from .schema import EVENT_KINDS, LEN, VARINT, CodeLocation, DebugEvent, DebugEventRawStacks, message_fields, read_varint
+from .tfrecord import ChunkVerifier, RecordReader, frame_whole, masked_crc32c, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "SourceLines", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
            "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest", "digest_rank"]
+
+logger = logging.getLogger(__name__)
 
 DUMP_FILE_RE = re.compile(
     r"^(?P<prefix>tfdbg_events\.(?P<ts>\d+)\.(?P<host>.+))\.(?P<kind>" + "|".join(EVENT_KINDS) + r")$")
@@ -83,6 +94,35 @@ _DTYPE_INDEX = {4: 2, 5: 1}
 DTYPE_UNKNOWN = "?"
 DTYPE_SOME_FLOAT = "float"
 _NO_TENSOR, _CURT, _CONCISE, _FULL_TENSOR = 1, 2, 3, 7  # TensorDebugMode enum values
+
+
+# Layouts of health tensors met so far: (the bytes before the vector's values, their
+# length). TF writes every health tensor of a mode alike (dtype, shape, then the values
+# in field 4), so a record's tensor is its layout's prefix and values, checked with one
+# comparison instead of a walk over its fields.
+_LAYOUTS: list[tuple[bytes, int]] = []
+_MAX_LAYOUTS = 8
+
+
+def _vector_field(tensor_proto: bytes) -> list[tuple[int, int, int, int, int]] | None:
+    """The health vector's field as ``message_fields`` gives it (number, wire type,
+    length, tag position, end), as a list of that one field, where ``tensor_proto`` is
+    a known layout's prefix followed by its values: the fields before it are then known
+    to parse and to hold no field 4 or 6, so the walks below find this field first,
+    as they would walking all fields. None for any other tensor (walked field by field)."""
+    n = len(tensor_proto)
+    for head, length in _LAYOUTS:
+        if n == len(head) + length and tensor_proto.startswith(head):
+            return [(tensor_proto[len(head) - 2] >> 3, LEN, length, 0, n)]
+    fields = message_fields(tensor_proto, 0, n)
+    if fields and len(_LAYOUTS) < _MAX_LAYOUTS:
+        number, wire_type, length, tag_at, _end = fields[-1]
+        head = tensor_proto[:n - length]
+        # One-byte tag and length, and no other value field: the prefix says it all.
+        if number in (4, 6) and wire_type == LEN and len(head) == tag_at + 2 and length < 0x80 \
+                and not any(f[0] in (4, 6) and f[1] == LEN for f in fields[:-1]):
+            _LAYOUTS.append((head, length))
+    return None
 
 
 def health_dtype(tensor_proto: bytes, mode: int) -> str:
@@ -109,7 +149,8 @@ def health_dtype(tensor_proto: bytes, mode: int) -> str:
     index = _DTYPE_INDEX.get(mode)
     if index is None:
         return DTYPE_UNKNOWN
-    for number, wire_type, length, _, after in message_fields(tensor_proto, 0, len(tensor_proto)) or ():
+    for number, wire_type, length, _, after in _vector_field(tensor_proto) or \
+            message_fields(tensor_proto, 0, len(tensor_proto)) or ():
         if number in (4, 6) and wire_type == LEN:
             pos = after - length
             if length < 8 * (index + 1):
@@ -141,7 +182,8 @@ def health_digest(tensor_proto: bytes, mode: int) -> int:
         return _with_rank(_digest(tensor_proto), _tensor_proto_rank(tensor_proto))
     if mode not in _DTYPE_INDEX:
         return 0
-    for number, wire_type, length, _, after in message_fields(tensor_proto, 0, len(tensor_proto)) or ():
+    for number, wire_type, length, _, after in _vector_field(tensor_proto) or \
+            message_fields(tensor_proto, 0, len(tensor_proto)) or ():
         if number in (4, 6) and wire_type == LEN and length > 8:
             rank = None
             at = after - length + 8 * (_DTYPE_INDEX[mode] + 1)  # the rank follows the dtype
@@ -182,15 +224,73 @@ def _tensor_proto_rank(tensor_proto: bytes) -> int | None:
 class SourceLines(Sequence[str]):
     """The lines of one source file, as a sequence of str, held as one string and where
     each line ends in it: one str per line took twice the file's size (a dump's
-    ``.source_files`` of 8 MB grew the reader by 27 MB), and pickled slower."""
+    ``.source_files`` of 8 MB grew the reader by 27 MB), and pickled slower.
 
-    __slots__ = ("text", "ends")
+    Read from a dump (``of_record``), it keeps the file's ``source_file`` record as it
+    is, already checked to decode, and makes its string only when a line is first
+    asked for: most runs' lines are never shown (only a call site's detail shows
+    them), and making the strings of a dump's 200,000 lines was a tenth of reading
+    it. Pickled (the cache), it stays a record until then."""
+
+    __slots__ = ("_text", "_ends", "_record", "_where")
 
     def __init__(self, lines: Iterable[str] = ()) -> None:
+        self._record: bytes | None = None
+        self._where: tuple[str, int, int, str, str] | None = None
+        self._set(lines)
+
+    def _set(self, lines: Iterable[str]) -> None:
         lines = list(lines)
-        self.text = "".join(lines)
+        text = "".join(lines)
         # 4 bytes a line where they fit (the cache pickles them): a file of 4 G characters
-        self.ends = array("I" if len(self.text) < 1 << 32 else "q", accumulate(map(len, lines)))
+        self._ends = array("I" if len(text) < 1 << 32 else "q", accumulate(map(len, lines)))
+        self._text = text
+
+    @classmethod
+    def of_record(cls, record: bytes) -> SourceLines:
+        """The lines of the ``source_file`` DebugEvent serialized in ``record`` (which the
+        caller has decoded once, so it decodes), made when first used."""
+        lines = cls.__new__(cls)
+        lines._record, lines._where = record, None
+        return lines
+
+    @classmethod
+    def in_file(cls, path: str, offset: int, length: int, host: str, file_path: str) -> SourceLines:
+        """The lines of the ``source_file`` record of ``length`` payload bytes at ``offset``
+        of the local file ``path`` (decoded once when it was read: the source file
+        ``file_path`` of ``host``), read from the file when first used. A file that no
+        longer holds that record there (its length or CRCs do not verify, or it names
+        another source file) gives no lines, with a warning. The record is told by its
+        content, not by the file's inode: a pool or cluster worker that read it may see
+        the same shared file under another device number."""
+        lines = cls.__new__(cls)
+        lines._record, lines._where = None, (path, offset, length, host, file_path)
+        return lines
+
+    def _made(self) -> None:
+        record, where = self._record, self._where
+        if where is not None:
+            src = _source_record_at(*where)
+            self._set(src.lines if src is not None else ())
+            self._where = None
+            return
+        if record is not None:
+            # Two threads may both get here: each makes the same lines, and the record
+            # is dropped only once text and ends are both set.
+            self._set(DebugEvent.FromString(record).source_file.lines)
+            self._record = None
+
+    @property
+    def text(self) -> str:
+        """The file's lines, joined."""
+        self._made()
+        return self._text
+
+    @property
+    def ends(self) -> array[int]:
+        """Where each line ends in ``text``."""
+        self._made()
+        return self._ends
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -202,13 +302,14 @@ class SourceLines(Sequence[str]):
     def __getitem__(self, index: slice) -> list[str]: ...
 
     def __getitem__(self, index: int | slice) -> str | list[str]:
+        ends = self.ends
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self.ends)))]
+            return [self[i] for i in range(*index.indices(len(ends)))]
         if index < 0:
-            index += len(self.ends)
-        if not 0 <= index < len(self.ends):
+            index += len(ends)
+        if not 0 <= index < len(ends):
             raise IndexError("source line index out of range")
-        return self.text[self.ends[index - 1] if index else 0:self.ends[index]]
+        return self._text[ends[index - 1] if index else 0:ends[index]]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, SourceLines):
@@ -223,14 +324,46 @@ class SourceLines(Sequence[str]):
         return f"SourceLines({len(self.ends)} lines)"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_source_lines, (self.text, self.ends))
+        record, where = self._record, self._where
+        if where is not None:
+            return (SourceLines.in_file, where)
+        if record is not None:
+            return (SourceLines.of_record, (record,))
+        return (_source_lines, (self._text, self._ends))
 
 
 def _source_lines(text: str, ends: array[int]) -> SourceLines:
     """Unpickle a ``SourceLines``."""
-    lines = SourceLines()
-    lines.text, lines.ends = text, ends
+    lines = SourceLines.__new__(SourceLines)
+    lines._record = lines._where = None
+    lines._text, lines._ends = text, ends
     return lines
+
+
+def _source_record_at(path: str, offset: int, length: int, host: str, file_path: str) -> Any:
+    """The ``SourceFile`` of the record of ``length`` payload bytes at ``offset`` of ``path``
+    if that record is still there (its length and CRCs verify, it decodes, and it is the
+    source file ``file_path`` of ``host``); else None, logged: the file changed since it
+    was read (and the next scan reads it again)."""
+    why = ""
+    try:
+        with fs.open_read(path) as f:
+            f.seek(offset)
+            data = f.read(length + 16)
+        if len(data) == length + 16 and struct.unpack_from("<Q", data)[0] == length \
+                and masked_crc32c(data[:8]) == struct.unpack_from("<I", data, 8)[0] \
+                and masked_crc32c(data[12:-4]) == struct.unpack_from("<I", data, length + 12)[0]:
+            src = DebugEvent.FromString(data[12:-4]).source_file
+            if (src.host_name, src.file_path) == (host, file_path):
+                return src
+            why = f"holds another source file at byte {offset}"
+        else:
+            why = f"holds no intact record of {length} bytes at byte {offset}"
+    except (OSError, DecodeError) as err:
+        why = f"cannot be read ({getattr(err, 'strerror', None) or err})"
+    logger.warning("%s: %s (changed since it was read?); the lines of %s are not shown",
+                   path, why, file_path)
+    return None
 
 
 @dataclass(frozen=True)
@@ -408,29 +541,125 @@ _KIND_WHAT = {
 }
 
 
-def _decoded(reader: RecordReader, kind: str, problems: list[Problem]) -> Iterator[Any]:
-    """DebugEvents of ``reader``'s records that belong in a ``kind`` file.
+# The payloads whose ``code_location`` (a call stack of ~70 frame ids) is left serialized
+# by ``DebugEventRawStacks`` and decoded once per distinct stack (``_Stacks``).
+_STACKED = frozenset({"graph_op_creation", "execution"})
+
+
+class _FrameIds(dict[bytes, str]):
+    """Frame ids by their UTF-8 bytes, each decoded (and interned) once."""
+
+    def __missing__(self, raw: bytes) -> str:
+        # Interned: ops share most frames, and a cache pickle then stores each once.
+        found = self[raw] = intern(raw.decode("utf-8"))
+        return found
+
+
+class _Stacks:
+    """The call stacks of one file's records, each decoded once: a dump's 4,000 op
+    creations and 2,000 executions share a few hundred stacks of ~70 frame ids (most of
+    a ``.graphs`` file's bytes), and decoding every record's ids took more than all the
+    rest of its fields."""
+
+    __slots__ = ("known", "frames", "last", "shared")
+
+    def __init__(self) -> None:
+        self.known: dict[bytes, tuple[str, ...]] = {}
+        self.frames = _FrameIds()
+        # The last stack split by slicing: (its bytes, where its ids start, their step, ids).
+        self.last: tuple[bytes, int, int, tuple[str, ...]] = (b"", -1, 0, ())
+        self.shared = 0  # how many leading ids the last two stacks split had in common
+
+    def of(self, raw: bytes) -> tuple[str, ...]:
+        """The frame ids of a serialized ``CodeLocation`` (raises ``DecodeError`` as
+        decoding the record whole would: bad UTF-8, a malformed message)."""
+        found = self.known.get(raw)
+        if found is None:
+            found = self.known[raw] = self._split(raw)
+        return found
+
+    def _split(self, raw: bytes) -> tuple[str, ...]:
+        """TF writes a ``CodeLocation`` as its host name (field 1) and then ids of one
+        length (field 2, a UUID each): those are cut out by slicing, each distinct id
+        decoded once, and the frames a stack shares with the one split before (the
+        outer frames: four fifths of its bytes, in a Keras fit) are taken from that
+        one's ids. Any other layout, or bad UTF-8, is decoded by protobuf (which raises
+        where the record is bad)."""
+        n = len(raw)
+        pos = 0
+        if n >= 2 and raw[0] == 0x0A and raw[1] < 0x80:
+            pos = 2 + raw[1]
+        if pos + 2 <= n and raw[pos] == 0x12 and raw[pos + 1] < 0x80:
+            step = raw[pos + 1] + 2
+            count = (n - pos) // step
+            if count * step == n - pos and raw[pos::step] == b"\x12" * count \
+                    and raw[pos + 1::step] == bytes((step - 2,)) * count:
+                try:
+                    raw[2:pos].decode("utf-8")  # the host name, which protobuf checks too
+                    ids = self._ids(raw, pos, step, count)
+                except UnicodeDecodeError:
+                    pass  # protobuf raises DecodeError for it below
+                else:
+                    self.last = (raw, pos, step, ids)
+                    return ids
+        return tuple(map(intern, CodeLocation.FromString(raw).stack_frame_ids))
+
+    def _ids(self, raw: bytes, pos: int, step: int, count: int) -> tuple[str, ...]:
+        last, last_pos, last_step, last_ids = self.last
+        shared = 0
+        if (last_pos, last_step) == (pos, step) and last[:pos] == raw[:pos]:
+            # The most leading ids both stacks have: a binary search over prefixes, first
+            # tried at as many as the last stack shared with the one before it.
+            lo, hi = 0, min(count, len(last_ids))
+            mid = min(self.shared, hi)
+            while lo < hi:
+                if raw.startswith(last[pos:pos + mid * step], pos):
+                    lo = mid
+                else:
+                    hi = mid - 1
+                mid = (lo + hi + 1) // 2
+            shared = self.shared = lo
+        new = tuple(map(self.frames.__getitem__,
+                        [raw[i:i + step - 2] for i in range(pos + shared * step + 2, len(raw), step)]))
+        return last_ids[:shared] + new if shared else new
+
+
+_NO_STACK: tuple[str, ...] = ()
+# A file's events as its fold reads them: (DebugEvent, call stack, the record's offset, its
+# payload).
+Events = Iterator[tuple[Any, tuple[str, ...], int, Any]]
+
+
+def _decoded(reader: Iterable[tuple[int, Any]], path: str, kind: str,
+             problems: list[Problem]) -> Events:
+    """(DebugEvent, call stack, offset, payload) of ``reader``'s records that belong in
+    a ``kind`` file; the stack is that of an op creation or execution, else empty.
 
     Undecodable records, and events of another kind than the file's (a file
     renamed, or a payload a newer TF added), go into ``problems``; the latter
-    counted into one problem for the file.
+    counted into one problem for the file. A record counts as undecodable exactly
+    when decoding it whole would fail: its stack is decoded (once per distinct one)
+    before it is yielded.
     """
-    path = reader.path
     allowed = _KIND_WHAT[kind]
     stray, first_stray = 0, 0
+    decode = DebugEventRawStacks.FromString
+    stacks = _Stacks()
     try:
         for offset, payload in reader:
             try:
-                event = DebugEvent.FromString(payload)
+                event = decode(payload)
+                what = event.WhichOneof("what")
+                stack = stacks.of(getattr(event, what).code_location) if what in _STACKED else _NO_STACK
             except DecodeError as err:
                 problems.append(Problem(path, offset, f"record is not a DebugEvent ({err})"))
                 continue
-            if event.WhichOneof("what") not in allowed:
+            if what not in allowed:
                 if not stray:
                     first_stray = offset
                 stray += 1
                 continue
-            yield event
+            yield event, stack, offset, payload
     except OSError as err:
         problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
     if stray:
@@ -439,18 +668,29 @@ def _decoded(reader: RecordReader, kind: str, problems: list[Problem]) -> Iterat
             f"newer TensorFlow?); not used")))
 
 
-def _events(state: FileState, start: int = 0) -> Iterator[Any]:
-    """Decoded DebugEvents of ``state``'s file from ``start`` on; bookkeeping into ``state``."""
+def _events(state: FileState, start: int = 0) -> Events:
+    """(DebugEvent, call stack, offset, payload) of ``state``'s file from ``start`` on; bookkeeping into
+    ``state``. A file small enough for one read is framed and checked whole
+    (``tfrecord.frame_whole``); one with damage, a cut-off tail or more bytes than that
+    is read by ``RecordReader``, which says what is wrong where."""
+    whole = frame_whole(state.path, start)
+    if whole is not None:
+        records, end = whole
+        yield from _decoded(records, state.path, state.kind, state.read_problems)
+        state.records += len(records)
+        state.end_offset = end
+        state.truncated = False
+        return
     reader = RecordReader(state.path, start=start)
-    yield from _decoded(reader, state.kind, state.read_problems)
+    yield from _decoded(reader, state.path, state.kind, state.read_problems)
     state.frame_problems.extend(reader.problems)
     state.records += reader.records
     state.end_offset = reader.end_offset
     state.truncated = reader.truncated
 
 
-def _fold_metadata(part: DumpSet, events: Iterator[Any]) -> None:
-    for event in events:
+def _fold_metadata(part: DumpSet, events: Events) -> None:
+    for event, _stack, _offset, _payload in events:
         part._touch(event.wall_time)
         if event.HasField("debug_metadata"):
             meta = event.debug_metadata
@@ -459,39 +699,57 @@ def _fold_metadata(part: DumpSet, events: Iterator[Any]) -> None:
             part.run_id = meta.tfdbg_run_id or part.run_id
 
 
-def _fold_source_files(part: DumpSet, events: Iterator[Any]) -> None:
-    for event in events:
+def _fold_source_files(part: DumpSet, events: Events, path: str = "") -> None:
+    # A local file's records are read again from it when their lines are first asked
+    # for, so a cache entry holds where they are, not the 8 MB of lines; a remote one's
+    # are kept (a second fetch would cost more than it saves).
+    local = bool(path) and not fs.is_remote(path)
+    for event, _stack, offset, payload in events:
         if event.HasField("source_file"):
             src = event.source_file
             key = (src.host_name, src.file_path)
             # Stack frames index files by first appearance, as DebugDataReader does.
             if key not in part.source_lines:
                 part.source_files.append(key)
-            part.source_lines[key] = SourceLines(src.lines)
+            # The record decoded above: its lines are made when first read.
+            part.source_lines[key] = (SourceLines.in_file(path, offset, len(payload), *key) if local
+                                      else SourceLines.of_record(bytes(payload)))
 
 
-def _fold_stack_frames(part: DumpSet, events: Iterator[Any]) -> None:
-    for event in events:
+def _fold_stack_frames(part: DumpSet, events: Events) -> None:
+    for event, _stack, _offset, _payload in events:
         if event.HasField("stack_frame_with_id"):
             frame = event.stack_frame_with_id
             flc = frame.file_line_col
             part.stack_frames[frame.id] = (flc.file_index, flc.line, flc.func)
 
 
-def _fold_graphs(part: DumpSet, events: Iterator[Any]) -> None:
+def _touch_all(part: DumpSet, walls: list[float]) -> None:
+    """``part._touch`` of every wall time, done with their least non-zero one and their
+    largest (the same window: one method call per record was a tenth of a fold)."""
+    nonzero = [w for w in walls if w]
+    if nonzero:
+        part._touch(min(nonzero))
+        part._touch(max(nonzero))
+
+
+def _fold_graphs(part: DumpSet, events: Events) -> None:
     graphs = part.graphs
-    for event in events:
-        part._touch(event.wall_time)
+    walls: list[float] = []
+    wall = walls.append
+    for event, stack, _offset, _payload in events:
+        wall(event.wall_time)
         what = event.WhichOneof("what")
         if what == "graph_op_creation":
             op = event.graph_op_creation
-            graph = graphs.get(op.graph_id)
+            graph_id = op.graph_id
+            graph = graphs.get(graph_id)
             if graph is None:
-                graph = graphs[op.graph_id] = GraphInfo(op.graph_id, op.graph_name)
-            graph.ops[op.op_name] = OpCreation(
-                op.op_type, op.op_name, op.graph_id, op.device_name, op.num_outputs,
-                # Interned: ops share most frames, and a cache pickle then stores each once.
-                tuple(map(intern, op.code_location.stack_frame_ids)), tuple(op.input_names))
+                graph = graphs[graph_id] = GraphInfo(graph_id, op.graph_name)
+            name = op.op_name
+            # The stack is shared by the ops of one call site (``_Stacks``).
+            graph.ops[name] = OpCreation(op.op_type, name, graph_id, op.device_name, op.num_outputs,
+                                         stack, tuple(op.input_names))
         elif what == "debugged_graph":
             g = event.debugged_graph
             graph = graphs.get(g.graph_id)
@@ -501,24 +759,41 @@ def _fold_graphs(part: DumpSet, events: Iterator[Any]) -> None:
             graph.outer_id = g.outer_context_id
         elif what == "debugged_device":
             part.devices[event.debugged_device.device_id] = event.debugged_device.device_name
+    _touch_all(part, walls)
 
 
-def _fold_executions(part: DumpSet, events: Iterator[Any]) -> None:
-    executions = part.executions
-    sites = part.execution_sites
-    for event in events:
-        part._touch(event.wall_time)
+def _fold_executions(part: DumpSet, events: Events) -> None:
+    # Counted once per distinct (op type, graph, mode, stack, dtype, device), then summed
+    # into the five counters: most executions repeat one of a few hundred such keys, and
+    # five counter updates per record were a third of the fold. Each counter's keys come
+    # out in the order of their first record, as counting record by record gives them.
+    seen: Counter[tuple[str, str, int, tuple[str, ...], str, int]] = Counter()
+    walls: list[float] = []
+    wall = walls.append
+    calls = part.call_times.setdefault
+    for event, stack, _offset, _payload in events:
+        wall(event.wall_time)
         if event.HasField("execution"):
             ex = event.execution
-            executions[(ex.op_type, ex.graph_id)] += 1
+            mode = ex.tensor_debug_mode
+            protos = ex.tensor_protos
+            ids = ex.output_tensor_device_ids
             if ex.graph_id:
-                part.call_times.setdefault(ex.graph_id, []).append(event.wall_time)
-            sites[(ex.op_type, tuple(ex.code_location.stack_frame_ids))] += 1
-            part.tensor_debug_modes[ex.tensor_debug_mode] += 1
-            dtype = health_dtype(ex.tensor_protos[0] if ex.tensor_protos else b"", ex.tensor_debug_mode)
-            part.execution_dtypes[(ex.op_type, dtype)] += 1
-            device = ex.output_tensor_device_ids[0] if ex.output_tensor_device_ids else -1
-            part.execution_devices[(ex.op_type, ex.graph_id, device, dtype)] += 1
+                calls(ex.graph_id, []).append(event.wall_time)
+            seen[(ex.op_type, ex.graph_id, mode, stack,
+                  health_dtype(protos[0] if protos else b"", mode), ids[0] if ids else -1)] += 1
+    executions = part.executions
+    sites = part.execution_sites
+    modes = part.tensor_debug_modes
+    dtypes = part.execution_dtypes
+    devices = part.execution_devices
+    for (op_type, graph_id, mode, stack, dtype, device), n in seen.items():
+        executions[(op_type, graph_id)] += n
+        sites[(op_type, stack)] += n
+        modes[mode] += n
+        dtypes[(op_type, dtype)] += n
+        devices[(op_type, graph_id, device, dtype)] += n
+    _touch_all(part, walls)
 
 
 _FOLDS = {"metadata": _fold_metadata, "source_files": _fold_source_files,
@@ -569,7 +844,7 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
     counts: Counter[tuple[str, str, int]] = Counter()
     dtypes = part.dtypes
     reader = RecordReader(path, start=start, stop=stop)
-    for event in _decoded(reader, _TRACES, part.read_problems):
+    for event, _stack, _offset, _payload in _decoded(reader, path, _TRACES, part.read_problems):
         wall = event.wall_time
         if not part.first_wall:
             part.first_wall = wall
@@ -1372,7 +1647,9 @@ def _run_jobs(jobs: list[tuple[FileState, int]]) -> None:
     read = False
     try:
         for state, start in jobs:
-            if state.kind != _TRACES:
+            if state.kind == "source_files":
+                _fold_source_files(state.part, _events(state, start), state.path)
+            elif state.kind != _TRACES:
                 _FOLDS[state.kind](state.part, _events(state, start))
         read = True
     finally:

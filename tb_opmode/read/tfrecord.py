@@ -5,7 +5,10 @@ at). Out: the payload of every intact record with its byte offset, and a list
 of ``Problem``s (file, offset, what) for whatever was not intact. Also, for
 readers that frame records themselves, ``ChunkVerifier``: checks every CRC of a
 run of records at once, with a handful of vector operations instead of two
-CRC calls per record.
+CRC calls per record; and ``frame_whole``, which reads an intact file of up to
+``WHOLE_MAX_BYTES`` in one read, frames it by its lengths and checks all its
+CRCs with one ``ChunkVerifier`` pass (None for anything else: ``RecordReader``
+then says what is wrong where).
 
 A record is: 8-byte little-endian length, 4-byte masked CRC32C of those 8
 bytes, the payload, 4-byte masked CRC32C of the payload. Damage handling:
@@ -27,6 +30,7 @@ import ctypes
 import glob
 import os
 import struct
+import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -37,7 +41,8 @@ import numpy as np
 from ..errors import Problem
 from . import fs
 
-__all__ = ["RecordReader", "ChunkVerifier", "next_intact_record", "masked_crc32c", "encode_record"]
+__all__ = ["RecordReader", "ChunkVerifier", "frame_whole", "next_intact_record", "masked_crc32c",
+           "encode_record", "WHOLE_MAX_BYTES"]
 
 _HEADER = 12
 _FOOTER = 4
@@ -313,6 +318,60 @@ def _candidates(buf: Any, size: int, pos: int, stop: int) -> Iterable[int]:
     ok = lengths <= room.astype(np.uint64)
     ok &= (lengths != 0) | (stored == _ZERO_HEADER_CRC)
     return (pos + np.flatnonzero(ok)).tolist()
+
+
+# ``frame_whole`` reads files up to this size in one read (``RecordReader``'s window).
+WHOLE_MAX_BYTES = _WINDOW
+# One verifier per thread: its table of CRCs of zeros (by record length) is kept between
+# files (the files of many runs have records of the same lengths), and it is not shared
+# between the loader's thread and a route's.
+_verifiers = threading.local()
+
+
+def frame_whole(path: str, start: int = 0) -> tuple[list[tuple[int, memoryview]], int] | None:
+    """Every record of an intact file from ``start`` to its end, read at once: (offset,
+    payload) of each and the offset after the last, the file's size. None when the file
+    holds more than ``WHOLE_MAX_BYTES`` from ``start``, ends in a partial record, has a
+    length that does not add up, a CRC that does not verify or cannot be read whole:
+    ``RecordReader`` then reads it and reports each problem as before. The payloads are
+    views of one buffer (the CRC fields in it are overwritten by the check)."""
+    try:
+        with fs.open_read(path) as f:
+            n = fs.size_of(f) - start
+            if n > WHOLE_MAX_BYTES or n < 0:
+                return None
+            buf = bytearray(n)
+            f.seek(start)
+            got = f.readinto(buf) if hasattr(f, "readinto") else None
+            if got is None:
+                data = f.read(n)
+                got = len(data)
+                buf[:got] = data
+    except OSError:
+        return None  # RecordReader says why
+    if got != n:
+        return None  # the file shrank: RecordReader says where
+    u64 = _U64.unpack_from
+    offsets: list[int] = []
+    add = offsets.append
+    p = 0
+    while p + _HEADER + _FOOTER <= n:
+        (length,) = u64(buf, p)
+        if length > _MAX_LENGTH:
+            return None
+        add(p)
+        p += length + _HEADER + _FOOTER
+    if p != n:
+        return None
+    if offsets:
+        verifier = getattr(_verifiers, "v", None)
+        if verifier is None:
+            verifier = _verifiers.v = ChunkVerifier()
+        if not verifier.verify(np.frombuffer(buf, dtype=np.uint8), offsets, n, in_place=True):
+            return None
+    view = memoryview(buf)
+    ends = offsets[1:] + [n]
+    return [(start + o, view[o + _HEADER:e - _FOOTER]) for o, e in zip(offsets, ends)], start + n
 
 
 class ChunkVerifier:
