@@ -40,8 +40,10 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 _CHEAP = ("cheap ops grappler removes or folds (Reshape, Shape, Sum over no axes, Cast, "
           "BroadcastTo, IdentityN) leave no profiler event at the default host tracer level, "
           "and the dump cannot tell whether they ran")
-_RANKLESS = ("CURT/CONCISE_HEALTH dumps record no rank: Keras 2's scalar loss-gradient "
-             "Reshapes, removed as no-ops (rank 0), cannot be told from the ones that ran")
+_LOOP_IDENTITY = ("TF 2.13's x * 1 in a while loop's body (Keras 2's sample weights under "
+                  "steps_per_execution): grappler keeps its Identity only with 3 readers or "
+                  "more, and which of its shape-only readers became constants the dump does "
+                  "not record (unknown); and Keras 2's rank-2 loss Reshapes (static shapes)")
 _NO_TENSOR_WHY = ("NO_TENSOR's debug ops read no tensor, so grappler optimises as if undebugged: "
                   "the outer Reshape of a bypassed pair is removed only where static shapes, "
                   "which NO_TENSOR does not record, prove it a no-op (unknown), and Keras 2's "
@@ -59,11 +61,9 @@ _UNDECIDED = ("forwarding ops (Reshape, Sum) of rank 2 or more whose first trace
               "input's: whether grappler could remove them depends on static shapes the dump "
               "does not record, so they are (unknown) with how to find out")
 FLOORS: dict[str, tuple[dict[str, float], str]] = {
-    "fit_CONCISE_HEALTH": ({'2.13': 0.985}, _RANKLESS),
-    "fit_CURT_HEALTH": ({'2.13': 0.985}, _RANKLESS),
-    "fit_NO_TENSOR": ({'2.13': 0.978}, _NO_TENSOR_WHY),
+    "fit_NO_TENSOR": ({'2.13': 0.983}, _NO_TENSOR_WHY),
     "fit_late_profile": ({'2.13': 0.975}, _LATE),
-    "fit_spe": ({'2.13': 0.985}, _IDENTITY),
+    "fit_spe": ({'2.13': 0.983}, _LOOP_IDENTITY),
     "hf_bert": ({'2.13': 0.982}, _IDENTITY),
 }
 # With the log, every execution is right but for these (the floor, why).
@@ -79,6 +79,7 @@ UNTOLD: dict[str, tuple[float, str]] = {
 }
 # Cells whose "(unknown)" share is over 1%, held to their figure.
 UNKNOWN_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
+    "fit_spe": ({'2.13': 0.017}, _LOOP_IDENTITY),
 }
 # Cells whose dump-only answer rests on a CPU feature of the machine that ran them: the
 # bf16 rules hold where the CPU has AVX512_BF16 (or AMX), so the floor is only asked there.
