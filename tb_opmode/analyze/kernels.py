@@ -322,14 +322,12 @@ def _traced_at_every_run(executions: int, cut: bool, runs_before: int | None) ->
     return not cut and executions <= _TRACED_RUNS
 
 
-def _runs_before_window(model: RunModel, dump: DumpSet, op: OpKernel, cut: bool) -> int | None:
-    """How often the op had run before the last profiled window began: the calls of its
-    function from Python before the window's start, where the op runs once per call (its
-    executions equal the calls; not so in a loop's body or a branch). None where that is
-    not known: no profile start, the eager records cut, a loop's body."""
+def _calls_before_window(model: RunModel, dump: DumpSet, graph_id: str) -> tuple[int, int] | None:
+    """(calls, calls before the last profiled window began) of the function a graph's ops
+    run with, called from Python; None where not known (no profile start, no calls)."""
     # A function called from another (Keras 3's step inside its multi-step function)
     # runs with its caller: its calls are the outermost caller's, called from Python.
-    graph_id, hops = op.graph_id, 0
+    hops = 0
     while graph_id not in dump.call_times and graph_id in dump.graphs and hops < 16:
         graph_id, hops = dump.graphs[graph_id].outer_id, hops + 1
     calls = dump.call_times.get(graph_id)
@@ -338,10 +336,20 @@ def _runs_before_window(model: RunModel, dump: DumpSet, op: OpKernel, cut: bool)
     starts = [p.start_ns if p.time_source in ("profile_start_time", "line_timestamps")
               else p.end_ns for p in model.profiles
               if p.time_source and p.start_ns and (p.host == dump.host or not dump.host)]
-    if not calls or not starts or cut or op.executions != len(calls):
+    if not calls or not starts:
         return None
     start = max(starts) / 1e9
-    return sum(1 for t in calls if t < start)
+    return len(calls), sum(1 for t in calls if t < start)
+
+
+def _runs_before_window(calls: tuple[int, int] | None, op: OpKernel, cut: bool) -> int | None:
+    """How often the op had run before the last profiled window began: its function's
+    calls before it, where the op runs once per call (its executions equal the calls; not
+    so in a loop's body or a branch). None where that is not known, or the eager records
+    were cut."""
+    if calls is None or cut or op.executions != calls[0]:
+        return None
+    return calls[1]
 
 
 def assign_graph(model: RunModel) -> list[OpKernel]:
@@ -402,6 +410,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     cpu_seen = cpu_from_kernels(model, resolved)
     graph_cut = any(cut.kind == "graph_execution_trace" for cut in model.buffer_cuts)
     eager_cut = any(cut.kind == "execution" for cut in model.buffer_cuts)
+    windows: dict[tuple[int, str], tuple[int, int] | None] = {}  # (dump, graph) -> calls
     untraced: list[OpKernel] = []  # no event, which says nothing after many runs
     consumers_cache: dict[tuple[int, str], dict[str, list[str]]] = {}
     resolved_by_name = {(op.graph_id, op.op_name): op for op in resolved}
@@ -469,9 +478,12 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "(_Arg) instead (inferred; no log or profile shows it)")
             continue
         summaries, identities = profiled_debug
+        window_key = (i, op.graph_id)
+        if window_key not in windows:
+            windows[window_key] = _calls_before_window(model, model.dumps[i], op.graph_id)
         traced_always = _traced_at_every_run(
             op.executions, graph_cut,
-            _runs_before_window(model, model.dumps[i], op, graph_cut or eager_cut))
+            _runs_before_window(windows[window_key], op, graph_cut or eager_cut))
         # A NO_TENSOR dump has no summary nodes at all: a missing summary says nothing.
         if (summaries and op.op_name in identities and op.op_name not in summaries
                 and op.op_type != "Const"):
@@ -494,11 +506,9 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "graph is built, when that adds no edges, as for one input (inferred "
                        "from the dump's graph; no log or profile shows it)")
             continue
-        summaries, identities = profiled_debug
         looped = _identity_in_loop(model.dumps[i], op, graph_ops, no_event=(
             op.op_name in (summaries or identities) and op.op_type not in _NO_EVENT_OPS
-            and _traced_at_every_run(op.executions, graph_cut, _runs_before_window(
-                model, model.dumps[i], op, graph_cut or eager_cut))))
+            and traced_always))
         if looped is not None:
             op.kernel, op.evidence, op.note = looped[0], "inferred", looped[1]
             continue
