@@ -37,6 +37,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ..read.tfdbg import DTYPE_SOME_FLOAT, OpCreation
+from .nodes import tensor_source
 
 __all__ = ["reordered_across_casts", "VALUE_PRESERVING"]
 
@@ -63,9 +64,7 @@ _BOOL_OPS = frozenset(("Equal", "NotEqual", "Less", "LessEqual", "Greater", "Gre
 
 
 def _name(tensor: str) -> str:
-    tensor = tensor.lstrip("^")
-    head, sep, tail = tensor.rpartition(":")
-    return head if sep and tail.isdigit() else tensor
+    return tensor_source(tensor)[0]
 
 
 def _data_inputs(op: OpCreation) -> list[str]:
@@ -76,8 +75,7 @@ def _first_input(op: OpCreation) -> tuple[str, int] | None:
     inputs = _data_inputs(op)
     if not inputs:
         return None
-    head, sep, tail = inputs[0].rpartition(":")
-    return (head, int(tail)) if sep and tail.isdigit() else (inputs[0], 0)
+    return tensor_source(inputs[0])
 
 
 def _size_bounds(dtype: str) -> tuple[int, int] | None:

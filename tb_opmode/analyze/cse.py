@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 from ..read.tfdbg import OpCreation
 from ..vocab import REMOVED
+from .nodes import tensor_source
 
 __all__ = ["merged_duplicates"]
 
@@ -34,11 +35,6 @@ __all__ = ["merged_duplicates"]
 # (no attribute of theirs changes the value otherwise), which grappler can dedup.
 _DEDUPABLE = frozenset(("Shape", "Size", "Rank", "ExpandDims", "Reshape", "Transpose",
                         "BroadcastTo", "Tile", "Fill", "ZerosLike", "OnesLike"))
-
-
-def _source(tensor: str) -> tuple[str, int]:
-    head, sep, tail = tensor.rpartition(":")
-    return (head, int(tail)) if sep and tail.isdigit() else (tensor, 0)
 
 
 def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
@@ -51,7 +47,7 @@ def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str,
     order = {name: k for k, name in enumerate(ops)}
 
     def canonical(tensor: str) -> str:
-        name, slot = _source(tensor)
+        name, slot = tensor_source(tensor)
         source = ops.get(name)
         value = digests.get((name, slot), 0)
         if source is not None and source.op_type == "Const" and whole_tensors and value:

@@ -33,7 +33,7 @@ from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
 from .cast_reorder import reordered_across_casts
 from .cse import merged_duplicates
 from .no_tensor import bypassed_reshapes, pruned_dead_ops
-from .nodes import canonical_op, origin_name, suffixes
+from .nodes import canonical_op, origin_name, suffixes, tensor_source
 from .rules import cpu_dependence, expected_kernel, matching_rules
 
 __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
@@ -720,9 +720,7 @@ def _gradient_reshapes(model: RunModel, resolved: list[OpKernel],
         if not by_profile:
             continue
         mine = _lowest_digest(dump.trace_digests, op.graph_id, source.op_name)
-        name, _, slot = source.inputs[0].rpartition(":")
-        theirs = dump.trace_digests.get((op.graph_id, name, int(slot)) if name and slot.isdigit()
-                                        else (op.graph_id, source.inputs[0], 0), 0)
+        theirs = _input_digest(dump, op.graph_id, source.inputs[0])
         if blind and summed.kernel != REMOVED:
             continue
         if not blind and (not mine or not theirs):
@@ -806,11 +804,8 @@ def _same_tensor_as_input(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCr
     inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
     if not inputs:
         return False
-    name, _, slot = inputs[0].rpartition(":")
-    source = (name, int(slot)) if name and slot.isdigit() else (inputs[0], 0)
-    digests = dump.trace_digests
-    mine = _lowest_digest(digests, op.graph_id, op.op_name)
-    theirs = digests.get((op.graph_id, source[0], source[1]), 0)
+    mine = _lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
+    theirs = _input_digest(dump, op.graph_id, inputs[0])
     return bool(mine and theirs and mine == theirs)
 
 
@@ -830,9 +825,7 @@ def _times_ones(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -
         source = graph_ops.get(_strip_slot(ones))
         if source is None or source.op_type != "Const" or not _ONES.search(source.op_name):
             continue
-        name, _, slot = other.rpartition(":")
-        theirs = dump.trace_digests.get((op.graph_id, name, int(slot) if slot.isdigit() else 0), 0)
-        if mine and mine == theirs:
+        if mine and mine == _input_digest(dump, op.graph_id, other):
             return True
     return False
 
@@ -861,9 +854,8 @@ def _identity_in_loop(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreati
         return None
     for const, other in (inputs, inputs[::-1]):
         source = graph_ops.get(_strip_slot(const))
-        name, _, slot = other.rpartition(":")
-        theirs = dump.trace_digests.get((op.graph_id, name, int(slot) if slot.isdigit() else 0), 0)
-        if source is None or source.op_type != "Const" or mine != theirs:
+        if source is None or source.op_type != "Const" or \
+                mine != _input_digest(dump, op.graph_id, other):
             continue
         readers = [o.op_type for o in graph_ops.values() for t in o.inputs
                    if not t.startswith("^") and _strip_slot(t) == op.op_name]
@@ -896,6 +888,12 @@ def _identity_in_loop(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreati
                          f"and with {outputs} readers its Identity is bypassed (inferred from "
                          f"the dump's graph)")
     return None
+
+
+def _input_digest(dump: DumpSet, graph_id: str, tensor: str) -> int:
+    """The digest of the first trace of the tensor an op reads (0 if not recorded)."""
+    name, slot = tensor_source(tensor)
+    return dump.trace_digests.get((graph_id, name, slot), 0)
 
 
 def _lowest_digest(digests: dict[tuple[str, str, int], int], graph_id: str, op_name: str) -> int:

@@ -27,6 +27,7 @@ from collections import defaultdict
 
 from ..read.tfdbg import OpCreation
 from ..vocab import REMOVED, UNKNOWN
+from .nodes import tensor_source
 
 __all__ = ["bypassed_reshapes", "pruned_dead_ops"]
 
@@ -42,24 +43,19 @@ _PURE = frozenset((
     "Range", "Equal", "NotEqual", "Greater", "Less", "Select", "SelectV2"))
 
 
-def _source(tensor: str) -> tuple[str, int]:
-    head, sep, tail = tensor.rpartition(":")
-    return (head, int(tail)) if sep and tail.isdigit() else (tensor, 0)
-
-
 def bypassed_reshapes(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
     consumers: dict[str, list[str]] = defaultdict(list)
     for op in ops.values():
         for tensor in op.inputs:
             if not tensor.startswith("^"):
-                consumers[_source(tensor)[0]].append(op.op_name)
+                consumers[tensor_source(tensor)[0]].append(op.op_name)
     out: dict[str, tuple[str, str]] = {}
     outer: dict[str, str] = {}
     for op in ops.values():
         data = [t for t in op.inputs if not t.startswith("^")]
         if op.op_type != "Reshape" or not data:
             continue
-        name, slot = _source(data[0])
+        name, slot = tensor_source(data[0])
         inner = ops.get(name)
         if inner is None or inner.op_type != "Reshape" or slot != 0 or consumers[name] != [op.op_name]:
             continue
@@ -88,7 +84,7 @@ def _static_shape_of(op: OpCreation | None, slot: int, ops: dict[str, OpCreation
     constant (``ConstantFolding/<node>-matshapes-<slot>``) and its readers read that."""
     if op is None or op.op_type not in ("Shape", "ShapeN") or slot >= len(op.inputs):
         return False
-    source = ops.get(_source(op.inputs[slot].lstrip("^"))[0])
+    source = ops.get(tensor_source(op.inputs[slot])[0])
     return source is not None and source.op_type == "ReadVariableOp"
 
 
@@ -99,7 +95,7 @@ def pruned_dead_ops(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
     readers: dict[str, set[str]] = defaultdict(set)
     for op in ops.values():
         for tensor in op.inputs:
-            source, slot = _source(tensor.lstrip("^"))
+            source, slot = tensor_source(tensor)
             if not tensor.startswith("^") and _static_shape_of(ops.get(source), slot, ops):
                 continue  # it reads a constant grappler made of that shape instead
             readers[source].add(op.op_name)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["suffixes", "canonical_op", "origin_name"]
+__all__ = ["suffixes", "canonical_op", "origin_name", "tensor_source"]
 
 _OPTIMIZED = re.compile(r"(^|/)[A-Za-z]+Optimizer/[A-Za-z0-9]+_([^/]+)$")
 
@@ -49,3 +49,10 @@ def suffixes(node: str) -> Iterable[str]:
         yield node[start + 1:]
         start = node.find("/", start + 1)
 
+
+def tensor_source(tensor: str) -> tuple[str, int]:
+    """A graph input's (op name, output slot): ``"x:1"`` -> ("x", 1), ``"x"`` -> ("x", 0),
+    ``"^x"`` (a control input) -> ("x", 0)."""
+    tensor = tensor.lstrip("^")
+    head, sep, tail = tensor.rpartition(":")
+    return (head, int(tail)) if sep and head and tail.isdigit() else (tensor, 0)
