@@ -624,6 +624,8 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
         op.evidence = "inferred"
     _gradient_reshapes(model, resolved, unresolved)
     _merged_duplicates(model, resolved, unresolved)
+    # An op another rule showed removed needs no word on what its missing event proves.
+    untraced = [op for op in untraced if op.kernel != REMOVED]
     if untraced:
         _say_untraced(model, untraced, graph_cut)
 
