@@ -421,7 +421,8 @@ def test_two_halves_at_any_line_give_the_same_facts(path: Path, monkeypatch: pyt
         halves = read_log(str(path))
         for name in ("tf_format", "first_time", "last_time", "onednn_opts", "eager_dispatch",
                      "eager_kernels", "graph_kernels", "graph_executions", "kernel_executions",
-                     "context_kernels", "debug_inputs", "debug_targets", "onednn_primitives",
+                     "context_kernels", "context_debug_inputs", "debug_inputs", "debug_targets",
+                     "onednn_primitives",
                      "lines", "bytes_read", "problems"):
             assert getattr(halves, name) == getattr(whole, name), (split, name)
 

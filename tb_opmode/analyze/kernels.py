@@ -125,13 +125,16 @@ def _log_links(model: RunModel) -> dict[tuple[str, str, int], LogLink]:
             if log.debug_modes.get(ident) == _NO_TENSOR:
                 producer = ""
             else:
-                summary_node = _strip_slot(log.debug_inputs.get(ident, ""))
+                # Debug node names repeat across functions too: this graph's own inputs first.
+                own = log.context_debug_inputs.get(ctx, {})
+                summary_node = _strip_slot(own.get(ident) or log.debug_inputs.get(ident, ""))
                 summary_kernel = ran.get(summary_node, ("", ""))[0]
                 if summary_kernel and not summary_kernel.startswith(_DEBUG_PREFIX):
                     # Grappler folded the summary itself into a constant: so was the op.
                     producer = summary_node
                 else:
-                    producer = _strip_slot(log.debug_inputs.get(summary_node, summary_node))
+                    producer = _strip_slot(own.get(summary_node)
+                                           or log.debug_inputs.get(summary_node, summary_node))
             # The identity node is "<prefix><op name>/DebugIdentityV2_N" or, for
             # some outputs, "<prefix><scope>/DebugIdentityV2_N"; the prefix is
             # whatever precedes the op name in it.

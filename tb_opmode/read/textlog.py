@@ -246,6 +246,11 @@ class LogFacts:
     # tfdbg's own debug nodes (``<op>/DebugNumericSummaryV2``) -> the tensor they
     # read: when it is not ``<op>``'s, grappler removed or forwarded ``<op>``.
     debug_inputs: dict[str, str] = field(default_factory=dict)
+    # The same per dump graph (tfdbg context id), where that graph's debug node of a
+    # name read another tensor than ``debug_inputs`` says: a train and an evaluate
+    # function both have ``while/.../Mul/DebugNumericSummaryV2``, reading the Mul in one
+    # and, where grappler removed that Mul, its input in the other.
+    context_debug_inputs: dict[str, dict[str, str]] = field(default_factory=dict)
     # DebugIdentityV2 node -> (tfdbg context id = dump graph id, dump op name,
     # output slot): the exact link from an executed node name to the dump's op.
     debug_targets: dict[str, tuple[str, str, int]] = field(default_factory=dict)
@@ -299,15 +304,28 @@ class _Context:
 _OPEN_STEPS = 64
 
 
+def _first_input(line: bytes) -> tuple[int, bytes]:
+    """Where a node line's input list opens and its first input: ``...](input, ...)``
+    ((-1, b"") if the line has none)."""
+    end = line.rfind(b") device: ")
+    if end < 0:
+        end = line.rstrip().rfind(b")")
+    start = line.rfind(b"(", 0, end)
+    if start < 0 or end < 0:
+        return -1, b""
+    return start, line[start + 1:end].split(b",", 1)[0].strip()
+
+
 class _Step:
     """The nodes one executor step ran, and the dump graphs (tfdbg context ids) whose
     debug nodes ran in it: the step runs those graphs' nodes."""
 
-    __slots__ = ("nodes", "contexts", "keys")
+    __slots__ = ("nodes", "contexts", "keys", "debug_lines")
 
     def __init__(self) -> None:
         self.nodes: dict[bytes, tuple[bytes, bytes]] = {}
         self.contexts: set[bytes] = set()
+        self.debug_lines: dict[bytes, bytes] = {}  # debug node -> its line, read on its own
         # Nodes of the Process node lines read in bulk (``_Parser._bulk``), in line
         # order (shared objects, one per text): resolved when the step is filed.
         self.keys: list[_Node] = []
@@ -336,6 +354,9 @@ class _Parser:
         self.xla_launches: Counter[bytes] = Counter()
         self.steps: dict[bytes, _Step] = {}
         self.scoped: dict[bytes, dict[bytes, tuple[bytes, bytes]]] = {}
+        # Per context, debug node -> its input where it differs from ``debug_inputs``.
+        self.scoped_inputs: dict[bytes, dict[bytes, bytes]] = {}
+        self.text_inputs: dict[bytes, bytes] = {}  # a debug node's text -> its first input
         self.graph_exec: Counter[bytes] = Counter()
         self.kernel_exec: Counter[bytes] = Counter()
         self.prims: Counter[tuple[bytes, bytes, bytes]] = Counter()
@@ -361,9 +382,9 @@ class _Parser:
         self.name_seq: dict[bytes, int] = {}
         self.seq = 0
         # Step files by the set of texts they ran (the steps of a function run the same
-        # nodes): (debug targets version, nodes, dump graphs).
+        # nodes): (debug targets version, nodes, dump graphs, debug inputs of their own).
         self.step_sets: dict[frozenset[_Node], tuple[int, dict[bytes, tuple[bytes, bytes]],
-                                                     frozenset[bytes]]] = {}
+                                                     frozenset[bytes], dict[bytes, bytes]]] = {}
         self.targets_version = 0
         # Debug nodes whose name has no input recorded yet (``_debug_input``).
         self.pending_debug: set[_Node] = set()
@@ -751,6 +772,7 @@ class _Parser:
             step = self.steps[step_id] = _Step()
         step.nodes[name] = pair
         if debug_line is not None:
+            step.debug_lines[name] = debug_line
             if name not in self.debug_inputs:
                 self._debug_input(name, debug_line)
             target = self.debug_targets.get(name)
@@ -1006,13 +1028,9 @@ class _Parser:
 
     def _debug_input(self, name: bytes, line: bytes) -> None:
         """Record the first input of a tfdbg debug node: ``...](input, ...)``."""
-        end = line.rfind(b") device: ")
-        if end < 0:
-            end = line.rstrip().rfind(b")")
-        start = line.rfind(b"(", 0, end)
-        if start < 0 or end < 0:
+        start, first = _first_input(line)
+        if start < 0:
             return
-        first = line[start + 1:end].split(b",", 1)[0].strip()
         if first:
             self.debug_inputs[name] = first
         op = _DEBUG_OP_NAME.search(line, 0, start)
@@ -1032,6 +1050,22 @@ class _Parser:
                 size = _DEBUG_BUFFER.search(line, 0, start)
                 if size is not None:
                     self.circular_buffer_size = int(size.group(1))
+
+    def _context_inputs(self, texts: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+        """Debug node -> the input its text names, for the (name, text) pairs of one step
+        whose input is not the one ``debug_inputs`` keeps (the first line of the name)."""
+        out: dict[bytes, bytes] = {}
+        memo = self.text_inputs
+        for name, text in texts:
+            first = memo.get(text)
+            if first is None:
+                first = _first_input(text)[1]
+                if len(memo) >= _MAX_ENTRIES:
+                    memo.clear()
+                memo[text] = first
+            if first and self.debug_inputs.get(name, first) != first:
+                out[name] = first
+        return out
 
     def _executor(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         if not line.startswith(_PROCESS, at):
@@ -1055,23 +1089,31 @@ class _Parser:
         """File a step's nodes under the dump graphs whose debug nodes ran in it."""
         step = self.steps.pop(step_id)
         nodes, contexts = step.nodes, step.contexts
+        inputs = self._context_inputs(step.debug_lines.items()) if step.debug_lines else {}
         if step.keys:
-            bulk_nodes, bulk_contexts = self._step_files(step.keys)
+            bulk_nodes, bulk_contexts, bulk_inputs = self._step_files(step.keys)
             nodes = {**bulk_nodes, **nodes} if nodes else bulk_nodes
             contexts = contexts | bulk_contexts
+            if bulk_inputs:
+                inputs = {**bulk_inputs, **inputs}
         for context in contexts:
             self.scoped.setdefault(context, {}).update(nodes)
+            if inputs:
+                self.scoped_inputs.setdefault(context, {}).update(inputs)
 
-    def _step_files(self, keys: list[_Node]) -> tuple[dict[bytes, tuple[bytes, bytes]], frozenset[bytes]]:
-        """The nodes of a step's texts read in bulk (the last line of a name wins) and the
-        dump graphs its debug nodes name, the same for every step running these texts
-        while the debug nodes' targets stay as they are."""
+    def _step_files(self, keys: list[_Node]) -> tuple[dict[bytes, tuple[bytes, bytes]],
+                                                     frozenset[bytes], dict[bytes, bytes]]:
+        """The nodes of a step's texts read in bulk (the last line of a name wins), the
+        dump graphs its debug nodes name and those debug nodes' inputs where they differ
+        from ``debug_inputs``: the same for every step running these texts while the
+        debug nodes' targets stay as they are."""
         texts = frozenset(keys)
         got = self.step_sets.get(texts)
         if got is not None and got[0] == self.targets_version:
-            return got[1], got[2]
+            return got[1], got[2], got[3]
         nodes: dict[bytes, tuple[bytes, bytes]] = {}
         contexts: set[bytes] = set()
+        debug: list[tuple[bytes, bytes]] = []
         duplicate = False
         for node in texts:
             if node.kind == _N_IGNORED or node.kind == _N_DEAD:
@@ -1079,6 +1121,7 @@ class _Parser:
             duplicate = duplicate or node.name in nodes
             nodes[node.name] = node.pair
             if node.kind == _N_DEBUG:
+                debug.append((node.name, node.text))
                 target = self.debug_targets.get(node.name)
                 if target is not None:
                     contexts.add(target[0])
@@ -1090,8 +1133,9 @@ class _Parser:
         if len(self.step_sets) >= 256:
             self.step_sets.clear()
         frozen = frozenset(contexts)
-        self.step_sets[texts] = (self.targets_version, nodes, frozen)
-        return nodes, frozen
+        inputs = self._context_inputs(debug)
+        self.step_sets[texts] = (self.targets_version, nodes, frozen, inputs)
+        return nodes, frozen, inputs
 
     def _folded(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
         """``Folded node: {{node X}} = ...``: grappler evaluated X once, at optimisation."""
@@ -1121,7 +1165,7 @@ class _Parser:
                     "cpu_features", "dispatch", "eager", "graph_kernels", "debug_inputs",
                     "instantiated", "folded", "debug_targets", "debug_modes",
                     "circular_buffer_size", "run_ids", "xla_launches", "scoped", "graph_exec",
-                    "kernel_exec", "prims", "prim_ms", "wrapper_kernels", "issues", "lines",
+                    "kernel_exec", "prims", "prim_ms", "wrapper_kernels", "issues", "lines", "scoped_inputs",
                     "bytes", "dispatched", "orphans", "unresolved")
 
     def tail_state(self) -> dict[str, Any]:
@@ -1169,8 +1213,19 @@ class _Parser:
         for name in ("debug_targets", "debug_modes"):
             mine = getattr(self, name)
             mine.update((k, v) for k, v in t[name].items() if k not in first)
-        for k, v in t["debug_inputs"].items():
+        # A debug node the tail saw first there kept its input only where it read
+        # another one; where this part's first line of the name read another tensor,
+        # the tail's graphs running it read the tail's.
+        theirs: dict[bytes, bytes] = t["debug_inputs"]
+        differ = {k for k, v in theirs.items() if self.debug_inputs.get(k, v) != v}
+        for k, v in theirs.items():
             self.debug_inputs.setdefault(k, v)
+        for context, nodes in t["scoped"].items():
+            own: dict[bytes, bytes] = t["scoped_inputs"].get(context, {})
+            moved = {k: theirs[k] for k in differ.intersection(nodes) if k not in own}
+            moved.update((k, v) for k, v in own.items() if self.debug_inputs.get(k) != v)
+            if moved:
+                self.scoped_inputs.setdefault(context, {}).update(moved)
         self.graph_kernels.update(t["graph_kernels"])
         self.instantiated.update(t["instantiated"])
         self.wrapper_kernels.update(t["wrapper_kernels"])
@@ -1213,6 +1268,8 @@ class _Parser:
             kernels = {n: kt for n, kt in self.instantiated.items() if n not in self.folded}
         facts.graph_kernels = {_s(n): (_s(k), _s(t)) for n, (k, t) in kernels.items()}
         facts.debug_inputs = {_s(n): _s(i) for n, i in self.debug_inputs.items()}
+        facts.context_debug_inputs = {_s(c): {_s(n): _s(i) for n, i in inputs.items()}
+                                      for c, inputs in self.scoped_inputs.items()}
         facts.debug_targets = {_s(n): (_s(c), _s(o), slot)
                                for n, (c, o, slot) in self.debug_targets.items()}
         facts.debug_modes = {_s(n): m for n, m in self.debug_modes.items()}

@@ -67,11 +67,7 @@ FLOORS: dict[str, tuple[dict[str, float], str]] = {
     "hf_bert": ({'2.13': 0.982}, _IDENTITY),
 }
 # With the log, every execution is right but for these (the floor, why).
-WITH_LOG_GAPS: dict[str, tuple[dict[str, float], str]] = {
-    "fit_spe": ({"2.13": 0.998},
-                "TF 2.13: two Mul executions of the evaluate function are credited with the "
-                "train function's node, which TF 2.13's log names alike in steps that run both"),
-}
+WITH_LOG_GAPS: dict[str, tuple[dict[str, float], str]] = {}
 # The checker itself cannot link these traces to a dump op (ambiguous shortened names).
 UNTOLD: dict[str, tuple[float, str]] = {
     "hf_bert": (0.025, "TF's log shortens long op_name attributes to head...tail, and for ~2% "
