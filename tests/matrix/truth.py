@@ -213,7 +213,10 @@ def _graph_label(ident: _Ident, op_name: str, nodes: dict[str, _Node],
                  consumers: dict[str, list[str]], graph: Any) -> str:
     cuts = [0] + [i + 1 for i, c in enumerate(ident.node) if c == "/"]
     prefixes = [ident.node[:cut] for cut in sorted(cuts, reverse=True)]
-    for prefix in prefixes:
+    # "<prefix><op name>/DebugIdentityV2_N" first: op "y" of "y/DebugIdentityV2_3" is the
+    # node "y", not the node "y/y" (its constant, named in y's scope).
+    exact = [p for p in prefixes if ident.node.startswith(p + op_name + "/")]
+    for prefix in exact + [p for p in prefixes if p not in exact]:
         own = nodes.get(prefix + op_name)
         if own is not None:
             return own.kernel
