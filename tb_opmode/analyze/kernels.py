@@ -572,6 +572,14 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "constant folding forwards that input instead (inferred; no log or "
                        "profile shows it)")
             continue
+        if op.op_type == "Tile" and same and _tiles_once(model.dumps[i], op, graph_ops,
+                                                          folding_memo):
+            op.kernel, op.evidence = REMOVED, "inferred"
+            op.note = ("removed by grappler: its multiples are a constant, and its debug "
+                       "summary equals its input's, size included, so every multiple is 1; "
+                       "grappler's constant folding makes such a Tile an Identity, which its "
+                       "dependency optimizer removes (inferred; no log or profile shows it)")
+            continue
         if op.op_type == "IdentityN":
             op.kernel, op.evidence = REMOVED, "inferred"
             op.note = ("removed by grappler, which forwards an IdentityN's inputs to its "
@@ -833,6 +841,21 @@ def _times_ones(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -
         if mine and mine == _input_digest(dump, op.graph_id, other):
             return True
     return False
+
+
+def _tiles_once(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation],
+                memo: dict[tuple[int, str], bool]) -> bool:
+    """Whether a Tile whose first trace records its input's very tensor (size included,
+    so the product of its multiples is 1) has constant multiples, outside a while loop's
+    body: constant folding's ``SimplifyTile`` then makes it an Identity, bypassed like
+    the Identity of ``x * 1`` outside loops (``_times_ones``). Inside a loop the
+    multiples enter the frame by a control input, which may keep that Identity."""
+    graph = dump.graphs.get(op.graph_id)
+    created = graph_ops.get(op.op_name)
+    if graph is None or created is None or graph.name.startswith("while_body"):
+        return False
+    inputs = [t for t in created.inputs if not t.startswith("^")]
+    return len(inputs) == 2 and _constant_input(graph_ops, inputs[1], memo)
 
 
 _SHAPE_READERS = frozenset(("Shape", "ShapeN", "Size", "Rank"))

@@ -1,0 +1,72 @@
+"""Kernels inferred from the dump alone, against TF's own log.
+
+In: small runs written here by real TensorFlow, each a ``tf.function`` whose ops grappler
+treats in a way the dump's graph and traces show, dumped in each mode that records
+digests, with TF's ``TF_CPP_MAX_VLOG_LEVEL=2`` log kept outside the logdir. Out:
+assertions that the product, reading the dump only, gives each op the kernel the log
+shows ran (scored by ``tests/matrix/truth.py``, which shares no code with the product).
+
+- ``tf.tile(y, [1, 1])``: constant multiples whose product is 1 (the trace equals its
+  input's, size included), which grappler's constant folding makes an Identity and
+  removes; ``tf.tile(y, [2, 1])`` beside it runs Tile.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tb_opmode.analyze.assemble import load
+from tb_opmode.present.contract import summary
+from tb_opmode.vocab import REMOVED
+from tests.matrix.truth import score, truth_of
+
+from .conftest import needs_tensorflow
+
+_TILES = """
+import sys
+import tensorflow as tf
+
+tf.debugging.experimental.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1)
+
+@tf.function
+def f(x):
+    y = tf.add(x, 1.0, name="y")
+    once = tf.tile(y, [1, 1], name="once")
+    twice = tf.tile(y, [2, 1], name="twice")
+    return tf.nn.relu(once, name="ra"), tf.nn.relu(twice, name="rb")
+
+x = tf.random.normal([4, 4])
+for _ in range(3):
+    f(x)
+tf.debugging.experimental.disable_dump_debug_info()
+"""
+
+
+def _run(root: Path, script: str, mode: str) -> tuple[Path, Path]:
+    """(logdir with the dump only, TF's log of the process, kept beside it)."""
+    logdir, log = root / f"logdir_{mode}", root / f"tf_log_{mode}.txt"
+    env = {**os.environ, "TF_CPP_MAX_VLOG_LEVEL": "2", "TF_CPP_MIN_LOG_LEVEL": "0",
+           "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
+    with open(log, "wb") as out:
+        proc = subprocess.run([sys.executable, "-c", script, str(logdir), mode], env=env,
+                              stderr=out, stdout=subprocess.DEVNULL, timeout=600)
+    assert proc.returncode == 0, log.read_text(errors="replace")[-3000:]
+    return logdir, log
+
+
+@pytest.mark.parametrize("mode", ["FULL_HEALTH", "SHAPE", "FULL_TENSOR"])
+def test_tile_by_ones_is_removed_and_a_real_tile_runs(tmp_path: Path, mode: str) -> None:
+    needs_tensorflow()
+    logdir, log = _run(tmp_path, _TILES, mode)
+    (model,) = load(str(logdir))
+    tiles = {op.op_name: op for op in model.graph_ops if op.op_type == "Tile"}
+    assert tiles["once"].kernel == REMOVED and "every multiple is 1" in tiles["once"].note
+    assert tiles["twice"].kernel == "Tile"
+    run = summary(load(str(logdir)), str(logdir), explanations=False)["runs"][0]
+    result = score(run, truth_of(logdir, [log]))
+    assert result["share"] == 1.0, result
