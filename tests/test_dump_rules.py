@@ -9,6 +9,13 @@ shows ran (scored by ``tests/matrix/truth.py``, which shares no code with the pr
 - ``tf.tile(y, [1, 1])``: constant multiples whose product is 1 (the trace equals its
   input's, size included), which grappler's constant folding makes an Identity and
   removes; ``tf.tile(y, [2, 1])`` beside it runs Tile.
+- ``tf.reshape(y, [-1, tf.shape(y)[-1]])`` on a ``[None, 10]`` input (Keras 2's sparse
+  categorical cross-entropy flattening its logits) and the Reshape of its gradient
+  (TF's own, through ``SparseSoftmaxCrossEntropyWithLogits``) back to ``tf.shape(y)``:
+  grappler's static shapes leave two dimensions unknown, so both run although their
+  traces equal their inputs'; ``tf.reshape(y, [-1, 10])`` and ``tf.reshape(y,
+  tf.shape(x))`` beside them are removed (the dump alone does not say those are, so
+  they are only asked not to be called run).
 """
 from __future__ import annotations
 
@@ -70,3 +77,53 @@ def test_tile_by_ones_is_removed_and_a_real_tile_runs(tmp_path: Path, mode: str)
     run = summary(load(str(logdir)), str(logdir), explanations=False)["runs"][0]
     result = score(run, truth_of(logdir, [log]))
     assert result["share"] == 1.0, result
+
+
+_RESHAPES = """
+import sys
+import tensorflow as tf
+
+tf.debugging.experimental.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1)
+
+@tf.function(input_signature=[tf.TensorSpec([None, 10], tf.float32)])
+def packed(x):
+    labels = tf.argmax(x, axis=1, name="labels")
+    with tf.GradientTape() as tape:
+        y = tf.add(x, 1.0, name="shifted")
+        tape.watch(y)
+        flat = tf.reshape(y, [-1, tf.shape(y)[-1]], name="rpack")
+        loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=flat, name="ce"), name="loss")
+    # TF's gradients: ExpandDims(dloss, -1) * backprop, then a Reshape back to tf.shape(y)
+    grad = tape.gradient(loss, y)
+    fixed = tf.reshape(y, [-1, 10], name="rconst")
+    same = tf.reshape(y, tf.shape(x), name="rshape")
+    return tf.nn.relu(grad, name="o1"), tf.nn.relu(fixed, name="o2"), tf.nn.relu(same, name="o3")
+
+x = tf.random.normal([4, 10])
+for _ in range(2):
+    packed(x)
+tf.debugging.experimental.disable_dump_debug_info()
+"""
+
+
+@pytest.mark.parametrize("mode", ["FULL_HEALTH", "SHAPE"])
+def test_reshapes_to_shapes_packed_at_run_time_run(tmp_path: Path, mode: str) -> None:
+    needs_tensorflow()
+    logdir, log = _run(tmp_path, _RESHAPES, mode)
+    (model,) = load(str(logdir))
+    reshapes = {op.op_name: op for op in model.graph_ops if op.op_type == "Reshape"}
+    graph = model.dumps[0].graphs[reshapes["rpack"].graph_id].ops
+    # rpack's gradient: the Reshape of ExpandDims(dloss, -1) * backprop back to y's shape.
+    (back,) = [name for name in reshapes
+               if graph[graph[name].inputs[0].partition(":")[0]].op_type == "Mul"]
+    for name in ("rpack", back):
+        assert reshapes[name].kernel == "Reshape", (name, reshapes[name].note)
+        assert "static shapes" in reshapes[name].note and "drop_remainder" in reshapes[name].note
+    for name in ("rconst", "rshape"):
+        assert reshapes[name].kernel != "Reshape", (name, reshapes[name].note)
+    # The log says the same: the two run, at every call, and the other two do not.
+    truth = truth_of(logdir, [log]).kernels[("Reshape", "graph")]
+    ran = reshapes["rpack"].executions + reshapes[back].executions
+    assert truth["Reshape"] == ran, truth  # no other Reshape ran (the seed's too is folded)

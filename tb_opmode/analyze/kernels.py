@@ -35,6 +35,7 @@ from .cse import merged_duplicates
 from .no_tensor import bypassed_reshapes, pruned_dead_ops
 from .nodes import canonical_op, origin_name, suffixes, tensor_source
 from .rules import cpu_dependence, expected_kernel, matching_rules
+from .static_shapes import unprovable_reshapes
 
 __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
            "is_fused", "run_cpu", "inferred_kernel", "FLOAT_DTYPES", "cpu_from_kernels"]
@@ -422,6 +423,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     folding_memo: dict[tuple[int, str], bool] = {}
     reordered: dict[tuple[int, str], dict[str, str]] = {}
     bypassed: dict[tuple[int, str], dict[str, tuple[str, str]]] = {}
+    unprovable: dict[tuple[int, str], dict[str, str]] = {}
     dtypes_by_graph: dict[int, dict[str, dict[tuple[str, int], str]]] = {}
     for i, op in unresolved:
         if op.kernel:
@@ -608,6 +610,17 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        + "; grappler removes such a no-op once static shapes show it "
                        "(inferred; no log or profile shows it)")
             continue
+        if same and op.op_type == "Reshape":
+            if key not in unprovable:
+                def constant(tensor: str, g: dict[str, OpCreation] = graph_ops) -> bool:
+                    return _constant_input(g, tensor, folding_memo)
+                unprovable[key] = unprovable_reshapes(graph_ops, constant)
+            ran = unprovable[key].get(op.op_name)
+            if ran is not None:
+                kernel, why = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
+                                              cpu_seen)
+                op.kernel, op.evidence, op.note = kernel, "inferred", f"{ran}; {why}"
+                continue
         if same and op.op_type in _NO_EVENT_OPS | {"Sum", "Mean", "BroadcastTo"}:
             op.kernel, op.evidence = UNKNOWN, "inferred"
             op.note = (f"unknown whether it ran: at its first run its debug summary equals its "

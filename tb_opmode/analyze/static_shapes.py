@@ -1,0 +1,113 @@
+"""Reshapes grappler cannot prove no-ops, because its static shapes leave two dimensions open.
+
+In: one dump graph's ops (types, inputs) and a test of whether a tensor is a constant
+(or computed from constants only). Out: op name -> note, for the Reshapes that ran
+although their trace shows their input forwarded unchanged.
+
+The mechanism (tensorflow/core/grappler/optimizers/arithmetic_optimizer.cc,
+``ReshapeIsIdentity``, used by ``RemoveRedundantReshapeOrBroadcastTo``): a Reshape is
+removed only where grappler's static shapes of its input and output are compatible
+with at most one unknown dimension each, and, where both have one, it is the same
+dimension. A target shape packed from a value computed at run time,
+``tf.reshape(x, [-1, tf.shape(x)[-1]])`` (Keras 2's sparse categorical cross-entropy
+flattening its logits), is unknown in that value's dimension and, if the first element
+is -1, in the first too; with a batch dimension not fixed statically (a ``fit`` whose
+dataset batches without ``drop_remainder``) the input's unknown dimension is the first,
+so the two shapes never qualify: the Reshape runs. Its output's shape then has both
+dimensions unknown, and so has what TF's gradient of
+``SparseSoftmaxCrossEntropyWithLogits`` computes from it (``ExpandDims(grad, -1) *
+backprop``, the backprop shaped like its logits input): the Reshape that restores the
+logits' shape runs too. Measured on TF 2.13 and 2.21 with a ``[None, 10]`` input:
+``tf.reshape(y, [-1, tf.shape(y)[-1]])`` and the Reshape back to ``tf.shape(y)`` run,
+``tf.reshape(y, [-1, 10])`` and ``tf.reshape(y, tf.shape(x))`` are removed.
+
+What the dump does not record is whether the batch dimension was static: with a fully
+static input (``drop_remainder=True``, a fixed input signature) grappler folds
+``tf.shape(x)`` into a constant and removes the Reshape. Each note says so.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..read.tfdbg import OpCreation
+from .nodes import tensor_source
+
+__all__ = ["unprovable_reshapes"]
+
+# Element-wise ops whose output keeps an operand's unknown dimensions when the other
+# operand is an ExpandDims (a dimension of 1 there broadcasts to the unknown one).
+_BROADCASTING = frozenset(("Mul", "AddV2", "Add", "Sub", "RealDiv", "DivNoNan"))
+# Ops whose output has the shape of their first input.
+_SAME_SHAPE = frozenset(("Identity", "Relu", "Relu6", "Elu", "Selu", "Neg", "Exp", "Log",
+                         "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Square", "Sqrt", "Rsqrt",
+                         "Abs", "Cast", "StopGradient", "PreventGradient", "Snapshot"))
+_ASSUMPTION = ("assuming the batch dimension is not fixed statically, as in a Keras fit whose "
+               "dataset batches without drop_remainder; with fully static shapes grappler "
+               "folds the shape and removes it")
+
+
+def _data_inputs(op: OpCreation) -> list[str]:
+    return [t for t in op.inputs if not t.startswith("^")]
+
+
+def unprovable_reshapes(ops: dict[str, OpCreation],
+                        is_constant: Callable[[str], bool]) -> dict[str, str]:
+    """Op name -> note for the Reshapes of one graph whose static shapes leave two
+    dimensions unknown (module docstring). ``is_constant(tensor)`` says whether a
+    tensor is a Const or computed from constants only."""
+    out: dict[str, str] = {}
+    open_shapes: set[tuple[str, int]] = set()  # tensors whose static shape is open in 2 dims
+    for op in ops.values():
+        if op.op_type != "Reshape":
+            continue
+        inputs = _data_inputs(op)
+        if len(inputs) != 2:
+            continue
+        pack = ops.get(tensor_source(inputs[1])[0])
+        if pack is None or pack.op_type != "Pack":
+            continue
+        elements = _data_inputs(pack)
+        if (len(elements) >= 2 and is_constant(elements[0])
+                and any(not is_constant(t) for t in elements[1:])):
+            open_shapes.add((op.op_name, 0))
+            out[op.op_name] = (
+                f"ran (inferred): its target shape is packed ({pack.op_name}) from a value "
+                f"computed at run time, so grappler's static shapes cannot prove it a no-op "
+                f"(its trace equals its input's), {_ASSUMPTION}")
+    if not open_shapes:
+        return out
+    # What the open shapes reach: through ops of their input's shape and the gradient of
+    # SparseSoftmaxCrossEntropyWithLogits, a few ops on.
+    for _ in range(6):
+        grown = False
+        for op in ops.values():
+            inputs = _data_inputs(op)
+            sources = [tensor_source(t) for t in inputs]
+            if op.op_type == "SparseSoftmaxCrossEntropyWithLogits" and sources and \
+                    sources[0] in open_shapes:
+                new = {(op.op_name, 1)}
+            elif op.op_type in _SAME_SHAPE and sources and sources[0] in open_shapes:
+                new = {(op.op_name, 0)}
+            elif op.op_type in _BROADCASTING and len(sources) == 2 and any(
+                    s in open_shapes and ops.get(o[0]) is not None
+                    and ops[o[0]].op_type == "ExpandDims"
+                    for s, o in ((sources[0], sources[1]), (sources[1], sources[0]))):
+                new = {(op.op_name, 0)}
+            else:
+                continue
+            if not new <= open_shapes:
+                open_shapes |= new
+                grown = True
+        if not grown:
+            break
+    for op in ops.values():
+        inputs = _data_inputs(op)
+        if op.op_type != "Reshape" or op.op_name in out or len(inputs) != 2:
+            continue
+        if tensor_source(inputs[0]) in open_shapes:
+            out[op.op_name] = (
+                f"ran (inferred): its input, {tensor_source(inputs[0])[0]}, is computed from "
+                f"a Reshape to a shape packed at run time, so grappler's static shapes leave "
+                f"two of its dimensions unknown and cannot prove this Reshape a no-op (its "
+                f"trace equals its input's), {_ASSUMPTION}")
+    return out
