@@ -127,3 +127,62 @@ def test_reshapes_to_shapes_packed_at_run_time_run(tmp_path: Path, mode: str) ->
     truth = truth_of(logdir, [log]).kernels[("Reshape", "graph")]
     ran = reshapes["rpack"].executions + reshapes[back].executions
     assert truth["Reshape"] == ran, truth  # no other Reshape ran (the seed's too is folded)
+
+
+_BROADCAST_GRADIENTS = """
+import sys
+import tensorflow as tf
+
+tf.debugging.experimental.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1)
+gamma = tf.Variable(tf.ones([8]), name="gamma")
+
+@tf.function(input_signature=[tf.TensorSpec([None, 4, 8], tf.float32)])
+def step(x):
+    with tf.GradientTape() as tape:
+        h = tf.add(x, 1.0, name="h")
+        # A layer norm's scale, as BERT's: [?, 4, 1] * [8], whose gradient TF's tracing
+        # cannot reduce statically (the batch dimension is None): BroadcastGradientArgs.
+        inv = tf.math.rsqrt(tf.reduce_mean(tf.square(h), -1, keepdims=True) + 1e-5, name="inv")
+        scale = tf.multiply(inv, gamma, name="scale")
+        loss = tf.reduce_sum(tf.nn.relu(h * scale, name="act"), name="loss")
+    return tape.gradient(loss, gamma)
+
+x = tf.random.normal([2, 4, 8])
+for _ in range(2):
+    step(x)
+tf.debugging.experimental.disable_dump_debug_info()
+"""
+
+
+@pytest.mark.parametrize("mode", ["FULL_HEALTH", "SHAPE"])
+def test_gradient_sum_over_axes_grappler_cannot_fold_runs(tmp_path: Path, mode: str) -> None:
+    """A broadcasting Mul's gradient for its variable operand: Sum over
+    BroadcastGradientArgs(Shape(inv), Shape(gamma)) of tensors of ranks 3 and 1, whose
+    run-time batch dimension stops grappler from folding the axes, then a Reshape back
+    to gamma's shape: both run (the log shows it), whatever their traces look like."""
+    needs_tensorflow()
+    logdir, log = _run(tmp_path, _BROADCAST_GRADIENTS, mode)
+    (model,) = load(str(logdir))
+    graph_ops = {op.op_name: op for op in model.graph_ops}
+    ops = model.dumps[0].graphs[next(iter(graph_ops.values())).graph_id].ops
+    bga = [name for name, op in ops.items() if op.op_type == "BroadcastGradientArgs"
+           and {ops[t.partition(":")[0]].op_type for t in op.inputs} == {"Shape"}]
+    # TF 2.13's tracing emits BroadcastGradientArgs for both Muls; 2.21's reduces
+    # gamma's side statically (a constant reduction_indices), leaving the one for h * scale.
+    decided = [op for op in graph_ops.values() if "grappler does not know" in op.note
+               or "axes computed at run time" in op.note]
+    if len(bga) == 2:
+        assert decided and all(op.kernel in ("Sum", "Reshape") for op in decided), decided
+    # Of h * scale, two tensors of one shape, the dump alone cannot tell: never decided.
+    assert not [op for op in decided if op.op_name.startswith("gradient_tape/mul/")]
+    run = summary(load(str(logdir)), str(logdir), explanations=False)["runs"][0]
+    result = score(run, truth_of(logdir, [log]))
+    for row in result["graph"]["wrong"]:  # Sum/Reshape kernels we named: none beyond what ran
+        if row["op_type"] not in ("Sum", "Reshape"):
+            continue
+        for kernel, n in row["ours"].items():
+            assert kernel == "(unknown)" or n <= row["truth"].get(kernel, 0), row
+    ran = truth_of(logdir, [log]).kernels
+    for op in decided:
+        assert ran[(op.op_type, "graph")][op.op_type] >= op.executions, (op.op_name, ran)

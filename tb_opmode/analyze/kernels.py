@@ -35,7 +35,7 @@ from .cse import merged_duplicates
 from .no_tensor import bypassed_reshapes, pruned_dead_ops
 from .nodes import canonical_op, origin_name, suffixes, tensor_source
 from .rules import cpu_dependence, expected_kernel, matching_rules
-from .static_shapes import unprovable_reshapes
+from .static_shapes import unfolded_gradient_reductions, unprovable_reshapes
 
 __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
            "is_fused", "run_cpu", "inferred_kernel", "FLOAT_DTYPES", "cpu_from_kernels"]
@@ -594,6 +594,21 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        "which grappler's constant folding turns into a multiplication by its "
                        "reciprocal (inferred; no log or profile shows it)")
             continue
+        if same and op.op_type in ("Reshape", "Sum"):
+            if key not in unprovable:
+                def constant(tensor: str, g: dict[str, OpCreation] = graph_ops) -> bool:
+                    return _constant_input(g, tensor, folding_memo)
+
+                def rank_of(tensor: str, d: DumpSet = model.dumps[i], g: str = op.graph_id) -> int | None:
+                    return digest_rank(_input_digest(d, g, tensor))
+                unprovable[key] = {**unfolded_gradient_reductions(graph_ops, rank_of),
+                                   **unprovable_reshapes(graph_ops, constant)}
+            ran = unprovable[key].get(op.op_name)
+            if ran is not None:
+                kernel, why = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
+                                              cpu_seen)
+                op.kernel, op.evidence, op.note = kernel, "inferred", f"{ran}; {why}"
+                continue
         rank = _forwarded_rank(model.dumps[i], op) if same else None
         if rank is not None and (
                 (op.op_type in _SHAPE_ONLY and rank <= 1
@@ -610,17 +625,6 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                        + "; grappler removes such a no-op once static shapes show it "
                        "(inferred; no log or profile shows it)")
             continue
-        if same and op.op_type == "Reshape":
-            if key not in unprovable:
-                def constant(tensor: str, g: dict[str, OpCreation] = graph_ops) -> bool:
-                    return _constant_input(g, tensor, folding_memo)
-                unprovable[key] = unprovable_reshapes(graph_ops, constant)
-            ran = unprovable[key].get(op.op_name)
-            if ran is not None:
-                kernel, why = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
-                                              cpu_seen)
-                op.kernel, op.evidence, op.note = kernel, "inferred", f"{ran}; {why}"
-                continue
         if same and op.op_type in _NO_EVENT_OPS | {"Sum", "Mean", "BroadcastTo"}:
             op.kernel, op.evidence = UNKNOWN, "inferred"
             op.note = (f"unknown whether it ran: at its first run its debug summary equals its "

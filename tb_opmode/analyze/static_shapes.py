@@ -111,3 +111,66 @@ def unprovable_reshapes(ops: dict[str, OpCreation],
                 f"two of its dimensions unknown and cannot prove this Reshape a no-op (its "
                 f"trace equals its input's), {_ASSUMPTION}")
     return out
+
+
+# Producers of tensors whose static shape is fully known: they cannot share a symbolic
+# (run-time) batch dimension with another tensor.
+_STATIC = frozenset(("Const", "ReadVariableOp", "VarHandleOp"))
+
+
+def unfolded_gradient_reductions(ops: dict[str, OpCreation],
+                                 rank_of: Callable[[str], int | None]) -> dict[str, str]:
+    """Op name -> note for a gradient's ``Sum(grad, BroadcastGradientArgs(Shape(a),
+    Shape(b))[k])`` and the Reshape of that Sum back to a shape, where grappler could
+    not fold the reduction axes, so both run.
+
+    The mechanism (constant_folding.cc, ``MaterializeBroadcastGradientArgs``): the axes
+    become a constant only where every dimension of ``a`` and ``b`` aligned from the right
+    is known on both sides or the same symbolic dimension, and every extra leading
+    dimension is known. With a run-time batch dimension (first) on one side, tensors of
+    two ranks, or one with a statically shaped operand (a constant, a variable), never
+    qualify: the axes stay computed, so the Sum reduces over axes grappler does not
+    know (no Identity), its output's shape is unknown, and the Reshape after it cannot
+    be proven a no-op. ``rank_of(tensor)`` is the rank a trace records (None: none)."""
+    out: dict[str, str] = {}
+    for op in ops.values():
+        inputs = _data_inputs(op)
+        if op.op_type != "Sum" or len(inputs) != 2:
+            continue
+        bga_name, _slot = tensor_source(inputs[1])
+        bga = ops.get(bga_name)
+        if bga is None or bga.op_type != "BroadcastGradientArgs" or len(bga.inputs) != 2:
+            continue
+        sides: list[tuple[int | None, str]] = []
+        for tensor in bga.inputs:
+            shape = ops.get(tensor_source(tensor)[0])
+            if shape is None or shape.op_type != "Shape" or not shape.inputs:
+                break
+            source = ops.get(tensor_source(shape.inputs[0])[0])
+            sides.append((rank_of(shape.inputs[0]), source.op_type if source else ""))
+        if len(sides) != 2:
+            continue
+        (rank_a, kind_a), (rank_b, kind_b) = sides
+        static_a, static_b = kind_a in _STATIC, kind_b in _STATIC
+        if static_a and static_b:
+            continue  # both fully known: the axes fold
+        # One side carries the run-time batch dimension; the other has another rank or
+        # a static shape, so no dimension of it is that same symbol.
+        if not ((static_a and rank_b) or (static_b and rank_a)
+                or (rank_a is not None and rank_b is not None and rank_a != rank_b
+                    and max(rank_a, rank_b) > 0)):
+            continue
+        why = (f"the reduction axes come from {bga.op_name}, which grappler cannot fold into a "
+               f"constant: its operands' shapes do not line up dimension by dimension (one of "
+               f"rank {rank_a if rank_a is not None else 'fixed'}, one of rank "
+               f"{rank_b if rank_b is not None else 'fixed'}), and the run-time batch "
+               f"dimension is not known to be 1 or equal to the other side's; {_ASSUMPTION}")
+        out[op.op_name] = f"ran (inferred): it reduces over axes computed at run time: {why}"
+        for reader in ops.values():
+            reader_inputs = _data_inputs(reader)
+            if reader.op_type == "Reshape" and reader_inputs and \
+                    tensor_source(reader_inputs[0]) == (op.op_name, 0):
+                out[reader.op_name] = (
+                    f"ran (inferred): it reshapes {op.op_name}, a Sum whose output shape "
+                    f"grappler does not know, so it cannot prove this Reshape a no-op: {why}")
+    return out
