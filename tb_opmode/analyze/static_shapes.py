@@ -133,6 +133,13 @@ def unfolded_gradient_reductions(ops: dict[str, OpCreation],
     know (no Identity), its output's shape is unknown, and the Reshape after it cannot
     be proven a no-op. ``rank_of(tensor)`` is the rank a trace records (None: none)."""
     out: dict[str, str] = {}
+    reshapes_of: dict[str, list[str]] = {}  # op name -> the Reshapes of its first output
+    for reader in ops.values():
+        reader_inputs = _data_inputs(reader)
+        if reader.op_type == "Reshape" and reader_inputs:
+            source = tensor_source(reader_inputs[0])
+            if source[1] == 0:
+                reshapes_of.setdefault(source[0], []).append(reader.op_name)
     for op in ops.values():
         inputs = _data_inputs(op)
         if op.op_type != "Sum" or len(inputs) != 2:
@@ -146,8 +153,8 @@ def unfolded_gradient_reductions(ops: dict[str, OpCreation],
             shape = ops.get(tensor_source(tensor)[0])
             if shape is None or shape.op_type != "Shape" or not shape.inputs:
                 break
-            source = ops.get(tensor_source(shape.inputs[0])[0])
-            sides.append((rank_of(shape.inputs[0]), source.op_type if source else ""))
+            operand = ops.get(tensor_source(shape.inputs[0])[0])
+            sides.append((rank_of(shape.inputs[0]), operand.op_type if operand else ""))
         if len(sides) != 2:
             continue
         (rank_a, kind_a), (rank_b, kind_b) = sides
@@ -166,11 +173,8 @@ def unfolded_gradient_reductions(ops: dict[str, OpCreation],
                f"{rank_b if rank_b is not None else 'fixed'}), and the run-time batch "
                f"dimension is not known to be 1 or equal to the other side's; {_ASSUMPTION}")
         out[op.op_name] = f"ran (inferred): it reduces over axes computed at run time: {why}"
-        for reader in ops.values():
-            reader_inputs = _data_inputs(reader)
-            if reader.op_type == "Reshape" and reader_inputs and \
-                    tensor_source(reader_inputs[0]) == (op.op_name, 0):
-                out[reader.op_name] = (
-                    f"ran (inferred): it reshapes {op.op_name}, a Sum whose output shape "
-                    f"grappler does not know, so it cannot prove this Reshape a no-op: {why}")
+        for reader_name in reshapes_of.get(op.op_name, ()):
+            out[reader_name] = (
+                f"ran (inferred): it reshapes {op.op_name}, a Sum whose output shape "
+                f"grappler does not know, so it cannot prove this Reshape a no-op: {why}")
     return out
