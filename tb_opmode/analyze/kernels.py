@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from functools import partial
 from typing import NamedTuple
 
 from ..model import EagerAssignment, OpKernel, RunModel
@@ -596,13 +597,11 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             continue
         if same and op.op_type in ("Reshape", "Sum"):
             if key not in unprovable:
-                def constant(tensor: str, g: dict[str, OpCreation] = graph_ops) -> bool:
-                    return _constant_input(g, tensor, folding_memo)
-
-                def rank_of(tensor: str, d: DumpSet = model.dumps[i], g: str = op.graph_id) -> int | None:
-                    return digest_rank(_input_digest(d, g, tensor))
-                unprovable[key] = {**unfolded_gradient_reductions(graph_ops, rank_of),
-                                   **unprovable_reshapes(graph_ops, constant)}
+                unprovable[key] = {
+                    **unfolded_gradient_reductions(
+                        graph_ops, partial(_trace_rank, model.dumps[i], op.graph_id)),
+                    **unprovable_reshapes(
+                        graph_ops, partial(_constant_input, graph_ops, memo=folding_memo))}
             ran = unprovable[key].get(op.op_name)
             if ran is not None:
                 kernel, why = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
@@ -933,6 +932,11 @@ def _identity_in_loop(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreati
                          f"and with {outputs} readers its Identity is bypassed (inferred from "
                          f"the dump's graph)")
     return None
+
+
+def _trace_rank(dump: DumpSet, graph_id: str, tensor: str) -> int | None:
+    """The rank the first trace of a tensor records (None: not recorded)."""
+    return digest_rank(_input_digest(dump, graph_id, tensor))
 
 
 def _input_digest(dump: DumpSet, graph_id: str, tensor: str) -> int:
