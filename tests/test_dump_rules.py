@@ -15,7 +15,11 @@ shows ran (scored by ``tests/matrix/truth.py``, which shares no code with the pr
   grappler's static shapes leave two dimensions unknown, so both run although their
   traces equal their inputs'; ``tf.reshape(y, [-1, 10])`` and ``tf.reshape(y,
   tf.shape(x))`` beside them are removed (the dump alone does not say those are, so
-  they are only asked not to be called run).
+  they are only asked not to be called run). A profile of a call decides where the
+  assumption behind it (a batch dimension of None) holds: it shows the shape's Pack run,
+  or, with a fully static input, shows none (grappler folded it, and the Reshape).
+- A broadcasting Mul's gradient for a variable (TF 2.13 traces BroadcastGradientArgs):
+  the Sum over axes grappler cannot fold, and the Reshape after it, run.
 """
 from __future__ import annotations
 
@@ -186,3 +190,48 @@ def test_gradient_sum_over_axes_grappler_cannot_fold_runs(tmp_path: Path, mode: 
     ran = truth_of(logdir, [log]).kernels
     for op in decided:
         assert ran[(op.op_type, "graph")][op.op_type] >= op.executions, (op.op_name, ran)
+
+
+_PROFILED_RESHAPE = """
+import sys
+import tensorflow as tf
+
+tf.debugging.experimental.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1)
+shape = [4, 10] if "static" in sys.argv[1] else [None, 10]
+
+@tf.function(input_signature=[tf.TensorSpec(shape, tf.float32)])
+def packed(x):
+    y = tf.add(x, 1.0, name="shifted")
+    return tf.nn.relu(tf.reshape(y, [-1, tf.shape(y)[-1]], name="rpack"), name="out")
+
+x = tf.random.normal([4, 10])
+packed(x)
+tf.profiler.experimental.start(sys.argv[1])  # the second call, profiled
+packed(x)
+tf.profiler.experimental.stop()
+packed(x)
+tf.debugging.experimental.disable_dump_debug_info()
+"""
+
+
+@pytest.mark.parametrize("shapes", ["static", "dynamic"])
+def test_a_profile_tells_whether_a_packed_shape_was_folded(tmp_path: Path, shapes: str) -> None:
+    """With a batch dimension of None the shape's Pack runs (the profile shows it) and so
+    does the Reshape; with a fully static input grappler folds the Pack and removes the
+    Reshape, and the profile, which would have shown the Pack, shows none: the rule
+    does not apply there, so the Reshape is not called run."""
+    needs_tensorflow()
+    root = tmp_path / shapes
+    root.mkdir()
+    logdir, log = _run(root, _PROFILED_RESHAPE, "FULL_HEALTH")
+    assert list(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    (model,) = load(str(logdir))
+    (rpack,) = [op for op in model.graph_ops if op.op_name == "rpack"]
+    truth = truth_of(logdir, [log]).kernels[("Reshape", "graph")]
+    if shapes == "dynamic":
+        assert truth["Reshape"] == rpack.executions
+        assert rpack.kernel == "Reshape" and "the profile shows rpack/shape ran" in rpack.note
+    else:
+        assert truth["Reshape"] == 0
+        assert rpack.kernel != "Reshape", rpack.note

@@ -36,7 +36,7 @@ from .cse import merged_duplicates
 from .no_tensor import bypassed_reshapes, pruned_dead_ops
 from .nodes import canonical_op, origin_name, suffixes, tensor_source
 from .rules import cpu_dependence, expected_kernel, matching_rules
-from .static_shapes import unfolded_gradient_reductions, unprovable_reshapes
+from .static_shapes import BATCH_ASSUMPTION, SHAPE_NOT_FOLDED, unfolded_gradient_reductions, unprovable_reshapes
 
 __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
            "is_fused", "run_cpu", "inferred_kernel", "FLOAT_DTYPES", "cpu_from_kernels"]
@@ -424,7 +424,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     folding_memo: dict[tuple[int, str], bool] = {}
     reordered: dict[tuple[int, str], dict[str, str]] = {}
     bypassed: dict[tuple[int, str], dict[str, tuple[str, str]]] = {}
-    unprovable: dict[tuple[int, str], dict[str, str]] = {}
+    unprovable: dict[tuple[int, str], tuple[dict[str, str], dict[str, tuple[str, str]]]] = {}
     dtypes_by_graph: dict[int, dict[str, dict[tuple[str, int], str]]] = {}
     for i, op in unresolved:
         if op.kernel:
@@ -597,12 +597,22 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             continue
         if same and op.op_type in ("Reshape", "Sum"):
             if key not in unprovable:
-                unprovable[key] = {
-                    **unfolded_gradient_reductions(
+                unprovable[key] = (
+                    unfolded_gradient_reductions(
                         graph_ops, partial(_trace_rank, model.dumps[i], op.graph_id)),
-                    **unprovable_reshapes(
-                        graph_ops, partial(_constant_input, graph_ops, memo=folding_memo))}
-            ran = unprovable[key].get(op.op_name)
+                    unprovable_reshapes(
+                        graph_ops, partial(_constant_input, graph_ops, memo=folding_memo)))
+            unfolded, packed = unprovable[key]
+            ran = unfolded.get(op.op_name)
+            if op.op_name in packed:
+                ran, pack = packed[op.op_name]
+                pack_ran = any(n == pack or n.endswith("/" + pack) for n in nodes)
+                # A profile that would have shown the Pack run and did not: it was folded,
+                # so the shapes were static and the Reshape may well have been removed.
+                folded = not pack_ran and op.op_name in (summaries or identities) and \
+                    traced_always
+                ran = None if folded else ran + "; " + (
+                    SHAPE_NOT_FOLDED.format(pack=pack) if pack_ran else BATCH_ASSUMPTION)
             if ran is not None:
                 kernel, why = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
                                               cpu_seen)

@@ -32,7 +32,8 @@ from collections.abc import Callable
 from ..read.tfdbg import OpCreation
 from .nodes import tensor_source
 
-__all__ = ["unprovable_reshapes"]
+__all__ = ["BATCH_ASSUMPTION", "SHAPE_NOT_FOLDED", "unfolded_gradient_reductions",
+           "unprovable_reshapes"]
 
 # Element-wise ops whose output keeps an operand's unknown dimensions when the other
 # operand is an ExpandDims (a dimension of 1 there broadcasts to the unknown one).
@@ -41,9 +42,13 @@ _BROADCASTING = frozenset(("Mul", "AddV2", "Add", "Sub", "RealDiv", "DivNoNan"))
 _SAME_SHAPE = frozenset(("Identity", "Relu", "Relu6", "Elu", "Selu", "Neg", "Exp", "Log",
                          "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Square", "Sqrt", "Rsqrt",
                          "Abs", "Cast", "StopGradient", "PreventGradient", "Snapshot"))
-_ASSUMPTION = ("assuming the batch dimension is not fixed statically, as in a Keras fit whose "
-               "dataset batches without drop_remainder; with fully static shapes grappler "
-               "folds the shape and removes it")
+# What the rules assume where nothing shows the shapes were not static.
+BATCH_ASSUMPTION = ("assuming the batch dimension is not fixed statically, as in a Keras fit "
+                    "whose dataset batches without drop_remainder; with fully static shapes "
+                    "grappler folds the shape and removes it")
+# The same, where a profile shows the Pack of the shape ran.
+SHAPE_NOT_FOLDED = ("the profile shows {pack} ran, so grappler did not fold that shape into a "
+                    "constant: the shapes were not fully static")
 
 
 def _data_inputs(op: OpCreation) -> list[str]:
@@ -51,12 +56,14 @@ def _data_inputs(op: OpCreation) -> list[str]:
 
 
 def unprovable_reshapes(ops: dict[str, OpCreation],
-                        is_constant: Callable[[str], bool]) -> dict[str, str]:
-    """Op name -> note for the Reshapes of one graph whose static shapes leave two
-    dimensions unknown (module docstring). ``is_constant(tensor)`` says whether a
-    tensor is a Const or computed from constants only."""
-    out: dict[str, str] = {}
-    open_shapes: set[tuple[str, int]] = set()  # tensors whose static shape is open in 2 dims
+                        is_constant: Callable[[str], bool]) -> dict[str, tuple[str, str]]:
+    """Op name -> (note, the Pack the shape was packed by) for the Reshapes of one graph
+    whose static shapes leave two dimensions unknown (module docstring): a profile that
+    shows that Pack run shows the shape was not folded. ``is_constant(tensor)`` says
+    whether a tensor is a Const or computed from constants only."""
+    out: dict[str, tuple[str, str]] = {}
+    # Tensors whose static shape is open in 2 dimensions -> the Pack it goes back to.
+    open_shapes: dict[tuple[str, int], str] = {}
     for op in ops.values():
         if op.op_type != "Reshape":
             continue
@@ -69,11 +76,11 @@ def unprovable_reshapes(ops: dict[str, OpCreation],
         elements = _data_inputs(pack)
         if (len(elements) >= 2 and is_constant(elements[0])
                 and any(not is_constant(t) for t in elements[1:])):
-            open_shapes.add((op.op_name, 0))
+            open_shapes[(op.op_name, 0)] = pack.op_name
             out[op.op_name] = (
                 f"ran (inferred): its target shape is packed ({pack.op_name}) from a value "
                 f"computed at run time, so grappler's static shapes cannot prove it a no-op "
-                f"(its trace equals its input's), {_ASSUMPTION}")
+                f"(its trace equals its input's)", pack.op_name)
     if not open_shapes:
         return out
     # What the open shapes reach: through ops of their input's shape and the gradient of
@@ -85,18 +92,21 @@ def unprovable_reshapes(ops: dict[str, OpCreation],
             sources = [tensor_source(t) for t in inputs]
             if op.op_type == "SparseSoftmaxCrossEntropyWithLogits" and sources and \
                     sources[0] in open_shapes:
-                new = {(op.op_name, 1)}
+                new, root = (op.op_name, 1), open_shapes[sources[0]]
             elif op.op_type in _SAME_SHAPE and sources and sources[0] in open_shapes:
-                new = {(op.op_name, 0)}
-            elif op.op_type in _BROADCASTING and len(sources) == 2 and any(
-                    s in open_shapes and ops.get(o[0]) is not None
-                    and ops[o[0]].op_type == "ExpandDims"
-                    for s, o in ((sources[0], sources[1]), (sources[1], sources[0]))):
-                new = {(op.op_name, 0)}
+                new, root = (op.op_name, 0), open_shapes[sources[0]]
+            elif op.op_type in _BROADCASTING and len(sources) == 2:
+                roots = [open_shapes[s] for s, o in ((sources[0], sources[1]),
+                                                     (sources[1], sources[0]))
+                         if s in open_shapes and ops.get(o[0]) is not None
+                         and ops[o[0]].op_type == "ExpandDims"]
+                if not roots:
+                    continue
+                new, root = (op.op_name, 0), roots[0]
             else:
                 continue
-            if not new <= open_shapes:
-                open_shapes |= new
+            if new not in open_shapes:
+                open_shapes[new] = root
                 grown = True
         if not grown:
             break
@@ -104,12 +114,13 @@ def unprovable_reshapes(ops: dict[str, OpCreation],
         inputs = _data_inputs(op)
         if op.op_type != "Reshape" or op.op_name in out or len(inputs) != 2:
             continue
-        if tensor_source(inputs[0]) in open_shapes:
+        source = tensor_source(inputs[0])
+        if source in open_shapes:
             out[op.op_name] = (
-                f"ran (inferred): its input, {tensor_source(inputs[0])[0]}, is computed from "
-                f"a Reshape to a shape packed at run time, so grappler's static shapes leave "
-                f"two of its dimensions unknown and cannot prove this Reshape a no-op (its "
-                f"trace equals its input's), {_ASSUMPTION}")
+                f"ran (inferred): its input, {source[0]}, is computed from a Reshape to a "
+                f"shape packed at run time, so grappler's static shapes leave two of its "
+                f"dimensions unknown and cannot prove this Reshape a no-op (its trace equals "
+                f"its input's)", open_shapes[source])
     return out
 
 
@@ -171,7 +182,7 @@ def unfolded_gradient_reductions(ops: dict[str, OpCreation],
                f"constant: its operands' shapes do not line up dimension by dimension (one of "
                f"rank {rank_a if rank_a is not None else 'fixed'}, one of rank "
                f"{rank_b if rank_b is not None else 'fixed'}), and the run-time batch "
-               f"dimension is not known to be 1 or equal to the other side's; {_ASSUMPTION}")
+               f"dimension is not known to be 1 or equal to the other side's; {BATCH_ASSUMPTION}")
         out[op.op_name] = f"ran (inferred): it reduces over axes computed at run time: {why}"
         for reader_name in reshapes_of.get(op.op_name, ()):
             out[reader_name] = (
