@@ -583,43 +583,48 @@ class _Parser:
         if not found:
             return
         step_ids = dict.fromkeys(map(_FIRST, found))
-        texts = dict.fromkeys(map(_SECOND, found))
-        # this gap's nodes (the table may start again on the way), looked up in C
-        found_nodes: dict[bytes, Optional[_Node]] = dict(zip(texts, map(self.entries.get, texts)))
-        if None in found_nodes.values():
+        # Each line's node, looked up in C: once the texts are known (after a step or two)
+        # that is all a line costs here.
+        keys: list[Optional[_Node]] = list(map(self.entries.get, map(_SECOND, found)))
+        if None in keys:
+            texts = dict.fromkeys(map(_SECOND, found))
+            # this gap's nodes (the table may start again on the way)
+            found_nodes: dict[bytes, Optional[_Node]] = dict(zip(texts, map(self.entries.get, texts)))
             for key, node in found_nodes.items():
                 if node is None:
                     node = found_nodes[key] = self._entry(key)
                     if node is None:  # another line written into it
                         self._gap_from(data, a, b, base, found, key)
                         return
-        nodes = cast("dict[bytes, _Node]", found_nodes)  # no None left
+            keys = list(map(found_nodes.__getitem__, map(_SECOND, found)))
+        nodes = cast("list[_Node]", keys)  # no None left
         if b"" in step_ids:  # a line not laid out as _PROCESS_LINE expects
             self._gap_from(data, a, b, base, found, None)
             return
         if b"-1" in step_ids:
             # Step -1 is grappler's constant folding evaluating nodes while it
             # optimises the graph, not a run of the graph.
-            for key in dict.fromkeys(k for s, k in found if s == b"-1"):
-                if nodes[key].kind != _N_IGNORED:
-                    self.folded.add(nodes[key].name)
-            found = [x for x in found if x[0] != b"-1"]
+            for (step_id, _text), node in zip(found, nodes):
+                if step_id == b"-1" and node.kind != _N_IGNORED:
+                    self.folded.add(node.name)
+            kept = [(x, node) for x, node in zip(found, nodes) if x[0] != b"-1"]
+            found = [x for x, _node in kept]
+            nodes = [node for _x, node in kept]
             del step_ids[b"-1"]
             if not found:
                 return
         steps = self.steps
         if len(steps) + sum(s not in steps for s in step_ids) > _OPEN_STEPS:
             # a step is filed to open another: that happens at a line, read them so
-            self._apply(found, [nodes[key] for _step, key in found])
+            self._apply(found, nodes)
             return
         self._bulk(found, step_ids, nodes)
 
     def _bulk(self, found: list[tuple[bytes, bytes]], step_ids: dict[bytes, None],
-              nodes: dict[bytes, _Node]) -> None:
-        """Process node lines (step id, text) whose texts all have entries, with no step to
-        file on the way: counted per node in C; each step keeps its nodes (one object
-        per text, so that a line's text is not kept)."""
-        keys = list(map(nodes.__getitem__, map(_SECOND, found)))
+              keys: list[_Node]) -> None:
+        """Process node lines (step id, text) and their nodes (all with entries), with no
+        step to file on the way: counted per node in C; each step keeps its nodes (one
+        object per text, so that a line's text is not kept)."""
         self.key_counts.update(keys)
         seq = self.seq
         self.key_last.update(zip(keys, range(seq, seq + len(keys))))
@@ -764,7 +769,7 @@ class _Parser:
             if i < skip:
                 continue
             step_id, key = m.group(1), m.group(2)
-            node = self._entry(key) if step_id else None
+            node = (self.entries.get(key) or self._entry(key)) if step_id else None
             if node is not None:
                 self._apply([(step_id, key)], [node])
             else:
@@ -776,7 +781,11 @@ class _Parser:
         if _SPECIAL.search(line) or b"_verbose," in line or (self.cpu_blocks and _CPU_FEATURES in line):
             return False
         m = _PROCESS_LINE.search(line)
-        return m is not None and bool(m.group(1)) and self._entry(m.group(2)) is not None
+        if m is None or not m.group(1):
+            return False
+        # The text's own entry if it has one: a new object for a known text would make
+        # the steps running it look different to ``_step_files``'s table.
+        return (self.entries.get(m.group(2)) or self._entry(m.group(2))) is not None
 
     def _tails(self, data: bytes, start: int, end: int) -> None:
         """The block's last line with a TF prefix, and its last line a handler parsed:
