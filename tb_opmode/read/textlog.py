@@ -76,7 +76,11 @@ chunk of cpu_feature_guard.cc's line and the next two), and one regex between th
 reads every ``executor.cc`` Process node line at once: its step id and its
 ``{{node ...}}`` text, which a node prints the same at every step, so the text is
 parsed once and the lines are counted per text (C ``Counter``), each step keeping
-its texts until it is filed. Such a line is read wherever it starts (another
+its texts until it is filed. Once a chunk's texts are all known (after the first
+step), one regex finds both the handlers' lines and the Process node lines, in one
+scan instead of two; a chunk where that could read a line otherwise (a new text, a
+text holding "] " or "_verbose,", a oneDNN line holding "] ", the CPU line's chunks)
+is read with the two. Such a line is read wherever it starts (another
 line written before it does not hide it); one the regex cannot take whole, or
 with another line inside, is read as it is. The kernel of a node is the one its
 last line names; a debug node's dump graph is the one its target names when its
@@ -94,6 +98,7 @@ first half saw. A step running across the split is filed in two parts.
 from __future__ import annotations
 
 import datetime
+import itertools
 import logging
 import math
 import operator
@@ -181,6 +186,18 @@ _SPECIAL = re.compile(rb"\] (?:" + rb"|".join(re.escape(m) for m in (
 _PROCESS_LINE = re.compile(
     rb"executor\.cc:(?<=[/ ]executor\.cc:)\d+\] Process node: "
     rb"(?:\d+ step (-?\d+) (\{\{node [^ \n}]+\}\} = [^\[( \n]+[\[(][^\n]*)|[^\n]*)")
+# Both at once, in one scan (``_Parser._at_once``): (step id, text, "") for a Process node
+# line laid out as above, ("", "", marker to the end of the line) for a line ``_SPECIAL``
+# finds, and ("", "", "") for anything else (a Process node line not laid out so, or not
+# executor.cc's), which sends the block to the two scans.
+# A look-behind is of fixed width, hence one per width of executor.cc's line number.
+_AT_ONCE = re.compile(
+    rb"\] (?:Process node: (?:(?:" + rb"|".join(
+        rb"(?<=[/ ]executor\.cc:" + rb"\d" * n + rb"\] Process node: )" for n in (3, 4, 2, 1, 5, 6, 7, 8, 9))
+    + rb")(?:\d+ step (-?\d+) (\{\{node [^ \n}]+\}\} = [^\[( \n]+[\[(][^\n]*)|[^\n]*)|)"
+    rb"|((?:" + rb"|".join(re.escape(m) for m in (
+        _EXECUTING, _RUNNING, _SUCCEEDED, _INSTANTIATING, _BANNER, _XLA_LAUNCH, _FOLDED,
+        _CPU_GUARD)) + rb")[^\n]*))")
 _ODD = re.compile(rb"[\x00\x80-\xff]")
 # Distinct Process node texts kept (each node prints the same at every step); past this
 # the table starts again, so that texts differing per line keep memory bounded.
@@ -188,6 +205,7 @@ _MAX_ENTRIES = 1 << 16
 _N_RUN, _N_IGNORED, _N_DEAD, _N_DEBUG = range(4)
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
+_THIRD = operator.itemgetter(2)
 
 
 class _Node:
@@ -367,6 +385,9 @@ class _Parser:
         self.targets_version = 0
         # Debug nodes whose name has no input recorded yet (``_debug_input``).
         self.pending_debug: set[_Node] = set()
+        # Nodes whose text holds "] " or "_verbose,": where another line may hide in a
+        # line ``_at_once`` takes whole (``_region``'s two scans read it as it is).
+        self.odd_nodes: set[_Node] = set()
         # Reading the second part of a split file (``_read_split``): what depends on the
         # lines before it is kept for the merge: lines of threads that have dispatched
         # nothing here yet (they may belong to an eager op dispatched before), and eager
@@ -549,7 +570,7 @@ class _Parser:
     def _region(self, data: bytes, a: int, b: int, base: int) -> None:
         """The lines ``data[a:b]``: those a handler reads one by one, in order, and the
         Process node lines between them at once."""
-        if a >= b:
+        if a >= b or (not self.cpu_blocks and self._at_once(data, a, b, base)):
             return
         spans: dict[int, int] = {}  # line start -> end (after its newline)
         for m in _SPECIAL.finditer(data, a, b):
@@ -576,6 +597,59 @@ class _Parser:
         if cur < b:
             self._gap(data, cur, b, base)
 
+    def _at_once(self, data: bytes, a: int, b: int, base: int) -> bool:
+        """``_region`` with one scan for both kinds of lines (``_AT_ONCE``), when that reads
+        them as the two scans would: every Process node line's text already has a node
+        without "] " or "_verbose," in it (no line hides in it), no other line is taken
+        whole by the scan, and no oneDNN line holds "] ". False (nothing read) otherwise.
+
+        A line the handlers read is found again by its text from the end of the one before
+        (nothing between holds it: the scan would have matched it there); oneDNN lines
+        only count primitives, so they are read in the order of the handlers' lines only."""
+        found = _AT_ONCE.findall(data, a, b)
+        specials = list(filter(None, map(_THIRD, found)))
+        nodes = list(map(self.entries.get, map(_SECOND, found)))
+        if nodes.count(None) != len(specials):  # a new text, or a line laid out otherwise
+            return False
+        if self.odd_nodes and not self.odd_nodes.isdisjoint(nodes):
+            return False
+        spans: list[tuple[int, int, int]] = []  # (line start, end after its newline, index)
+        cur = a
+        for i, text in zip(itertools.compress(range(len(found)), map(_THIRD, found)), specials):
+            if text.startswith(_CPU_GUARD):  # the CPU line's search starts here
+                return False
+            p = data.find(b"] " + text, cur, b)
+            if p < 0:  # cannot be: the scan found it there
+                return False
+            ls = data.rfind(b"\n", a, p) + 1 or a
+            cur = data.find(b"\n", p, b) + 1
+            spans.append((ls, cur, i))
+        p = data.find(b"_verbose,", a, b)
+        while p >= 0:
+            ls = data.rfind(b"\n", a, p) + 1 or a
+            le = data.find(b"\n", p, b) + 1
+            if data.find(b"] ", ls, le) >= 0:  # perhaps a TF line: read in line order
+                return False
+            spans.append((ls, le, -1))
+            p = data.find(b"_verbose,", le, b)
+        spans.sort()
+        done = 0  # index in ``found`` of the next Process node line to read
+        for ls, le, i in spans:
+            if i > done:
+                self._gap_found(found[done:i], nodes[done:i])
+            if i >= 0:
+                done = i + 1
+            self._slow(data[ls:le - 1], base + ls, ls)
+        if done < len(found):
+            self._gap_found(found[done:], nodes[done:])
+        return True
+
+    def _gap_found(self, found: list[tuple[bytes, bytes, bytes]],
+                   nodes: list[Optional[_Node]]) -> None:
+        """Process node lines of ``_AT_ONCE`` (all laid out, their nodes known): ``_gap``'s."""
+        pairs = list(zip(map(_FIRST, found), map(_SECOND, found)))
+        self._gap_nodes(pairs, dict.fromkeys(map(_FIRST, found)), cast("list[_Node]", nodes))
+
     def _gap(self, data: bytes, a: int, b: int, base: int) -> None:
         """Every ``executor.cc`` Process node line in ``data[a:b]`` (lines no other handler
         reads), by one regex in C; a line it cannot take whole is read by ``_line``."""
@@ -597,10 +671,15 @@ class _Parser:
                         self._gap_from(data, a, b, base, found, key)
                         return
             keys = list(map(found_nodes.__getitem__, map(_SECOND, found)))
-        nodes = cast("list[_Node]", keys)  # no None left
         if b"" in step_ids:  # a line not laid out as _PROCESS_LINE expects
             self._gap_from(data, a, b, base, found, None)
             return
+        self._gap_nodes(found, step_ids, cast("list[_Node]", keys))  # no None left
+
+    def _gap_nodes(self, found: list[tuple[bytes, bytes]], step_ids: dict[bytes, None],
+                   nodes: list[_Node]) -> None:
+        """A gap's Process node lines (step id, text), all laid out as ``_PROCESS_LINE``
+        expects, and their nodes: ``_bulk``, after the constant folding lines."""
         if b"-1" in step_ids:
             # Step -1 is grappler's constant folding evaluating nodes while it
             # optimises the graph, not a run of the graph.
@@ -718,7 +797,10 @@ class _Parser:
         node = _Node(name, kernel, (kernel, t.group(1) if t is not None else b""), kind, key)
         if len(self.entries) >= _MAX_ENTRIES:
             self.entries.clear()  # keys that vary per line: memory stays bounded
+            self.odd_nodes.clear()
         self.entries[key] = node
+        if b"] " in key or b"_verbose," in key:
+            self.odd_nodes.add(node)
         if kind == _N_DEBUG and name not in self.debug_inputs:
             if len(self.pending_debug) >= _MAX_ENTRIES:
                 self.pending_debug.clear()  # such texts only: inputs then taken from _line
