@@ -140,8 +140,10 @@ _PLAIN = object()  # a TF source location whose lines we do not read
 _JUNK = object()   # not a source location: a continuation line or garbage
 _VERBOSE_START = re.compile(rb"(?:onednn|dnnl|mkldnn)_verbose,")
 # An attr value ends at "," or "]": a line cut short (the last line of a file still
-# being written, or the head of an over-long line) does not yield a cut value.
-_T_ATTR = re.compile(rb"[\[ ]T=(DT_[A-Z0-9_]+)[,\]]")
+# being written, or the head of an over-long line) does not yield a cut value. These
+# patterns start with their literal and look behind for the separator: the regex engine
+# then skips to the literal in C rather than trying the pattern at every byte.
+_T_ATTR = re.compile(rb"T=(?<=[\[ ]T=)(DT_[A-Z0-9_]+)[,\]]")
 _KERNEL_END = re.compile(rb"[\[(]")
 
 _IGNORED_KERNELS = frozenset((b"_Arg", b"_Retval", b"_DeviceArg", b"_DeviceRetval"))
@@ -166,12 +168,12 @@ _BANNER = b"oneDNN custom operations are "
 # xla_ops.cc: one launch of a function XLA compiles (jit_compile=True).
 _XLA_LAUNCH = b"XlaLocalLaunchOpBase::Compute "
 _WRAPPED = b"__wrapped__"
-_DEBUG_OP_NAME = re.compile(rb'[ \[]op_name="([^"]*)"')
-_DEBUG_CONTEXT = re.compile(rb'[ \[]tfdbg_context_id="([^"]*)"')
-_DEBUG_SLOT = re.compile(rb"[ \[]output_slot=(\d+)[,\]]")
-_DEBUG_MODE = re.compile(rb"[ \[]tensor_debug_mode=(\d+)[,\]]")
-_DEBUG_BUFFER = re.compile(rb"[ \[]circular_buffer_size=(-?\d+)[,\]]")
-_DEBUG_RUN_ID = re.compile(rb'[ \[]tfdbg_run_id="([^"]*)"')
+_DEBUG_OP_NAME = re.compile(rb'op_name="(?<=[ \[]op_name=")([^"]*)"')
+_DEBUG_CONTEXT = re.compile(rb'tfdbg_context_id="(?<=[ \[]tfdbg_context_id=")([^"]*)"')
+_DEBUG_SLOT = re.compile(rb"output_slot=(?<=[ \[]output_slot=)(\d+)[,\]]")
+_DEBUG_MODE = re.compile(rb"tensor_debug_mode=(?<=[ \[]tensor_debug_mode=)(\d+)[,\]]")
+_DEBUG_BUFFER = re.compile(rb"circular_buffer_size=(?<=[ \[]circular_buffer_size=)(-?\d+)[,\]]")
+_DEBUG_RUN_ID = re.compile(rb'tfdbg_run_id="(?<=[ \[]tfdbg_run_id=")([^"]*)"')
 _DEBUG_KERNEL = b"Debug"  # DebugNumericSummaryV2, DebugIdentityV2: tfdbg's instrumentation
 # Whole-block searches (each a literal first, which the regex engine skips to in C):
 # the lines handlers other than executor.cc's read, one by one...
