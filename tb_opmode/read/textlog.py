@@ -107,7 +107,7 @@ import pickle
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Optional, cast
 
@@ -649,8 +649,7 @@ class _Parser:
     def _gap_found(self, found: list[tuple[bytes, bytes, bytes]],
                    nodes: list[Optional[_Node]]) -> None:
         """Process node lines of ``_AT_ONCE`` (all laid out, their nodes known): ``_gap``'s."""
-        pairs = list(zip(map(_FIRST, found), map(_SECOND, found)))
-        self._gap_nodes(pairs, dict.fromkeys(map(_FIRST, found)), cast("list[_Node]", nodes))
+        self._gap_nodes(found, dict.fromkeys(map(_FIRST, found)), cast("list[_Node]", nodes))
 
     def _gap(self, data: bytes, a: int, b: int, base: int) -> None:
         """Every ``executor.cc`` Process node line in ``data[a:b]`` (lines no other handler
@@ -678,14 +677,15 @@ class _Parser:
             return
         self._gap_nodes(found, step_ids, cast("list[_Node]", keys))  # no None left
 
-    def _gap_nodes(self, found: list[tuple[bytes, bytes]], step_ids: dict[bytes, None],
+    def _gap_nodes(self, found: Sequence[tuple[bytes, ...]], step_ids: dict[bytes, None],
                    nodes: list[_Node]) -> None:
-        """A gap's Process node lines (step id, text), all laid out as ``_PROCESS_LINE``
-        expects, and their nodes: ``_bulk``, after the constant folding lines."""
+        """A gap's Process node lines ((step id, text, ...) as a regex found them), all laid
+        out as ``_PROCESS_LINE`` expects, and their nodes: ``_bulk``, after the constant
+        folding lines."""
         if b"-1" in step_ids:
             # Step -1 is grappler's constant folding evaluating nodes while it
             # optimises the graph, not a run of the graph.
-            for (step_id, _text), node in zip(found, nodes):
+            for step_id, node in zip(map(_FIRST, found), nodes):
                 if step_id == b"-1" and node.kind != _N_IGNORED:
                     self.folded.add(node.name)
             kept = [(x, node) for x, node in zip(found, nodes) if x[0] != b"-1"]
@@ -701,7 +701,7 @@ class _Parser:
             return
         self._bulk(found, step_ids, nodes)
 
-    def _bulk(self, found: list[tuple[bytes, bytes]], step_ids: dict[bytes, None],
+    def _bulk(self, found: Sequence[tuple[bytes, ...]], step_ids: dict[bytes, None],
               keys: list[_Node]) -> None:
         """Process node lines (step id, text) and their nodes (all with entries), with no
         step to file on the way: counted per node in C; each step keeps its nodes (one
@@ -723,7 +723,7 @@ class _Parser:
             for step_id in step_ids:
                 if step_id not in steps:
                     steps[step_id] = _Step()
-            for (step_id, _text), node in zip(found, keys):
+            for step_id, node in zip(map(_FIRST, found), keys):
                 steps[step_id].keys.append(node)
             groups = [steps[s] for s in step_ids]
         for step in groups:
@@ -809,9 +809,10 @@ class _Parser:
             self.pending_debug.add(node)
         return node
 
-    def _apply(self, found: list[tuple[bytes, bytes]], nodes: list[_Node]) -> None:
+    def _apply(self, found: Sequence[tuple[bytes, ...]], nodes: list[_Node]) -> None:
         """``_executor`` on Process node lines already parsed: (step id, text) and node."""
-        for (step_id, key), node in zip(found, nodes):
+        for x, node in zip(found, nodes):
+            step_id, key = x[0], x[1]
             name, kernel, pair, kind = node.name, node.kernel, node.pair, node.kind
             if kind == _N_IGNORED:
                 continue
