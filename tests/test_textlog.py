@@ -121,10 +121,11 @@ def _every_fact(facts: LogFacts) -> dict[str, Any]:
 
 @pytest.mark.parametrize("path", [TF221, TF213])
 def test_one_scan_reads_as_the_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
-    """A block whose Process node texts are all known is read with one scan for them and
-    the handlers' lines (``_Parser._at_once``): every fact equals the two scans' (each
-    block read by ``_SPECIAL`` and the gaps' ``_PROCESS_LINE``). The real lines four times
-    over, in small blocks: from the second copy on the texts are known."""
+    """A block is read with one scan for the Process node lines and the handlers' lines
+    (``_Parser._at_once``) where that reads them as the two scans do: every fact equals
+    the two scans' (each block read by ``_SPECIAL`` and the gaps' ``_PROCESS_LINE``). The
+    real lines four times over, in small blocks: new texts in the first copy, known ones
+    after it."""
     log = tmp_path / "four.log"
     log.write_bytes(path.read_bytes() * 4)
     monkeypatch.setattr(textlog, "_CHUNK", 2048)
@@ -137,7 +138,7 @@ def test_one_scan_reads_as_the_two(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(textlog._Parser, "_at_once", counted)
     one = read_log(str(log))
-    assert any(taken) and not all(taken)  # both ways were taken
+    assert sum(taken) > len(taken) // 2  # the one scan read most blocks
     monkeypatch.setattr(textlog._Parser, "_at_once", lambda self, data, a, b, base: False)
     two = read_log(str(log))
     assert _every_fact(one) == _every_fact(two)

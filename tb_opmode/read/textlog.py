@@ -601,9 +601,10 @@ class _Parser:
 
     def _at_once(self, data: bytes, a: int, b: int, base: int) -> bool:
         """``_region`` with one scan for both kinds of lines (``_AT_ONCE``), when that reads
-        them as the two scans would: every Process node line's text already has a node
-        without "] " or "_verbose," in it (no line hides in it), no other line is taken
-        whole by the scan, and no oneDNN line holds "] ". False (nothing read) otherwise.
+        them as the two scans would: every Process node line's text has a node (made here
+        for a new one) without "] " or "_verbose," in it (no line hides in it), no other
+        line is taken whole by the scan, and no oneDNN line holds "] ". False (nothing read
+        but new texts' nodes) otherwise.
 
         A line the handlers read is found again by its text from the end of the one before
         (nothing between holds it: the scan would have matched it there); oneDNN lines
@@ -611,7 +612,7 @@ class _Parser:
         found = _AT_ONCE.findall(data, a, b)
         specials = list(filter(None, map(_THIRD, found)))
         nodes = list(map(self.entries.get, map(_SECOND, found)))
-        if nodes.count(None) != len(specials):  # a new text, or a line laid out otherwise
+        if nodes.count(None) != len(specials) and not self._new_texts(found, nodes):
             return False
         if self.odd_nodes and not self.odd_nodes.isdisjoint(nodes):
             return False
@@ -644,6 +645,24 @@ class _Parser:
             self._slow(data[ls:le - 1], base + ls, ls)
         if done < len(found):
             self._gap_found(found[done:], nodes[done:])
+        return True
+
+    def _new_texts(self, found: list[tuple[bytes, bytes, bytes]], nodes: list[Optional[_Node]]) -> bool:
+        """The nodes of the Process node lines of ``_AT_ONCE`` whose text is new, put in
+        ``nodes``; False if a line is not laid out so, a text holds another line, or the
+        table of texts would start again (the two scans then read the block). A node made
+        before the block's earlier lines are read is the same: what it says comes from its
+        text alone, and whether a debug node's input is still wanted is asked again when
+        its line is filed."""
+        new = [i for i, node in enumerate(nodes) if node is None and not found[i][2]]
+        if max(len(self.entries), len(self.pending_debug)) + len(new) >= _MAX_ENTRIES:
+            return False
+        for i in new:
+            step_id, text = found[i][0], found[i][1]
+            node = (self.entries.get(text) or self._entry(text)) if step_id else None
+            if node is None:
+                return False
+            nodes[i] = node
         return True
 
     def _gap_found(self, found: list[tuple[bytes, bytes, bytes]],
