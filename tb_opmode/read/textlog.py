@@ -76,11 +76,11 @@ chunk of cpu_feature_guard.cc's line and the next two), and one regex between th
 reads every ``executor.cc`` Process node line at once: its step id and its
 ``{{node ...}}`` text, which a node prints the same at every step, so the text is
 parsed once and the lines are counted per text (C ``Counter``), each step keeping
-its texts until it is filed. Once a chunk's texts are all known (after the first
-step), one regex finds both the handlers' lines and the Process node lines, in one
-scan instead of two; a chunk where that could read a line otherwise (a new text, a
-text holding "] " or "_verbose,", a oneDNN line holding "] ", the CPU line's chunks)
-is read with the two. Such a line is read wherever it starts (another
+its texts until it is filed. In fact one regex finds both the handlers' lines and the
+Process node lines, in one scan instead of two (a new text gets its node first); a
+chunk where that could read a line otherwise (a text holding "] " or "_verbose,", a
+Process node line not laid out so, a oneDNN line holding "] ", the CPU line's chunks,
+the table of texts about to start again) is read with the two. Such a line is read wherever it starts (another
 line written before it does not hide it); one the regex cannot take whole, or
 with another line inside, is read as it is. The kernel of a node is the one its
 last line names; a debug node's dump graph is the one its target names when its
