@@ -17,6 +17,11 @@ import sys
 import textwrap
 from typing import Any, Callable, TextIO
 
+# Before the readers below import numpy: its OpenBLAS starts a thread per core at import,
+# which spin ~40 ms of CPU (on a 2-core machine, the core the log's reader then needs);
+# the command does no linear algebra. A value the user set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from . import __version__
 from .analyze.assemble import find_runs, load
 from .analyze.explain import call_sites, explain

@@ -571,6 +571,29 @@ def _read_log_chunks(real: dict[str, Any], tmp_path_factory: pytest.TempPathFact
 test_read_log_chunking, test_read_log_chunking_long = both(_read_log_chunks, data=st.data())
 
 
+def _one_scan(real: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
+              data: st.DataObject) -> None:
+    """The one scan of a block whose texts are known (``_Parser._at_once``) reads what the
+    two scans read: read_log with it equals read_log without it, the lines three times
+    over in small blocks (so that later blocks know their texts)."""
+    lines = data.draw(log_lines(real["lines"]))
+    blob = b"".join(x + b"\n" for x in lines) * 3
+    chunk = data.draw(st.integers(64, 4096))
+    tmp = tmp_path_factory.mktemp("os", numbered=True)
+    path = tmp / "fuzz.log"
+    path.write_bytes(blob)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(textlog, "_CHUNK", chunk)
+        one = read_log(str(path))
+        mp.setattr(textlog._Parser, "_at_once", lambda self, data, a, b, base: False)
+        two = read_log(str(path))
+    for name in LogFacts.__dataclass_fields__:
+        assert getattr(one, name) == getattr(two, name), name
+
+
+test_one_scan, test_one_scan_long = both(_one_scan, data=st.data())
+
+
 def _read_log_bytes(tmp_path_factory: pytest.TempPathFactory, blob: bytes, chunk: int) -> None:
     tmp = tmp_path_factory.mktemp("rb", numbered=True)
     path = tmp / "fuzz.log"

@@ -115,6 +115,36 @@ def test_tf213_fixture() -> None:
     assert facts.problems == []
 
 
+def _every_fact(facts: LogFacts) -> dict[str, Any]:
+    return {f: getattr(facts, f) for f in LogFacts.__dataclass_fields__}
+
+
+@pytest.mark.parametrize("path", [TF221, TF213])
+def test_one_scan_reads_as_the_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    """A block is read with one scan for the Process node lines and the handlers' lines
+    (``_Parser._at_once``) where that reads them as the two scans do: every fact equals
+    the two scans' (each block read by ``_SPECIAL`` and the gaps' ``_PROCESS_LINE``). The
+    real lines four times over, in small blocks: new texts in the first copy, known ones
+    after it."""
+    log = tmp_path / "four.log"
+    log.write_bytes(path.read_bytes() * 4)
+    monkeypatch.setattr(textlog, "_CHUNK", 2048)
+    taken = []
+    at_once = textlog._Parser._at_once
+
+    def counted(self: Any, data: bytes, a: int, b: int, base: int) -> bool:
+        taken.append(at_once(self, data, a, b, base))
+        return taken[-1]
+
+    monkeypatch.setattr(textlog._Parser, "_at_once", counted)
+    one = read_log(str(log))
+    assert sum(taken) > len(taken) // 2  # the one scan read most blocks
+    monkeypatch.setattr(textlog._Parser, "_at_once", lambda self, data, a, b, base: False)
+    two = read_log(str(log))
+    assert _every_fact(one) == _every_fact(two)
+    assert one.graph_executions == Counter({n: 4 * c for n, c in read_log(str(path)).graph_executions.items()})
+
+
 @pytest.mark.parametrize("path", [TF221, TF213])
 def test_parse_lines_same_as_read_log(path: Path) -> None:
     from_file = read_log(str(path))

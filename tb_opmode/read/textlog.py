@@ -76,7 +76,11 @@ chunk of cpu_feature_guard.cc's line and the next two), and one regex between th
 reads every ``executor.cc`` Process node line at once: its step id and its
 ``{{node ...}}`` text, which a node prints the same at every step, so the text is
 parsed once and the lines are counted per text (C ``Counter``), each step keeping
-its texts until it is filed. Such a line is read wherever it starts (another
+its texts until it is filed. In fact one regex finds both the handlers' lines and the
+Process node lines, in one scan instead of two (a new text gets its node first); a
+chunk where that could read a line otherwise (a text holding "] " or "_verbose,", a
+Process node line not laid out so, a oneDNN line holding "] ", the CPU line's chunks,
+the table of texts about to start again) is read with the two. Such a line is read wherever it starts (another
 line written before it does not hide it); one the regex cannot take whole, or
 with another line inside, is read as it is. The kernel of a node is the one its
 last line names; a debug node's dump graph is the one its target names when its
@@ -94,6 +98,7 @@ first half saw. A step running across the split is filed in two parts.
 from __future__ import annotations
 
 import datetime
+import itertools
 import logging
 import math
 import operator
@@ -102,7 +107,7 @@ import pickle
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Optional, cast
 
@@ -135,8 +140,10 @@ _PLAIN = object()  # a TF source location whose lines we do not read
 _JUNK = object()   # not a source location: a continuation line or garbage
 _VERBOSE_START = re.compile(rb"(?:onednn|dnnl|mkldnn)_verbose,")
 # An attr value ends at "," or "]": a line cut short (the last line of a file still
-# being written, or the head of an over-long line) does not yield a cut value.
-_T_ATTR = re.compile(rb"[\[ ]T=(DT_[A-Z0-9_]+)[,\]]")
+# being written, or the head of an over-long line) does not yield a cut value. These
+# patterns start with their literal and look behind for the separator: the regex engine
+# then skips to the literal in C rather than trying the pattern at every byte.
+_T_ATTR = re.compile(rb"T=(?<=[\[ ]T=)(DT_[A-Z0-9_]+)[,\]]")
 _KERNEL_END = re.compile(rb"[\[(]")
 
 _IGNORED_KERNELS = frozenset((b"_Arg", b"_Retval", b"_DeviceArg", b"_DeviceRetval"))
@@ -161,12 +168,12 @@ _BANNER = b"oneDNN custom operations are "
 # xla_ops.cc: one launch of a function XLA compiles (jit_compile=True).
 _XLA_LAUNCH = b"XlaLocalLaunchOpBase::Compute "
 _WRAPPED = b"__wrapped__"
-_DEBUG_OP_NAME = re.compile(rb'[ \[]op_name="([^"]*)"')
-_DEBUG_CONTEXT = re.compile(rb'[ \[]tfdbg_context_id="([^"]*)"')
-_DEBUG_SLOT = re.compile(rb"[ \[]output_slot=(\d+)[,\]]")
-_DEBUG_MODE = re.compile(rb"[ \[]tensor_debug_mode=(\d+)[,\]]")
-_DEBUG_BUFFER = re.compile(rb"[ \[]circular_buffer_size=(-?\d+)[,\]]")
-_DEBUG_RUN_ID = re.compile(rb'[ \[]tfdbg_run_id="([^"]*)"')
+_DEBUG_OP_NAME = re.compile(rb'op_name="(?<=[ \[]op_name=")([^"]*)"')
+_DEBUG_CONTEXT = re.compile(rb'tfdbg_context_id="(?<=[ \[]tfdbg_context_id=")([^"]*)"')
+_DEBUG_SLOT = re.compile(rb"output_slot=(?<=[ \[]output_slot=)(\d+)[,\]]")
+_DEBUG_MODE = re.compile(rb"tensor_debug_mode=(?<=[ \[]tensor_debug_mode=)(\d+)[,\]]")
+_DEBUG_BUFFER = re.compile(rb"circular_buffer_size=(?<=[ \[]circular_buffer_size=)(-?\d+)[,\]]")
+_DEBUG_RUN_ID = re.compile(rb'tfdbg_run_id="(?<=[ \[]tfdbg_run_id=")([^"]*)"')
 _DEBUG_KERNEL = b"Debug"  # DebugNumericSummaryV2, DebugIdentityV2: tfdbg's instrumentation
 # Whole-block searches (each a literal first, which the regex engine skips to in C):
 # the lines handlers other than executor.cc's read, one by one...
@@ -181,6 +188,18 @@ _SPECIAL = re.compile(rb"\] (?:" + rb"|".join(re.escape(m) for m in (
 _PROCESS_LINE = re.compile(
     rb"executor\.cc:(?<=[/ ]executor\.cc:)\d+\] Process node: "
     rb"(?:\d+ step (-?\d+) (\{\{node [^ \n}]+\}\} = [^\[( \n]+[\[(][^\n]*)|[^\n]*)")
+# Both at once, in one scan (``_Parser._at_once``): (step id, text, "") for a Process node
+# line laid out as above, ("", "", marker to the end of the line) for a line ``_SPECIAL``
+# finds, and ("", "", "") for anything else (a Process node line not laid out so, or not
+# executor.cc's), which sends the block to the two scans.
+# A look-behind is of fixed width, hence one per width of executor.cc's line number.
+_AT_ONCE = re.compile(
+    rb"\] (?:Process node: (?:(?:" + rb"|".join(
+        rb"(?<=[/ ]executor\.cc:" + rb"\d" * n + rb"\] Process node: )" for n in (3, 4, 2, 1, 5, 6, 7, 8, 9))
+    + rb")(?:\d+ step (-?\d+) (\{\{node [^ \n}]+\}\} = [^\[( \n]+[\[(][^\n]*)|[^\n]*)|)"
+    rb"|((?:" + rb"|".join(re.escape(m) for m in (
+        _EXECUTING, _RUNNING, _SUCCEEDED, _INSTANTIATING, _BANNER, _XLA_LAUNCH, _FOLDED,
+        _CPU_GUARD)) + rb")[^\n]*))")
 _ODD = re.compile(rb"[\x00\x80-\xff]")
 # Distinct Process node texts kept (each node prints the same at every step); past this
 # the table starts again, so that texts differing per line keep memory bounded.
@@ -188,6 +207,7 @@ _MAX_ENTRIES = 1 << 16
 _N_RUN, _N_IGNORED, _N_DEAD, _N_DEBUG = range(4)
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
+_THIRD = operator.itemgetter(2)
 
 
 class _Node:
@@ -388,6 +408,9 @@ class _Parser:
         self.targets_version = 0
         # Debug nodes whose name has no input recorded yet (``_debug_input``).
         self.pending_debug: set[_Node] = set()
+        # Nodes whose text holds "] " or "_verbose,": where another line may hide in a
+        # line ``_at_once`` takes whole (``_region``'s two scans read it as it is).
+        self.odd_nodes: set[_Node] = set()
         # Reading the second part of a split file (``_read_split``): what depends on the
         # lines before it is kept for the merge: lines of threads that have dispatched
         # nothing here yet (they may belong to an eager op dispatched before), and eager
@@ -570,7 +593,7 @@ class _Parser:
     def _region(self, data: bytes, a: int, b: int, base: int) -> None:
         """The lines ``data[a:b]``: those a handler reads one by one, in order, and the
         Process node lines between them at once."""
-        if a >= b:
+        if a >= b or (not self.cpu_blocks and self._at_once(data, a, b, base)):
             return
         spans: dict[int, int] = {}  # line start -> end (after its newline)
         for m in _SPECIAL.finditer(data, a, b):
@@ -597,6 +620,77 @@ class _Parser:
         if cur < b:
             self._gap(data, cur, b, base)
 
+    def _at_once(self, data: bytes, a: int, b: int, base: int) -> bool:
+        """``_region`` with one scan for both kinds of lines (``_AT_ONCE``), when that reads
+        them as the two scans would: every Process node line's text has a node (made here
+        for a new one) without "] " or "_verbose," in it (no line hides in it), no other
+        line is taken whole by the scan, and no oneDNN line holds "] ". False (nothing read
+        but new texts' nodes) otherwise.
+
+        A line the handlers read is found again by its text from the end of the one before
+        (nothing between holds it: the scan would have matched it there); oneDNN lines
+        only count primitives, so they are read in the order of the handlers' lines only."""
+        found = _AT_ONCE.findall(data, a, b)
+        specials = list(filter(None, map(_THIRD, found)))
+        nodes = list(map(self.entries.get, map(_SECOND, found)))
+        if nodes.count(None) != len(specials) and not self._new_texts(found, nodes):
+            return False
+        if self.odd_nodes and not self.odd_nodes.isdisjoint(nodes):
+            return False
+        spans: list[tuple[int, int, int]] = []  # (line start, end after its newline, index)
+        cur = a
+        for i, text in zip(itertools.compress(range(len(found)), map(_THIRD, found)), specials):
+            if text.startswith(_CPU_GUARD):  # the CPU line's search starts here
+                return False
+            p = data.find(b"] " + text, cur, b)
+            if p < 0:  # cannot be: the scan found it there
+                return False
+            ls = data.rfind(b"\n", a, p) + 1 or a
+            cur = data.find(b"\n", p, b) + 1
+            spans.append((ls, cur, i))
+        p = data.find(b"_verbose,", a, b)
+        while p >= 0:
+            ls = data.rfind(b"\n", a, p) + 1 or a
+            le = data.find(b"\n", p, b) + 1
+            if data.find(b"] ", ls, le) >= 0:  # perhaps a TF line: read in line order
+                return False
+            spans.append((ls, le, -1))
+            p = data.find(b"_verbose,", le, b)
+        spans.sort()
+        done = 0  # index in ``found`` of the next Process node line to read
+        for ls, le, i in spans:
+            if i > done:
+                self._gap_found(found[done:i], nodes[done:i])
+            if i >= 0:
+                done = i + 1
+            self._slow(data[ls:le - 1], base + ls, ls)
+        if done < len(found):
+            self._gap_found(found[done:], nodes[done:])
+        return True
+
+    def _new_texts(self, found: list[tuple[bytes, bytes, bytes]], nodes: list[Optional[_Node]]) -> bool:
+        """The nodes of the Process node lines of ``_AT_ONCE`` whose text is new, put in
+        ``nodes``; False if a line is not laid out so, a text holds another line, or the
+        table of texts would start again (the two scans then read the block). A node made
+        before the block's earlier lines are read is the same: what it says comes from its
+        text alone, and whether a debug node's input is still wanted is asked again when
+        its line is filed."""
+        new = [i for i, node in enumerate(nodes) if node is None and not found[i][2]]
+        if max(len(self.entries), len(self.pending_debug)) + len(new) >= _MAX_ENTRIES:
+            return False
+        for i in new:
+            step_id, text = found[i][0], found[i][1]
+            node = (self.entries.get(text) or self._entry(text)) if step_id else None
+            if node is None:
+                return False
+            nodes[i] = node
+        return True
+
+    def _gap_found(self, found: list[tuple[bytes, bytes, bytes]],
+                   nodes: list[Optional[_Node]]) -> None:
+        """Process node lines of ``_AT_ONCE`` (all laid out, their nodes known): ``_gap``'s."""
+        self._gap_nodes(found, dict.fromkeys(map(_FIRST, found)), cast("list[_Node]", nodes))
+
     def _gap(self, data: bytes, a: int, b: int, base: int) -> None:
         """Every ``executor.cc`` Process node line in ``data[a:b]`` (lines no other handler
         reads), by one regex in C; a line it cannot take whole is read by ``_line``."""
@@ -604,43 +698,54 @@ class _Parser:
         if not found:
             return
         step_ids = dict.fromkeys(map(_FIRST, found))
-        texts = dict.fromkeys(map(_SECOND, found))
-        # this gap's nodes (the table may start again on the way), looked up in C
-        found_nodes: dict[bytes, Optional[_Node]] = dict(zip(texts, map(self.entries.get, texts)))
-        if None in found_nodes.values():
+        # Each line's node, looked up in C: once the texts are known (after a step or two)
+        # that is all a line costs here.
+        keys: list[Optional[_Node]] = list(map(self.entries.get, map(_SECOND, found)))
+        if None in keys:
+            texts = dict.fromkeys(map(_SECOND, found))
+            # this gap's nodes (the table may start again on the way)
+            found_nodes: dict[bytes, Optional[_Node]] = dict(zip(texts, map(self.entries.get, texts)))
             for key, node in found_nodes.items():
                 if node is None:
                     node = found_nodes[key] = self._entry(key)
                     if node is None:  # another line written into it
                         self._gap_from(data, a, b, base, found, key)
                         return
-        nodes = cast("dict[bytes, _Node]", found_nodes)  # no None left
+            keys = list(map(found_nodes.__getitem__, map(_SECOND, found)))
         if b"" in step_ids:  # a line not laid out as _PROCESS_LINE expects
             self._gap_from(data, a, b, base, found, None)
             return
+        self._gap_nodes(found, step_ids, cast("list[_Node]", keys))  # no None left
+
+    def _gap_nodes(self, found: Sequence[tuple[bytes, ...]], step_ids: dict[bytes, None],
+                   nodes: list[_Node]) -> None:
+        """A gap's Process node lines ((step id, text, ...) as a regex found them), all laid
+        out as ``_PROCESS_LINE`` expects, and their nodes: ``_bulk``, after the constant
+        folding lines."""
         if b"-1" in step_ids:
             # Step -1 is grappler's constant folding evaluating nodes while it
             # optimises the graph, not a run of the graph.
-            for key in dict.fromkeys(k for s, k in found if s == b"-1"):
-                if nodes[key].kind != _N_IGNORED:
-                    self.folded.add(nodes[key].name)
-            found = [x for x in found if x[0] != b"-1"]
+            for step_id, node in zip(map(_FIRST, found), nodes):
+                if step_id == b"-1" and node.kind != _N_IGNORED:
+                    self.folded.add(node.name)
+            kept = [(x, node) for x, node in zip(found, nodes) if x[0] != b"-1"]
+            found = [x for x, _node in kept]
+            nodes = [node for _x, node in kept]
             del step_ids[b"-1"]
             if not found:
                 return
         steps = self.steps
         if len(steps) + sum(s not in steps for s in step_ids) > _OPEN_STEPS:
             # a step is filed to open another: that happens at a line, read them so
-            self._apply(found, [nodes[key] for _step, key in found])
+            self._apply(found, nodes)
             return
         self._bulk(found, step_ids, nodes)
 
-    def _bulk(self, found: list[tuple[bytes, bytes]], step_ids: dict[bytes, None],
-              nodes: dict[bytes, _Node]) -> None:
-        """Process node lines (step id, text) whose texts all have entries, with no step to
-        file on the way: counted per node in C; each step keeps its nodes (one object
-        per text, so that a line's text is not kept)."""
-        keys = list(map(nodes.__getitem__, map(_SECOND, found)))
+    def _bulk(self, found: Sequence[tuple[bytes, ...]], step_ids: dict[bytes, None],
+              keys: list[_Node]) -> None:
+        """Process node lines (step id, text) and their nodes (all with entries), with no
+        step to file on the way: counted per node in C; each step keeps its nodes (one
+        object per text, so that a line's text is not kept)."""
         self.key_counts.update(keys)
         seq = self.seq
         self.key_last.update(zip(keys, range(seq, seq + len(keys))))
@@ -658,7 +763,7 @@ class _Parser:
             for step_id in step_ids:
                 if step_id not in steps:
                     steps[step_id] = _Step()
-            for (step_id, _text), node in zip(found, keys):
+            for step_id, node in zip(map(_FIRST, found), keys):
                 steps[step_id].keys.append(node)
             groups = [steps[s] for s in step_ids]
         for step in groups:
@@ -734,16 +839,20 @@ class _Parser:
         node = _Node(name, kernel, (kernel, t.group(1) if t is not None else b""), kind, key)
         if len(self.entries) >= _MAX_ENTRIES:
             self.entries.clear()  # keys that vary per line: memory stays bounded
+            self.odd_nodes.clear()
         self.entries[key] = node
+        if b"] " in key or b"_verbose," in key:
+            self.odd_nodes.add(node)
         if kind == _N_DEBUG and name not in self.debug_inputs:
             if len(self.pending_debug) >= _MAX_ENTRIES:
                 self.pending_debug.clear()  # such texts only: inputs then taken from _line
             self.pending_debug.add(node)
         return node
 
-    def _apply(self, found: list[tuple[bytes, bytes]], nodes: list[_Node]) -> None:
+    def _apply(self, found: Sequence[tuple[bytes, ...]], nodes: list[_Node]) -> None:
         """``_executor`` on Process node lines already parsed: (step id, text) and node."""
-        for (step_id, key), node in zip(found, nodes):
+        for x, node in zip(found, nodes):
+            step_id, key = x[0], x[1]
             name, kernel, pair, kind = node.name, node.kernel, node.pair, node.kind
             if kind == _N_IGNORED:
                 continue
@@ -786,7 +895,7 @@ class _Parser:
             if i < skip:
                 continue
             step_id, key = m.group(1), m.group(2)
-            node = self._entry(key) if step_id else None
+            node = (self.entries.get(key) or self._entry(key)) if step_id else None
             if node is not None:
                 self._apply([(step_id, key)], [node])
             else:
@@ -798,7 +907,11 @@ class _Parser:
         if _SPECIAL.search(line) or b"_verbose," in line or (self.cpu_blocks and _CPU_FEATURES in line):
             return False
         m = _PROCESS_LINE.search(line)
-        return m is not None and bool(m.group(1)) and self._entry(m.group(2)) is not None
+        if m is None or not m.group(1):
+            return False
+        # The text's own entry if it has one: a new object for a known text would make
+        # the steps running it look different to ``_step_files``'s table.
+        return (self.entries.get(m.group(2)) or self._entry(m.group(2))) is not None
 
     def _tails(self, data: bytes, start: int, end: int) -> None:
         """The block's last line with a TF prefix, and its last line a handler parsed:
