@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,10 @@ _TIME_MAX = float(1 << 62)
 _SMALL, _SMALL_T0 = 1 << 52, float(1 << 61)
 _I64_MAX = (1 << 63) - 1
 _THREADS = 2
+# A plane whose lines hold fewer bytes than this is read in the calling thread: a
+# small profile's numpy work is too little to gain from a second thread, whose start
+# and hand-offs then cost more than it saved.
+_THREAD_MIN_BYTES = 1 << 20
 # Metadata ids below this are looked up through a table (TF numbers from 1).
 _TABLE_MAX = 1 << 20
 # Bytes of a line read and decoded at once: ~200k events, whose decoding
@@ -665,8 +670,11 @@ def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> boo
     consistent = True
     # Two threads: most of a line's work is numpy, which releases the GIL.
     # Results are merged in line order, so the lists come out as if serial.
-    with ThreadPoolExecutor(max_workers=max(1, min(_THREADS, len(plane.lines)))) as pool:
-        for ref, (part, seen) in zip(plane.lines, pool.map(read, plane.lines)):
+    threads = 1 if sum(ref.end - ref.start for ref in plane.lines) < _THREAD_MIN_BYTES \
+        else max(1, min(_THREADS, len(plane.lines)))
+    with ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext() as pool:
+        results = pool.map(read, plane.lines) if pool is not None else map(read, plane.lines)
+        for ref, (part, seen) in zip(plane.lines, results):
             last = ref.seen_ns if ref.seen_ns is not None else 0
             if last != ref.timestamp_ns:
                 ref.timestamp_ns, consistent = last, False
