@@ -701,7 +701,9 @@ def _events(state: FileState, start: int = 0) -> Events:
     ``state``. A file small enough for one read is framed and checked whole
     (``tfrecord.frame_whole``); one with damage, a cut-off tail or more bytes than that
     is read by ``RecordReader``, which says what is wrong where."""
-    whole = frame_whole(state.path, start)
+    # Into this thread's buffer, read again for the next file: every fold is done with
+    # a file's payloads (keeping copies of what it keeps) before the next file is read.
+    whole = frame_whole(state.path, start, reuse=True)
     if whole is not None:
         records, end = whole
         yield from _decoded(records, state.path, state.kind, state.read_problems)
