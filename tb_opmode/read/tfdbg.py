@@ -873,7 +873,11 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
     part = _Part(start=start)
     counts: Counter[tuple[str, str, int]] = Counter()
     dtypes = part.dtypes
-    reader = RecordReader(path, start=start, stop=stop)
+    # To the end of a small intact file: framed and checked at once, as the other files
+    # are (``_events``); anything else, or a stretch, record by record.
+    whole = frame_whole(path, start, reuse=True) if stop is None else None
+    reader: Any = RecordReader(path, start=start, stop=stop) if whole is None else \
+        _Framed(whole[0], whole[1])
     for event, _what, tr, _stack, _offset, _payload in _decoded(reader, path, _TRACES, part.read_problems):
         wall = event.wall_time
         if not part.first_wall:
@@ -896,6 +900,16 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
         reached = _size(path)
     part.stop = max(reached, reader.end_offset)
     return part
+
+
+class _Framed(list[tuple[int, Any]]):
+    """The records ``frame_whole`` gave, with what ``_exact_part`` reads of a
+    ``RecordReader`` that read them (none cut, no problem)."""
+
+    def __init__(self, records: list[tuple[int, Any]], end: int) -> None:
+        super().__init__(records)
+        self.records, self.end_offset, self.truncated = len(records), end, False
+        self.problems: list[Problem] = []
 
 
 def _size(path: str) -> int:
