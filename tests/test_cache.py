@@ -94,9 +94,9 @@ class _Spy:
                     spy.starts.append((kind(self.path), self.start))
                 return super().__iter__()
 
-        def whole(path: str, start: int = 0):  # type: ignore[no-untyped-def]
+        def whole(path: str, start: int = 0, reuse: bool = False):  # type: ignore[no-untyped-def]
             spy.starts.append((kind(path), start))
-            found = real_whole(path, start)
+            found = real_whole(path, start, reuse)
             if found is None:
                 fallback.add((path, start))
             return found

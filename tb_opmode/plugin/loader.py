@@ -24,6 +24,7 @@ recently used. Without the cache every view is held.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import selectors
@@ -31,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import IO, Any, Optional
 
@@ -41,7 +42,7 @@ from ..analyze.assemble import build_run
 from ..errors import BadParameter, NoSuchRun, StillLoading, UnloadableRun
 from ..present import tab
 from ..read import fs
-from ..read.cache import CACHE_ENV, cache_dir, load_view, store_view
+from ..read.cache import CACHE_ENV, cache_dir, cached_dump_tasks, load_view, store_view
 from ..read.discover import RunSources, discover
 from . import loadworker
 
@@ -127,7 +128,8 @@ class _Worker:
                  "PYTHONPATH": os.pathsep.join(
                      [here] + [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                                if p])})
-        self.job: Optional[tuple[RunSources, Signature]] = None
+        # The runs sent and not answered yet, oldest first (answers come in order).
+        self.jobs: deque[tuple[RunSources, Signature]] = deque()
 
     @property
     def stdout(self) -> IO[bytes]:
@@ -136,8 +138,13 @@ class _Worker:
 
     def send(self, sources: RunSources, signature: Signature, logdir: str, full: bool) -> None:
         assert self.proc.stdin is not None
-        loadworker.send(self.proc.stdin, (sources, signature, logdir, full))
-        self.job = (sources, signature)
+        loadworker.send(self.proc.stdin, ("run", sources, signature, logdir, full))
+        self.jobs.append((sources, signature))
+
+    def send_tasks(self, paths: list[str]) -> None:
+        """Ask for the cluster tasks of these ``.graphs`` files (discovery's scan)."""
+        assert self.proc.stdin is not None
+        loadworker.send(self.proc.stdin, ("tasks", paths))
 
     def stop(self) -> None:
         """Close its stdin (it exits at EOF); kill it if it does not go."""
@@ -179,6 +186,13 @@ class RunLoader:
     RESIDENT_VIEWS = 8
     # Worker processes for a scan with several runs to load: one per core.
     WORKERS: Optional[int] = None
+    # Discovery's scan of at least this many ``.graphs`` files the cache does not know
+    # (a logdir of runs: their cluster tasks) is read by the workers, started for it (the
+    # loads that follow use them): two cores read it in half the time, and TensorBoard's
+    # process, which did it all (a second for 200 runs), is left to serve.
+    SCAN_IN_WORKERS = 8
+    # ``.graphs`` files a worker reads per message of that scan.
+    SCAN_CHUNK = 10
 
     def __init__(self, logdir: str, rescan_seconds: Optional[float] = None) -> None:
         self._logdir = fs.absolute(logdir) if logdir else ""
@@ -189,10 +203,14 @@ class RunLoader:
         self._resident: OrderedDict[str, None] = OrderedDict()
         self._rebuild_locks: dict[str, threading.Lock] = {}
         self._workers: list[_Worker] = []
+        # Workers started by discovery's scan, waiting for the scan's loads.
+        self._spare: list[_Worker] = []
         self._discovered: dict[str, RunSources] = {}
         self._errors: dict[str, str] = {}
         self._failed: dict[str, Signature] = {}
         self._progress = _Progress()
+        # Run name -> (its signature, the bytes it names), for ``_update_progress``.
+        self._sizes: dict[str, tuple[Signature, int]] = {}
         self._active = False
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -254,7 +272,15 @@ class RunLoader:
         with self._lock:
             self._progress.scanning = True
         try:
-            found = discover(self._logdir)
+            self._scan_and_load()
+        finally:
+            for worker in self._spare:
+                self._retire(worker)  # a scan's workers stop once its loads are done
+            self._spare = []
+
+    def _scan_and_load(self) -> None:
+        try:
+            found = discover(self._logdir, scan=self._scan_tasks)
             scan_error = ""
         except OSError as err:
             found, scan_error = [], f"cannot scan {self._logdir}: {err.strerror or err}"
@@ -301,6 +327,80 @@ class RunLoader:
                 self._progress.loading = ""
                 self._progress.scanning = False
 
+    def _scan_tasks(self, paths: list[str]) -> list[frozenset[str]]:
+        """``discover``'s ``Scan``: the cluster tasks of each ``.graphs`` file, read by the
+        load workers ``SCAN_CHUNK`` files at a time (each kept in the cache); a chunk a
+        worker fails to read is read here. Few files, one core or a remote logdir: all
+        read here."""
+        count = self._worker_count()
+        if count < 2 or len(paths) < self.SCAN_IN_WORKERS:
+            return [cached_dump_tasks({"graphs": p}) for p in paths]
+        chunks = [paths[i:i + self.SCAN_CHUNK] for i in range(0, len(paths), self.SCAN_CHUNK)]
+        got: dict[int, list[frozenset[str]]] = {}
+        queue = list(reversed(range(len(chunks))))
+        busy: dict[_Worker, int] = {}
+        selector = selectors.DefaultSelector()
+        try:
+            while (queue or busy) and not self._stop.is_set():
+                while queue and len(busy) < count:
+                    worker = self._spare.pop() if self._spare else self._start_worker()
+                    if worker is None:
+                        break
+                    index = queue.pop()
+                    try:
+                        worker.send_tasks(chunks[index])
+                    except OSError as err:
+                        logger.warning("opmode: load worker %d is gone (%s); starting another",
+                                       worker.proc.pid, err)
+                        self._retire(worker)
+                        queue.append(index)
+                        continue
+                    busy[worker] = index
+                    selector.register(worker.stdout, selectors.EVENT_READ, worker)
+                if not busy:
+                    break  # no worker could start: the rest is read below
+                for key, _events in selector.select(timeout=0.5):
+                    worker = key.data
+                    selector.unregister(worker.stdout)
+                    index = busy.pop(worker)
+                    tasks, alive = self._tasks_reply(worker, len(chunks[index]))
+                    if tasks is not None:
+                        got[index] = tasks
+                    if alive:
+                        self._spare.append(worker)
+                    else:
+                        self._retire(worker)
+        finally:
+            for worker in busy:
+                self._retire(worker)  # stopping: the busy ones are not waited for
+            selector.close()
+        return [t for i, chunk in enumerate(chunks)
+                for t in (got[i] if i in got else [cached_dump_tasks({"graphs": p}) for p in chunk])]
+
+    def _tasks_reply(self, worker: _Worker, expected: int) -> tuple[Optional[list[frozenset[str]]], bool]:
+        """(the tasks a worker sent for a chunk of ``expected`` files, or None if it sent
+        none, whether it is still usable)."""
+        try:
+            reply = loadworker.receive(worker.stdout)
+        except (EOFError, OSError, ValueError, TypeError, AttributeError, ImportError) as err:
+            logger.error("opmode: load worker %d died reading dumps' cluster tasks (exit %s, "
+                         "%s: %s); read in this process instead", worker.proc.pid,
+                         worker.proc.poll(), type(err).__name__, err)
+            return None, False
+        if reply[0] == "tasks" and isinstance(reply[1], list) and len(reply[1]) == expected:
+            return reply[1], True
+        if reply[0] == "error":
+            _kind, _type_name, message, trace, known = reply
+            if known:
+                logger.warning("opmode: a load worker could not read dumps' cluster tasks (%s); "
+                               "read in this process instead", message)
+            else:
+                logger.error("opmode: bug while reading dumps' cluster tasks:\n%s", trace)
+            return None, True
+        logger.error("opmode: load worker %d answered %r to a scan; read in this process instead",
+                     worker.proc.pid, reply[0])
+        return None, False
+
     def _worker_count(self) -> int:
         if self.WORKERS is not None:
             return self.WORKERS
@@ -329,39 +429,62 @@ class RunLoader:
             todo = self._from_view_cache(todo)
         queue = list(reversed(todo))
         selector = selectors.DefaultSelector()
-        idle: list[_Worker] = []
+        idle, self._spare = self._spare, []  # those discovery's scan started, warm
+        busy: list[_Worker] = []
         try:
-            while (queue or selector.get_map()) and not self._stop.is_set():
-                while queue and len(selector.get_map()) < self._worker_count():
+            while (queue or busy) and not self._stop.is_set():
+                while queue and len(busy) < self._worker_count():
                     worker = idle.pop() if idle else self._start_worker()
                     if worker is None:
                         break
-                    sources, signature = queue.pop()
-                    try:
-                        worker.send(sources, signature, self._logdir, full)
-                    except OSError as err:
-                        logger.warning("opmode: load worker %d is gone (%s); starting another",
-                                       worker.proc.pid, err)
-                        self._retire(worker)
-                        queue.append((sources, signature))
-                        continue
+                    busy.append(worker)
                     selector.register(worker.stdout, selectors.EVENT_READ, worker)
-                    self._show_loading(selector)
-                if not selector.get_map():
+                for worker in list(busy):
+                    # A second run is sent before the first is answered, so the worker
+                    # never waits for this thread (busy with TensorBoard's own threads)
+                    # between two runs; only small ones, so that no run waits behind a
+                    # big one while another worker could take it.
+                    while queue and (not worker.jobs or (
+                            len(worker.jobs) < 2 and self._small(worker.jobs[0]) and self._small(queue[-1]))):
+                        sources, signature = queue.pop()
+                        try:
+                            worker.send(sources, signature, self._logdir, full)
+                        except OSError as err:
+                            logger.warning("opmode: load worker %d is gone (%s); starting another",
+                                           worker.proc.pid, err)
+                            queue.append((sources, signature))
+                            if not worker.jobs:
+                                busy.remove(worker)
+                                selector.unregister(worker.stdout)
+                                self._retire(worker)
+                            # else its end is read below: the run it had fails, the rest go back
+                            break
+                    if worker in busy and not worker.jobs:
+                        busy.remove(worker)
+                        selector.unregister(worker.stdout)
+                        idle.append(worker)
+                self._show_loading(selector)
+                if not busy:
                     break  # no worker could start: the rest load below, in this thread
                 for key, _events in selector.select(timeout=0.5):
                     worker = key.data
-                    selector.unregister(worker.stdout)
-                    if self._finish(worker, full):
-                        idle.append(worker)
-                    else:
+                    if not self._finish(worker, full):
+                        # Its other runs go to another worker (the first may be what killed it).
+                        queue.extend(reversed(worker.jobs))
+                        worker.jobs.clear()
+                        busy.remove(worker)
+                        selector.unregister(worker.stdout)
                         self._retire(worker)
+                    elif not worker.jobs:
+                        busy.remove(worker)
+                        selector.unregister(worker.stdout)
+                        idle.append(worker)
                     with self._lock:
                         self._update_progress(signatures)
-                    self._show_loading(selector)
+                self._show_loading(selector)
         finally:
-            for key in list(selector.get_map().values()):
-                self._retire(key.data)  # stopping: the busy ones are not waited for
+            for worker in busy:
+                self._retire(worker)  # stopping: the busy ones are not waited for
             selector.close()
             for worker in idle:
                 self._retire(worker)
@@ -371,6 +494,13 @@ class RunLoader:
             self._load(sources, signature)
             with self._lock:
                 self._update_progress(signatures)
+
+    # A run of fewer bytes than this may be sent to a worker still busy with another
+    # such run (``_load_in_workers``).
+    PIPELINE_BYTES = 64 << 20
+
+    def _small(self, job: tuple[RunSources, Signature]) -> bool:
+        return _signature_bytes(job[1]) < self.PIPELINE_BYTES
 
     def _from_view_cache(self, todo: list[tuple[RunSources, Signature]]
                          ) -> list[tuple[RunSources, Signature]]:
@@ -389,7 +519,7 @@ class RunLoader:
         return left
 
     def _show_loading(self, selector: selectors.BaseSelector) -> None:
-        names = [key.data.job[0].name for key in selector.get_map().values() if key.data.job]
+        names = [key.data.jobs[0][0].name for key in selector.get_map().values() if key.data.jobs]
         with self._lock:
             self._progress.loading = ", ".join(sorted(names))
 
@@ -409,9 +539,12 @@ class RunLoader:
 
     def _finish(self, worker: _Worker, full: bool) -> bool:
         """Take a worker's answer and publish it; False if the worker died."""
-        assert worker.job is not None
-        sources, signature = worker.job
-        worker.job = None
+        sources, signature = worker.jobs.popleft()
+        # A reply is many small objects that all live on: with the cyclic GC on, their
+        # unpickling set off collections over TensorBoard's whole heap (TensorFlow's
+        # objects too), three times the unpickling itself.
+        enabled = gc.isenabled()
+        gc.disable()
         try:
             reply = loadworker.receive(worker.stdout)
         except (EOFError, OSError, ValueError, TypeError, AttributeError, ImportError) as err:
@@ -421,6 +554,9 @@ class RunLoader:
             self._failed_run(sources.name, signature, RuntimeError(
                 f"the process loading it died (exit status {code}; out of memory?)"))
             return False
+        finally:
+            if enabled:
+                gc.enable()
         if reply[0] == "ok":
             _kind, view = reply
             self._publish(sources, signature, view, full)
@@ -517,8 +653,14 @@ class RunLoader:
         p.runs_total = len(signatures)
         p.runs_done = p.files_total = p.files_done = p.bytes_total = p.bytes_done = 0
         p.pending = []
+        sizes = self._sizes
         for name, sig in signatures.items():
-            size = sum(max(0, s) for _p, s, _m in sig)
+            # Each signature's size summed once, not at every run published (it was
+            # O(runs) per run: a fifth of TensorBoard's own work for 200 runs).
+            known = sizes.get(name)
+            if known is None or known[0] is not sig:
+                known = sizes[name] = (sig, _signature_bytes(sig))
+            size = known[1]
             p.files_total += len(sig)
             p.bytes_total += size
             loaded = self._runs.get(name)

@@ -1,11 +1,14 @@
 """A process that builds runs for the plugin's loader, so runs load on every core.
 
-In (stdin): length-prefixed pickles ``(RunSources, signature, logdir, full)``, one per run.
+In (stdin): length-prefixed pickles, one per job: ``("run", RunSources, signature,
+logdir, full)`` to build a run, or ``("tasks", paths)`` to read the cluster tasks of
+``.graphs`` files (discovery's scan of a logdir of runs, ``discover.Scan``).
 Out (stdout): one length-prefixed pickle per job, in order: ``("ok", view)``
 (the light view is also kept in the cache, ``cache.store_view``) where ``view``
 is the ``tab.RunView`` (``full``) or its light form
 (``light_view``: what the run list shows, without the dump, profile and
-timeline data), or ``("error", type name, message, traceback text, expected)``.
+timeline data), or ``("tasks", [frozenset of tasks per path])`` (kept in the cache,
+``cache.cached_dump_tasks``), or ``("error", type name, message, traceback text, expected)``.
 EOF on stdin ends the process, so a worker never outlives its TensorBoard.
 
 Why a process of its own, started with ``python -m`` rather than by
@@ -30,7 +33,7 @@ from google.protobuf.message import DecodeError
 
 from ..analyze.assemble import build_run
 from ..present import tab
-from ..read.cache import store_view
+from ..read.cache import cached_dump_tasks, store_view
 from ..read.xplane import Profile
 
 __all__ = ["main", "send", "receive", "light_view", "expected_errors"]
@@ -113,18 +116,33 @@ def main() -> int:
     gc.freeze()
     while True:
         try:
-            sources, signature, logdir, full = receive(inp)
+            job = receive(inp)
         except EOFError:
             return 0
+        # The cyclic GC stays off until the reply is sent and dropped: turned on after the
+        # build, its first collection scanned every object the run had made, all still
+        # alive (a twentieth of a small run's CPU); once they are freed it has little to see.
+        gc.disable()
         try:
-            view = _build(sources, logdir, full)
-            light = light_view(view)
-            store_view(logdir, sources.name, signature, light)
-            reply: tuple[Any, ...] = ("ok", view if full else light)
-        except Exception as err:  # noqa: BLE001 - reported to the parent, which logs it
-            reply = ("error", type(err).__name__, str(err), traceback.format_exc(),
-                     isinstance(err, expected))
-        send(out, reply)
+            send(out, _job(job, expected))
+        finally:
+            gc.enable()
+
+
+def _job(job: tuple[Any, ...], expected: tuple[type[BaseException], ...]) -> tuple[Any, ...]:
+    """The reply to one job: a run's view (kept in the cache too) or the tasks of
+    ``.graphs`` files, or why there is none."""
+    try:
+        if job[0] == "tasks":
+            return ("tasks", [cached_dump_tasks({"graphs": path}) for path in job[1]])
+        _kind, sources, signature, logdir, full = job
+        view = _build(sources, logdir, full)
+        light = light_view(view)
+        store_view(logdir, sources.name, signature, light)
+        return ("ok", view if full else light)
+    except Exception as err:  # noqa: BLE001 - reported to the parent, which logs it
+        return ("error", type(err).__name__, str(err), traceback.format_exc(),
+                isinstance(err, expected))
 
 
 if __name__ == "__main__":

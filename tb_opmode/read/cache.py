@@ -47,7 +47,7 @@ from .xplane import Profile, read_profile
 
 __all__ = ["CACHE_ENV", "cache_dir", "cached_dump_set", "cached_profile", "cached_log",
            "MAX_ENTRIES", "MAX_BYTES", "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "SWEEP_SECONDS",
-           "prune", "load_view", "store_view", "prefetch_files", "cached_dump_tasks",
+           "prune", "load_view", "store_view", "prefetch_files", "cached_dump_tasks", "held_dump_tasks",
            "load_summary", "store_summary"]
 
 CACHE_ENV = "TB_OPMODE_CACHE"
@@ -293,12 +293,18 @@ def prune(directory: str, keep: str = "") -> None:
     """Remove entries of deleted files (when a sweep is due), then, least recently
     used first, entries until the disk has its reserve free and the optional
     bounds hold; the entry ``keep`` (just written) stays."""
+    swept = _sweep_due(directory)
+    if not swept and MAX_BYTES is None and MAX_ENTRIES is None:
+        free, reserve = _free_bytes(directory)
+        if free >= reserve:
+            # Nothing to sweep or evict: the directory is not listed (a store per file of
+            # hundreds of runs listed the hundreds of entries each time).
+            return
     try:
         names = [n for n in os.listdir(directory) if n.endswith(_SUFFIX) and not n.startswith(".")]
     except OSError as err:
         logger.warning("opmode cache: cannot list %s: %s", directory, err)
         return
-    swept = _sweep_due(directory)
     if swept:
         gone = _sweep(directory, names, keep)
         names = [n for n in names if n not in gone]
@@ -370,15 +376,24 @@ def _cached_file(kind: str, path: str, read: Callable[[str], T], expected: type[
         return read(path)
     key = (kind, fs.real(path))
     entry_path = _entry_path(where, key)
-    found = _load(entry_path, key)
-    if (isinstance(found, tuple) and len(found) == 2 and found[0] == identity
-            and isinstance(found[1], expected)):
-        return found[1]
+    found = _held(entry_path, key, identity, expected)
+    if found is not None:
+        return found
     value = read(path)
     # Only what was read from a file that did not change meanwhile is worth keeping.
     if file_identity(path) == identity:
         _store(where, entry_path, key, (identity, value), [path])
     return value
+
+
+def _held(entry_path: str, key: tuple[str, ...], identity: Any, expected: type[T]) -> T | None:
+    """The value stored for a file whose identity was ``identity``, else None."""
+    found = _load(entry_path, key)
+    if (isinstance(found, tuple) and len(found) == 2 and found[0] == identity
+            and isinstance(found[1], expected)):
+        value: T = found[1]
+        return value
+    return None
 
 
 def _stale(files: dict[str, str], previous: dict[str, FileState] | None) -> list[str]:
@@ -475,6 +490,20 @@ def cached_dump_tasks(files: dict[str, str]) -> frozenset[str]:
     if path is None:
         return frozenset()
     return _cached_file("tasks", path, lambda p: dump_tasks({"graphs": p}), frozenset)
+
+
+def held_dump_tasks(files: dict[str, str]) -> frozenset[str] | None:
+    """What ``cached_dump_tasks`` would answer from the cache alone, without reading the
+    file; None when the cache holds nothing for it as it is now."""
+    path = files.get("graphs")
+    if path is None:
+        return frozenset()
+    where = cache_dir()
+    identity = file_identity(path)
+    if where is None or identity is None:
+        return None
+    key = ("tasks", fs.real(path))
+    return _held(_entry_path(where, key), key, identity, frozenset)
 
 
 def cached_log(path: str) -> LogFacts:

@@ -57,7 +57,7 @@ from typing import Any, TypeVar
 
 from ..errors import Problem, UnreadableLogdir
 from . import fs
-from .cache import cached_dump_set, cached_dump_tasks, cached_log
+from .cache import cached_dump_set, cached_dump_tasks, cached_log, held_dump_tasks
 from .tasks import is_cluster_task
 from .textlog import looks_like_log
 from .tfdbg import DUMP_FILE_RE, file_identity, find_dump_sets, read_file_states
@@ -65,7 +65,7 @@ from .tfdbg import DUMP_FILE_RE, file_identity, find_dump_sets, read_file_states
 fs_join = os.path.join  # '/'-joins URLs as it does paths
 
 __all__ = ["RunSources", "discover", "LOG_SUFFIXES", "relpath", "display", "dump_location",
-           "problem_text"]
+           "problem_text", "Scan"]
 
 LOG_SUFFIXES = (".txt", ".log", ".out", ".err")
 # Clocks of the dump, the profiler and the log all read the same host clock,
@@ -214,6 +214,20 @@ def _source_name(name: str) -> bool:
     return bool(DUMP_FILE_RE.match(name)) or name.endswith((*LOG_SUFFIXES, ".xplane.pb"))
 
 
+def _identity(directory: str) -> Any:
+    """What tells a directory apart however it is reached: its device and inode (one
+    stat, where its real path took a stat per component: 12,000 for 200 runs), or its
+    URL (object stores have no links). Its real path if it cannot be stat'ed (its
+    listing then says why)."""
+    if not fs.is_remote(directory):
+        try:
+            st = os.stat(directory)
+            return (st.st_dev, st.st_ino)
+        except OSError:
+            pass
+    return fs.real(directory)
+
+
 def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, list[str]]]:
     """(directory, sorted names of its non-directory entries), top-down in sorted order,
     like ``os.walk``, but following symlinks whose target is inside ``logdir``,
@@ -221,14 +235,14 @@ def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, l
     in ``warnings`` as (path, message). Raises ``UnreadableLogdir`` when ``logdir``
     itself cannot be listed."""
     root = fs.real(logdir)
-    seen: dict[str, str] = {}  # real path -> the path it was read under
+    seen: dict[Any, str] = {}  # the directory's identity -> the path it was read under
     stack = [logdir]
     # Symlinked directories wait until the real tree is walked: a target inside the
     # logdir is reachable without links too, and should keep its own name as a run.
     links: list[str] = []
     while stack or links:
         directory = stack.pop() if stack else links.pop(0)
-        real = fs.real(directory)
+        real = _identity(directory)
         first = seen.get(real)
         if first is not None:
             warnings.append((directory, f"the same directory as {relpath(first, logdir)}, "
@@ -271,12 +285,15 @@ def _walk(logdir: str, warnings: list[tuple[str, str]]) -> Iterator[tuple[str, l
 
 
 def discover(logdir: str, extra_logs: tuple[str, ...] = (),
-             log_run: str | None = None) -> list[RunSources]:
+             log_run: str | None = None, scan: Scan | None = None) -> list[RunSources]:
     """Group the files under ``logdir`` (plus ``extra_logs``) into runs.
 
     ``log_run``: the name of the run the ``extra_logs`` belong to (``--log FILE --run
     RUN``): they are attached to it whatever they hold. Without it they are attached
-    by what they hold, as logs outside any run's directory are (``_attach_logs``)."""
+    by what they hold, as logs outside any run's directory are (``_attach_logs``).
+    ``scan``: reads the cluster tasks of the dump sets below a directory holding no
+    dump that neither this process nor the cache knows yet, all at once (``Scan``;
+    the plugin's load workers), instead of one by one here."""
     logdir = fs.absolute(logdir)
     extra = [fs.absolute(p) for p in extra_logs]
     remote = fs.is_remote(logdir)
@@ -346,7 +363,7 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
             skipped.setdefault(os.path.dirname(path), []).append((path, why))
         elif path not in logs:
             logs.append(path)
-    _group_jobs(runs, windows, logdir)
+    _group_jobs(runs, windows, logdir, scan)
     dump_dirs = sorted(runs, key=len, reverse=True)  # deepest first
 
     def attach(path: str, home: str) -> str | None:
@@ -403,9 +420,43 @@ def discover(logdir: str, extra_logs: tuple[str, ...] = (),
 # ---------------------------------------------------------------- multi-worker jobs
 
 
+# scan(paths) -> the tasks of each ``.graphs`` file (``cache.cached_dump_tasks``), in order:
+# how the plugin's loader has its load workers read them (``discover``'s ``scan``).
+Scan = Callable[[list[str]], list[frozenset[str]]]
+
+
 def _tasks(files: dict[str, str]) -> frozenset[str]:
     return _memoized(("tasks", files.get("graphs", "")), file_identity(files.get("graphs", "")),
                      lambda: cached_dump_tasks(files))
+
+
+def _scanned(sets: list[dict[str, str]], scan: Scan | None) -> None:
+    """Learn the tasks of these dump sets' ``.graphs`` files (into ``_memo``, which
+    ``_tasks`` then answers from): from the memo or the cache where they are known, the
+    others read by ``scan`` all at once (in parallel). Without ``scan``, nothing: each
+    is read when ``_tasks`` asks for it."""
+    if scan is None:
+        return  # ``_tasks`` reads each one as it is asked for
+    todo: list[tuple[str, Any]] = []
+    for files in sets:
+        path = files.get("graphs")
+        if path is None:
+            continue
+        identity = file_identity(path)
+        found = _memo.get(("tasks", path))
+        if identity is None or (found is not None and found[0] == identity):
+            continue
+        held = held_dump_tasks(files)
+        if held is not None:
+            _memo[("tasks", path)] = (identity, held)
+        else:
+            todo.append((path, identity))
+    if not todo:
+        return
+    # The identity is the one taken before the read: a file changed meanwhile is read
+    # again at the next scan.
+    for (path, identity), tasks in zip(todo, scan([p for p, _i in todo])):
+        _memo[("tasks", path)] = (identity, tasks)
 
 
 def _stem(name: str) -> str:
@@ -414,7 +465,7 @@ def _stem(name: str) -> str:
 
 
 def _group_jobs(runs: dict[str, RunSources], windows: dict[str, tuple[float, float, str]],
-                logdir: str) -> None:
+                logdir: str, scan: Scan | None = None) -> None:
     """Make the dumps of one multi-worker job one run, in place.
 
     Each process of a ``MultiWorkerMirroredStrategy`` job writes its own dump, so a job
@@ -431,6 +482,8 @@ def _group_jobs(runs: dict[str, RunSources], windows: dict[str, tuple[float, flo
         if (sources.dump_sets and parent != directory and _within(parent, logdir)
                 and parent not in runs):
             parents.setdefault(parent, []).append(directory)
+    _scanned([f for members in parents.values() for d in members for f in runs[d].dump_sets.values()],
+             scan)
     for parent, members in sorted(parents.items()):
         tasks = {d: frozenset().union(*(_tasks(f) for f in runs[d].dump_sets.values()))
                  for d in members}

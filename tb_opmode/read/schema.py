@@ -8,7 +8,9 @@ same XSpace but with each line's events left as serialized bytes, for
 ``wire.scan`` to decode all at once; and ``DebugEventRawStacks``, the same
 DebugEvent but with each op creation's and execution's ``code_location`` left as
 serialized bytes: ops share a few hundred call stacks of ~70 frame ids each, so
-``tfdbg`` decodes each distinct stack once instead of 70 strings per record.
+``tfdbg`` decodes each distinct stack once instead of 70 strings per record; and
+``DebugEventSourceHeads``, that one without a source file's lines (a dump's
+``.source_files`` is megabytes of them, read only when a line is shown).
 
 Only the fields we read are declared. Large nested messages we never look into
 (``TensorProto`` health values, GraphDefs) are declared as ``bytes``: the wire
@@ -22,8 +24,8 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = ["DebugEvent", "DebugEventRawStacks", "CodeLocation", "XSpace", "XPlane", "XSpaceRawEvents",
-           "EVENT_KINDS", "walk_fields",
+__all__ = ["DebugEvent", "DebugEventRawStacks", "DebugEventSourceHeads", "CodeLocation", "XSpace", "XPlane",
+           "XSpaceRawEvents", "EVENT_KINDS", "walk_fields",
            "message_fields", "read_varint", "VARINT", "FIXED64", "LEN", "FIXED32"]
 
 _F = descriptor_pb2.FieldDescriptorProto
@@ -221,6 +223,14 @@ def _raw_stacks(messages: list[tuple[str, list[tuple[int, str, str, bool, int | 
             for name, fields in messages]
 
 
+def _source_heads(messages: list[tuple[str, list[tuple[int, str, str, bool, int | None]]]]
+                  ) -> list[tuple[str, list[tuple[int, str, str, bool, int | None]]]]:
+    """``messages`` without ``SourceFile.lines`` (left as unknown fields: skipped by
+    length, neither copied out nor checked to be UTF-8)."""
+    return [(name, [f for f in fields if (name, f[1]) != ("SourceFile", "lines")])
+            for name, fields in messages]
+
+
 def _classes(fd: descriptor_pb2.FileDescriptorProto) -> dict[str, Any]:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fd)
@@ -245,6 +255,9 @@ CodeLocation = _DEBUG["CodeLocation"]
 DebugEventRawStacks = _classes(_file("tb_opmode/debug_event_raw.proto",
                                      _raw_stacks(_DEBUG_EVENT_MESSAGES), {"DebugEvent": "what"},
                                      package="tb_opmode.raw"))["DebugEvent"]
+DebugEventSourceHeads = _classes(_file("tb_opmode/debug_event_heads.proto",
+                                       _raw_stacks(_source_heads(_DEBUG_EVENT_MESSAGES)),
+                                       {"DebugEvent": "what"}, package="tb_opmode.heads"))["DebugEvent"]
 XSpace = _XPLANE["XSpace"]
 XPlane = _XPLANE["XPlane"]
 XSpaceRawEvents = _classes(_file("tb_opmode/xplane_raw.proto", _raw_events(_XPLANE_MESSAGES), {},

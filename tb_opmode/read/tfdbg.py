@@ -59,14 +59,24 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from sys import intern
-from typing import Any, Callable, overload
+from typing import Any, Callable, NamedTuple, overload
 
 import numpy as np  # tensorboard depends on numpy
 from google.protobuf.message import DecodeError
 
 from ..errors import Problem
 from . import forks, fs
-from .schema import EVENT_KINDS, LEN, VARINT, CodeLocation, DebugEvent, DebugEventRawStacks, message_fields, read_varint
+from .schema import (
+    EVENT_KINDS,
+    LEN,
+    VARINT,
+    CodeLocation,
+    DebugEvent,
+    DebugEventRawStacks,
+    DebugEventSourceHeads,
+    message_fields,
+    read_varint,
+)
 from .tfrecord import ChunkVerifier, RecordReader, frame_whole, masked_crc32c, next_intact_record
 
 __all__ = ["OpCreation", "GraphInfo", "DumpSet", "SourceLines", "FileState", "find_dump_sets", "read_dump_set",
@@ -366,8 +376,10 @@ def _source_record_at(path: str, offset: int, length: int, host: str, file_path:
     return None
 
 
-@dataclass(frozen=True)
-class OpCreation:
+class OpCreation(NamedTuple):
+    """One op a graph created. A named tuple, not a dataclass: a dump's thousands are
+    made three times faster, and a graph pickles them as columns (``GraphInfo``)."""
+
     op_type: str
     op_name: str
     graph_id: str
@@ -383,6 +395,18 @@ class GraphInfo:
     name: str = ""
     outer_id: str = ""
     ops: dict[str, OpCreation] = field(default_factory=dict)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The ops as seven columns (one C-level transpose) rather than an object each:
+        # pickling a dump's 4,000 ops one by one was most of storing its cache entry.
+        return (_graph_info, (self.graph_id, self.name, self.outer_id, tuple(self.ops),
+                              tuple(zip(*self.ops.values()))))
+
+
+def _graph_info(graph_id: str, name: str, outer_id: str, names: tuple[str, ...],
+                columns: tuple[tuple[Any, ...], ...]) -> GraphInfo:
+    """Unpickle a ``GraphInfo``."""
+    return GraphInfo(graph_id, name, outer_id, dict(zip(names, map(OpCreation._make, zip(*columns)))))
 
 
 @dataclass
@@ -625,32 +649,39 @@ class _Stacks:
 
 
 _NO_STACK: tuple[str, ...] = ()
-# A file's events as its fold reads them: (DebugEvent, call stack, the record's offset, its
-# payload).
-Events = Iterator[tuple[Any, tuple[str, ...], int, Any]]
+# A file's events as its fold reads them: (DebugEvent, which payload it holds, that payload
+# (the oneof's message), call stack, the record's offset, its bytes). The payload's name
+# and message come along so that a fold does not ask the message again for each record.
+Events = Iterator[tuple[Any, str, Any, tuple[str, ...], int, Any]]
 
 
 def _decoded(reader: Iterable[tuple[int, Any]], path: str, kind: str,
              problems: list[Problem]) -> Events:
-    """(DebugEvent, call stack, offset, payload) of ``reader``'s records that belong in
-    a ``kind`` file; the stack is that of an op creation or execution, else empty.
+    """(DebugEvent, payload name, payload message, call stack, offset, bytes) of
+    ``reader``'s records that belong in a ``kind`` file; the stack is that of an op
+    creation or execution, else empty.
 
     Undecodable records, and events of another kind than the file's (a file
     renamed, or a payload a newer TF added), go into ``problems``; the latter
     counted into one problem for the file. A record counts as undecodable exactly
     when decoding it whole would fail: its stack is decoded (once per distinct one)
-    before it is yielded.
+    before it is yielded. But for a source file's lines: their fields are checked to
+    parse, their text to be UTF-8 only when read (``SourceLines``: a file whose
+    lines are not gives none, with a warning).
     """
     allowed = _KIND_WHAT[kind]
     stray, first_stray = 0, 0
-    decode = DebugEventRawStacks.FromString
+    # A source file's lines are not decoded here, only its name: they are decoded (and
+    # checked to be UTF-8) when one is shown (``SourceLines``), from the file.
+    decode = (DebugEventSourceHeads if kind == "source_files" else DebugEventRawStacks).FromString
     stacks = _Stacks()
     try:
         for offset, payload in reader:
             try:
                 event = decode(payload)
                 what = event.WhichOneof("what")
-                stack = stacks.of(getattr(event, what).code_location) if what in _STACKED else _NO_STACK
+                body: Any = getattr(event, what) if what else None
+                stack = stacks.of(body.code_location) if what in _STACKED else _NO_STACK
             except DecodeError as err:
                 problems.append(Problem(path, offset, f"record is not a DebugEvent ({err})"))
                 continue
@@ -659,7 +690,7 @@ def _decoded(reader: Iterable[tuple[int, Any]], path: str, kind: str,
                     first_stray = offset
                 stray += 1
                 continue
-            yield event, stack, offset, payload
+            yield event, what, body, stack, offset, payload
     except OSError as err:
         problems.append(Problem(path, 0, f"cannot read: {err.strerror or err}"))
     if stray:
@@ -669,11 +700,14 @@ def _decoded(reader: Iterable[tuple[int, Any]], path: str, kind: str,
 
 
 def _events(state: FileState, start: int = 0) -> Events:
-    """(DebugEvent, call stack, offset, payload) of ``state``'s file from ``start`` on; bookkeeping into
+    """(DebugEvent, payload name and message, call stack, offset, bytes) of ``state``'s file
+    from ``start`` on; bookkeeping into
     ``state``. A file small enough for one read is framed and checked whole
     (``tfrecord.frame_whole``); one with damage, a cut-off tail or more bytes than that
     is read by ``RecordReader``, which says what is wrong where."""
-    whole = frame_whole(state.path, start)
+    # Into this thread's buffer, read again for the next file: every fold is done with
+    # a file's payloads (keeping copies of what it keeps) before the next file is read.
+    whole = frame_whole(state.path, start, reuse=True)
     if whole is not None:
         records, end = whole
         yield from _decoded(records, state.path, state.kind, state.read_problems)
@@ -690,10 +724,9 @@ def _events(state: FileState, start: int = 0) -> Events:
 
 
 def _fold_metadata(part: DumpSet, events: Events) -> None:
-    for event, _stack, _offset, _payload in events:
+    for event, what, meta, _stack, _offset, _payload in events:
         part._touch(event.wall_time)
-        if event.HasField("debug_metadata"):
-            meta = event.debug_metadata
+        if what == "debug_metadata":
             part.tensorflow_version = meta.tensorflow_version or part.tensorflow_version
             part.file_version = meta.file_version or part.file_version
             part.run_id = meta.tfdbg_run_id or part.run_id
@@ -704,9 +737,8 @@ def _fold_source_files(part: DumpSet, events: Events, path: str = "") -> None:
     # for, so a cache entry holds where they are, not the 8 MB of lines; a remote one's
     # are kept (a second fetch would cost more than it saves).
     local = bool(path) and not fs.is_remote(path)
-    for event, _stack, offset, payload in events:
-        if event.HasField("source_file"):
-            src = event.source_file
+    for _event, what, src, _stack, offset, payload in events:
+        if what == "source_file":
             key = (src.host_name, src.file_path)
             # Stack frames index files by first appearance, as DebugDataReader does.
             if key not in part.source_lines:
@@ -717,9 +749,8 @@ def _fold_source_files(part: DumpSet, events: Events, path: str = "") -> None:
 
 
 def _fold_stack_frames(part: DumpSet, events: Events) -> None:
-    for event, _stack, _offset, _payload in events:
-        if event.HasField("stack_frame_with_id"):
-            frame = event.stack_frame_with_id
+    for _event, what, frame, _stack, _offset, _payload in events:
+        if what == "stack_frame_with_id":
             flc = frame.file_line_col
             part.stack_frames[frame.id] = (flc.file_index, flc.line, flc.func)
 
@@ -737,11 +768,9 @@ def _fold_graphs(part: DumpSet, events: Events) -> None:
     graphs = part.graphs
     walls: list[float] = []
     wall = walls.append
-    for event, stack, _offset, _payload in events:
+    for event, what, op, stack, _offset, _payload in events:
         wall(event.wall_time)
-        what = event.WhichOneof("what")
         if what == "graph_op_creation":
-            op = event.graph_op_creation
             graph_id = op.graph_id
             graph = graphs.get(graph_id)
             if graph is None:
@@ -751,14 +780,14 @@ def _fold_graphs(part: DumpSet, events: Events) -> None:
             graph.ops[name] = OpCreation(op.op_type, name, graph_id, op.device_name, op.num_outputs,
                                          stack, tuple(op.input_names))
         elif what == "debugged_graph":
-            g = event.debugged_graph
+            g = op
             graph = graphs.get(g.graph_id)
             if graph is None:
                 graph = graphs[g.graph_id] = GraphInfo(g.graph_id)
             graph.name = g.graph_name or graph.name
             graph.outer_id = g.outer_context_id
         elif what == "debugged_device":
-            part.devices[event.debugged_device.device_id] = event.debugged_device.device_name
+            part.devices[op.device_id] = op.device_name
     _touch_all(part, walls)
 
 
@@ -771,16 +800,17 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
     walls: list[float] = []
     wall = walls.append
     calls = part.call_times.setdefault
-    for event, stack, _offset, _payload in events:
-        wall(event.wall_time)
-        if event.HasField("execution"):
-            ex = event.execution
+    for event, what, ex, stack, _offset, _payload in events:
+        wall_time = event.wall_time
+        wall(wall_time)
+        if what == "execution":
             mode = ex.tensor_debug_mode
             protos = ex.tensor_protos
             ids = ex.output_tensor_device_ids
-            if ex.graph_id:
-                calls(ex.graph_id, []).append(event.wall_time)
-            seen[(ex.op_type, ex.graph_id, mode, stack,
+            graph_id = ex.graph_id
+            if graph_id:
+                calls(graph_id, []).append(wall_time)
+            seen[(ex.op_type, graph_id, mode, stack,
                   health_dtype(protos[0] if protos else b"", mode), ids[0] if ids else -1)] += 1
     executions = part.executions
     sites = part.execution_sites
@@ -843,14 +873,17 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
     part = _Part(start=start)
     counts: Counter[tuple[str, str, int]] = Counter()
     dtypes = part.dtypes
-    reader = RecordReader(path, start=start, stop=stop)
-    for event, _stack, _offset, _payload in _decoded(reader, path, _TRACES, part.read_problems):
+    # To the end of a small intact file: framed and checked at once, as the other files
+    # are (``_events``); anything else, or a stretch, record by record.
+    whole = frame_whole(path, start, reuse=True) if stop is None else None
+    reader: Any = RecordReader(path, start=start, stop=stop) if whole is None else \
+        _Framed(whole[0], whole[1])
+    for event, _what, tr, _stack, _offset, _payload in _decoded(reader, path, _TRACES, part.read_problems):
         wall = event.wall_time
         if not part.first_wall:
             part.first_wall = wall
         part.last_wall = wall
         part.decoded = True
-        tr = event.graph_execution_trace
         key = (tr.tfdbg_context_id, tr.op_name, tr.output_slot)
         if key not in counts:
             dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
@@ -867,6 +900,16 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
         reached = _size(path)
     part.stop = max(reached, reader.end_offset)
     return part
+
+
+class _Framed(list[tuple[int, Any]]):
+    """The records ``frame_whole`` gave, with what ``_exact_part`` reads of a
+    ``RecordReader`` that read them (none cut, no problem)."""
+
+    def __init__(self, records: list[tuple[int, Any]], end: int) -> None:
+        super().__init__(records)
+        self.records, self.end_offset, self.truncated = len(records), end, False
+        self.problems: list[Problem] = []
 
 
 def _size(path: str) -> int:

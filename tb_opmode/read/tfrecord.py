@@ -324,23 +324,33 @@ def _candidates(buf: Any, size: int, pos: int, stop: int) -> Iterable[int]:
 WHOLE_MAX_BYTES = _WINDOW
 # One verifier per thread: its table of CRCs of zeros (by record length) is kept between
 # files (the files of many runs have records of the same lengths), and it is not shared
-# between the loader's thread and a route's.
+# between the loader's thread and a route's; and the buffer ``frame_whole`` reuses.
 _verifiers = threading.local()
 
 
-def frame_whole(path: str, start: int = 0) -> tuple[list[tuple[int, memoryview]], int] | None:
+def frame_whole(path: str, start: int = 0, reuse: bool = False
+                ) -> tuple[list[tuple[int, memoryview]], int] | None:
     """Every record of an intact file from ``start`` to its end, read at once: (offset,
     payload) of each and the offset after the last, the file's size. None when the file
     holds more than ``WHOLE_MAX_BYTES`` from ``start``, ends in a partial record, has a
     length that does not add up, a CRC that does not verify or cannot be read whole:
     ``RecordReader`` then reads it and reports each problem as before. The payloads are
-    views of one buffer (the CRC fields in it are overwritten by the check)."""
+    views of one buffer (the CRC fields in it are overwritten by the check). With
+    ``reuse``, that buffer is this thread's, read into again by its next such call: the
+    caller must be done with the payloads by then (a fresh buffer of megabytes for each
+    file of each run was page faults as costly as the read)."""
     try:
         with fs.open_read(path) as f:
             n = fs.size_of(f) - start
             if n > WHOLE_MAX_BYTES or n < 0:
                 return None
-            buf = bytearray(n)
+            if reuse:
+                held = getattr(_verifiers, "buffer", None)
+                if held is None or len(held) < n:
+                    held = _verifiers.buffer = bytearray(max(n, 1 << 20))
+                buf: Any = memoryview(held)[:n]
+            else:
+                buf = bytearray(n)
             f.seek(start)
             got = f.readinto(buf) if hasattr(f, "readinto") else None
             if got is None:

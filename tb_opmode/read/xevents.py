@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,10 @@ _TIME_MAX = float(1 << 62)
 _SMALL, _SMALL_T0 = 1 << 52, float(1 << 61)
 _I64_MAX = (1 << 63) - 1
 _THREADS = 2
+# A plane whose lines hold fewer bytes than this is read in the calling thread: a
+# small profile's numpy work is too little to gain from a second thread, whose start
+# and hand-offs then cost more than it saved.
+_THREAD_MIN_BYTES = 1 << 20
 # Metadata ids below this are looked up through a table (TF numbers from 1).
 _TABLE_MAX = 1 << 20
 # Bytes of a line read and decoded at once: ~200k events, whose decoding
@@ -121,9 +126,16 @@ def _fields(pread: Pread, start: int, end: int) -> Iterator[tuple[int, int, int,
         pos = after
 
 
-def layout(pread: Pread, size: int) -> Layout:
+def layout(pread: Pread, size: int, walk_all: bool = False) -> Layout:
     """Walk the XSpace's planes and lines by their headers (one pread per
-    field above the events, which stay on disk). Raises ``Damaged``."""
+    field above the events, which stay on disk). Raises ``Damaged``.
+
+    TF writes a plane's fields in number order: its lines (3) come before its
+    metadata (4, 5) and stats (6), which run to the plane's end. So the walk of a
+    plane stops at its first field past the lines, the rest taken whole for upb
+    (thousands of metadata entries, one header each, were most of a small profile's
+    reading); if upb then finds a line in it (written otherwise), every field is
+    walked (``walk_all``)."""
     metas: list[bytes] = []
     lines: dict[int, list[LineRef]] = {}
     index = 0
@@ -135,6 +147,9 @@ def layout(pread: Pread, size: int) -> Layout:
         for n, w, _, tag, b, a in _fields(pread, body, after):
             if (n, w) == (3, wire.LEN):
                 refs.append(LineRef(b, a, _prescan_timestamp(pread, b, a)))
+            elif n > 3 and not walk_all:
+                meta.append(pread(after - tag, tag))
+                break
             else:
                 meta.append(pread(a - tag, tag))
         blob = b"".join(meta)
@@ -146,6 +161,8 @@ def layout(pread: Pread, size: int) -> Layout:
         space.ParseFromString(b"".join(metas))
     except DecodeError as e:
         raise Damaged(str(e)) from e
+    if not walk_all and any(plane.lines for plane in space.planes):
+        return layout(pread, size, walk_all=True)
     return Layout(space, {i: refs for i, refs in lines.items()
                           if space.planes[i].name == HOST_PLANE})
 
@@ -645,6 +662,7 @@ def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> boo
     """Decode one plane's lines into ``prof``; False if a line's timestamp
     differs from the one it was decoded with (see ``decode``)."""
     stat_ids = {name: key for key, name in plane.stat_names.items()}
+    kinds = _Kinds(plane.kinds)
     counts = {"read": 0, "unknown": 0, "bad": 0, "range": 0}
 
     def read(ref: LineRef) -> tuple[Profile, dict[str, int]]:
@@ -658,15 +676,18 @@ def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> boo
         fold = _Fold()
         ref.seen_ns = None
         for events in _windows(pread, ref, window):
-            _read_line(ref.timestamp_ns, events, base, plane.kinds, plane.stat_names, stat_ids,
+            _read_line(ref.timestamp_ns, events, base, kinds, plane.stat_names, stat_ids,
                        part, seen, fold)
         return part, seen
 
     consistent = True
     # Two threads: most of a line's work is numpy, which releases the GIL.
     # Results are merged in line order, so the lists come out as if serial.
-    with ThreadPoolExecutor(max_workers=max(1, min(_THREADS, len(plane.lines)))) as pool:
-        for ref, (part, seen) in zip(plane.lines, pool.map(read, plane.lines)):
+    threads = 1 if sum(ref.end - ref.start for ref in plane.lines) < _THREAD_MIN_BYTES \
+        else max(1, min(_THREADS, len(plane.lines)))
+    with ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext() as pool:
+        results = pool.map(read, plane.lines) if pool is not None else map(read, plane.lines)
+        for ref, (part, seen) in zip(plane.lines, results):
             last = ref.seen_ns if ref.seen_ns is not None else 0
             if last != ref.timestamp_ns:
                 ref.timestamp_ns, consistent = last, False
@@ -691,20 +712,46 @@ def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> boo
     return consistent
 
 
-def _kind_of(mds: np.ndarray, kinds: dict[int, tuple[int, str, str, str]]
-             ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, str, str, str] | None]]:
-    """(kind per event, -1 for unknown metadata; index per event into the
-    returned metadata list). TF numbers metadata from 1, so a lookup table
-    serves; np.unique (a sort) only for odd ids."""
-    if mds.size and 0 <= int(mds.min()) and int(mds.max()) < _TABLE_MAX:
-        infos = [kinds.get(i) for i in range(int(mds.max()) + 1)]
-        index = mds
-    else:
-        ids, inverse = np.unique(mds, return_inverse=True)
-        infos = [kinds.get(int(i)) for i in ids]
-        index = inverse.ravel()
-    table = np.array([info[0] if info else -1 for info in infos], dtype=np.int64)
-    return table[index], index, infos
+def _column(values: list[Any]) -> np.ndarray:
+    """An object array of ``values`` (strings gathered at C speed)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+class _Kinds:
+    """A plane's event metadata (``HostPlane.kinds``) as columns indexed by metadata id:
+    kind, event name, node, kernel, made once per plane (made for every window of every
+    line, they were most of a small profile's decoding). TF numbers metadata from 1, so
+    the ids index the columns; np.unique (a sort) only for odd ids."""
+
+    def __init__(self, kinds: dict[int, tuple[int, str, str, str]]) -> None:
+        self.kinds = kinds
+        self.top = max(kinds, default=-1)
+        self.table = min(kinds, default=0) >= 0 and self.top < _TABLE_MAX
+        if self.table:
+            # One entry past the last id: what an id no metadata has maps to.
+            self.columns = self._columns([kinds.get(i) for i in range(self.top + 2)])
+
+    @staticmethod
+    def _columns(infos: list[tuple[int, str, str, str] | None]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return (np.array([info[0] if info else -1 for info in infos], dtype=np.int64),
+                _column([info[1] if info else "" for info in infos]),
+                _column([info[2] if info else "" for info in infos]),
+                _column([info[3] if info else "" for info in infos]))
+
+    def of(self, mds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(kind per event, -1 for unknown metadata; index per event into the columns;
+        the columns of event name, node and kernel)."""
+        if self.table and (not mds.size or int(mds.min()) >= 0):
+            index = np.minimum(mds, self.top + 1)
+            kind, names, nodes, kernels = self.columns
+        else:
+            ids, inverse = np.unique(mds, return_inverse=True)
+            kind, names, nodes, kernels = self._columns([self.kinds.get(int(i)) for i in ids])
+            index = inverse.ravel()
+        return kind[index], index, names, nodes, kernels
 
 
 def _folding(kind: np.ndarray, usable: np.ndarray, off: np.ndarray, dur: np.ndarray,
@@ -744,12 +791,12 @@ def _folding(kind: np.ndarray, usable: np.ndarray, off: np.ndarray, dur: np.ndar
 
 
 def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarray], base: int,
-               kinds: dict[int, tuple[int, str, str, str]], stat_names: dict[int, str],
+               kinds: _Kinds, stat_names: dict[int, str],
                stat_ids: dict[str, int], prof: Profile, counts: dict[str, int], fold: _Fold) -> None:
     """Decode one window of a line's events into ``prof`` and ``counts``."""
     buf, starts, ends = events
     mds, off, dur, bad, stat_ranges = _events(buf, starts, ends)
-    kind, index, infos = _kind_of(mds, kinds)
+    kind, index, name_column, node_column, kernel_column = kinds.of(mds)
     counts["unknown"] += int(((kind < 0) & ~bad).sum())
 
     t0 = timestamp_ns if timestamp_ns >= _EPOCH_MIN_NS else base + timestamp_ns
@@ -787,14 +834,9 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     prof.end_ns = max(prof.end_ns, end)
     folding = _folding(kind, usable, off, dur, stats, ok_stat, stat_ids.get("id"), fold)
 
-    def column(values: list[Any]) -> np.ndarray:  # strings gathered at C speed
-        out = np.empty(len(values), dtype=object)
-        out[:] = values
-        return out
-
     ops = np.flatnonzero(usable & (kind == _OP) & ~folding)
-    nodes = column([info[2] if info else "" for info in infos])[index[ops]].tolist()
-    kernels = column([info[3] if info else "" for info in infos])[index[ops]].tolist()
+    nodes = node_column[index[ops]].tolist()
+    kernels = kernel_column[index[ops]].tolist()
     launches: dict[int, dict[str, str | None]] = {}
     for key in ("name", "kernel_type"):
         for j in _last(stats, stat_ids.get(key)).tolist():
@@ -821,5 +863,5 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     call_sid = stat_ids.get("tf_function_call")
     if call_sid is not None:
         events = stats.event[(stats.md == call_sid) & other[stats.event]]
-        names = column([info[1] if info else "" for info in infos])[index[events]].tolist()
+        names = name_column[index[events]].tolist()
         prof.function_calls.extend(zip(names, ts[events].tolist(), dns[events].tolist()))

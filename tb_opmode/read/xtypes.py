@@ -68,13 +68,18 @@ class Profile:
 def _event_kinds(plane: Any) -> dict[int, tuple[int, str, str, str]]:
     """metadata id -> (kind, event name, node, kernel); node and kernel only for _OP."""
     kinds: dict[int, tuple[int, str, str, str]] = {}
+    fullmatch = _OP_NAME.fullmatch
     for entry in plane.event_metadata:
         md = entry.value
         name = md.name
-        match = _OP_NAME.fullmatch(name.split("#", 1)[0])
-        if match and (not md.display_name or md.display_name == match.group(2)):
-            kinds[entry.key] = (_OP, name, match.group(1), match.group(2))
-        elif name == _PROCESS:
+        match = fullmatch(name.split("#", 1)[0] if "#" in name else name)
+        if match:
+            node, kernel = match.groups()
+            display = md.display_name
+            if not display or display == kernel:
+                kinds[entry.key] = (_OP, name, node, kernel)
+                continue
+        if name == _PROCESS:
             kinds[entry.key] = (_EXEC, name, "", "")
         elif name == _ASYNC_START:
             kinds[entry.key] = (_ASYNC, name, "", "")

@@ -8,12 +8,16 @@ the same devices as ``tfdbg.read_file_states`` on every one.
 """
 from __future__ import annotations
 
+import shutil
 import struct
 from pathlib import Path
 
 import pytest
 
+from tb_opmode.plugin.loader import RunLoader, _Worker
+from tb_opmode.read import discover as discover_module
 from tb_opmode.read import tasks
+from tb_opmode.read.discover import discover
 from tb_opmode.read.schema import DebugEvent
 from tb_opmode.read.tfdbg import read_file_states
 from tb_opmode.read.tfrecord import RecordReader, encode_record
@@ -96,3 +100,64 @@ def test_damaged_files_name_what_the_full_reader_names(full_health: Fixture, tmp
     assert tasks.dump_tasks({"graphs": str(path)}) == want
     if edit == "device":  # the damaged device record is skipped by both: none left here
         assert tasks._device_names(str(path)) in (None, full)
+
+
+def _renamed_graphs(source: Path, target: Path, device: str) -> None:
+    """``source`` (a ``.graphs`` file) re-framed into ``target`` with its device records
+    renamed to ``device``."""
+    out = bytearray()
+    for payload in _payloads(source):
+        event = DebugEvent.FromString(payload)
+        if event.WhichOneof("what") == "debugged_device":
+            event.debugged_device.device_name = device
+            payload = event.SerializeToString()
+        out += encode_record(payload)
+    target.write_bytes(bytes(out))
+
+
+def test_the_plugins_workers_scan_as_discovery_does(full_health: Fixture, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A logdir of runs whose tasks the plugin's load workers read (``RunLoader._scan_tasks``
+    as discovery's ``scan``): the same runs as discovery reading each itself, local runs
+    apart and the two workers of a cluster job as one run; every file read by the
+    workers, in one scan."""
+    logdir = tmp_path / "logdir"
+    dump = sorted(full_health.directory.glob("tfdbg_events.*"))
+    for name in [f"run_{i}" for i in range(4)] + ["job/worker0", "job/worker1"]:
+        (logdir / name).mkdir(parents=True)
+        for path in dump:
+            shutil.copyfile(path, logdir / name / path.name)
+    for task in (0, 1):
+        (graphs,) = (logdir / f"job/worker{task}").glob("*.graphs")
+        _renamed_graphs(_graphs(full_health), graphs, f"/job:worker/replica:0/task:{task}/device:CPU:0")
+    monkeypatch.setenv("TB_OPMODE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(discover_module, "_memo", {})
+    loader = RunLoader(str(logdir))
+    monkeypatch.setattr(loader, "WORKERS", 2)
+    monkeypatch.setattr(loader, "SCAN_IN_WORKERS", 2)
+    monkeypatch.setattr(loader, "SCAN_CHUNK", 4)
+    scans: list[list[str]] = []
+    sent: list[int] = []
+
+    def scan(paths: list[str]) -> list[frozenset[str]]:
+        scans.append(list(paths))
+        return loader._scan_tasks(paths)
+
+    real_send = _Worker.send_tasks
+    monkeypatch.setattr(_Worker, "send_tasks", lambda self, paths: (sent.append(len(paths)),
+                                                                     real_send(self, paths))[1])
+    try:
+        by_workers = discover(str(logdir), scan=scan)
+    finally:
+        loader.close()  # stops the workers the scan started
+        for worker in loader._spare:
+            loader._retire(worker)
+    assert loader._workers == []
+    assert [len(s) for s in scans] == [6] and sorted(sent) == [2, 4]
+    monkeypatch.setattr(discover_module, "_memo", {})
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    alone = discover(str(logdir))
+    assert [(r.name, sorted(r.dump_sets)) for r in by_workers] == \
+        [(r.name, sorted(r.dump_sets)) for r in alone]
+    assert [r.name for r in alone] == ["job", "run_0", "run_1", "run_2", "run_3"]
+    assert len(alone[0].dump_sets) == 2
