@@ -291,3 +291,30 @@ def test_like_the_plain_reading(run: Run, bert_logdir: Path, monkeypatch: pytest
     assert ours.graph_ops == ref["graph"]
     assert ours.function_calls == ref["calls"]
     assert (ours.start_ns, ours.end_ns) == (ref["start"], ref["end"])
+
+
+def test_lines_written_after_the_metadata_read_alike_whole_or_walked(
+        run: Run, prof: Profile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plane whose lines follow its metadata (``bench/make_profile.py --scale-from``
+    writes them so, TF does not): where the bytes past the first non-line field are
+    few, upb finds lines in them and the plane is walked again; where they are many
+    (``_REST_MAX``; a repeated 1 GB profile peaked at 5.4 GB parsing them whole), it is
+    walked field by field at once. Both read what the profile as TF wrote it reads."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "make_profile", Path(__file__).resolve().parent.parent / "bench" / "make_profile.py")
+    assert spec is not None and spec.loader is not None
+    make_profile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_profile)
+    make_profile.scale(str(run.path), str(tmp_path), 0)  # one copy of the lines: same events
+    (moved,) = tmp_path.glob("plugins/profile/scaled/*.xplane.pb")
+
+    def events(p: Profile) -> tuple[Counter[Any], Counter[Any]]:
+        return (Counter((n, k) for n, k, _s, _d in p.graph_ops),
+                Counter(e[0] for e in p.eager_ops))
+
+    expected = events(prof)
+    assert expected[0] and expected[1]
+    assert events(read_profile(str(moved))) == expected  # small: upb, then walked
+    monkeypatch.setattr(xevents, "_REST_MAX", 0)
+    assert events(read_profile(str(moved))) == expected  # "big": walked at once

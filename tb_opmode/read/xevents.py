@@ -52,6 +52,10 @@ _THREADS = 2
 # small profile's numpy work is too little to gain from a second thread, whose start
 # and hand-offs then cost more than it saved.
 _THREAD_MIN_BYTES = 1 << 20
+# The most of a plane's bytes past its lines read whole for upb: more may hold lines
+# written after the metadata (what upb would then parse, events and all), so such a
+# plane is walked field by field, each line left on disk.
+_REST_MAX = 64 << 20
 # Metadata ids below this are looked up through a table (TF numbers from 1).
 _TABLE_MAX = 1 << 20
 # Bytes of a line read and decoded at once: ~200k events, whose decoding
@@ -134,8 +138,8 @@ def layout(pread: Pread, size: int, walk_all: bool = False) -> Layout:
     metadata (4, 5) and stats (6), which run to the plane's end. So the walk of a
     plane stops at its first field past the lines, the rest taken whole for upb
     (thousands of metadata entries, one header each, were most of a small profile's
-    reading); if upb then finds a line in it (written otherwise), every field is
-    walked (``walk_all``)."""
+    reading) where it is at most ``_REST_MAX`` bytes; if upb then finds a line in it
+    (written otherwise), every field is walked (``walk_all``)."""
     metas: list[bytes] = []
     lines: dict[int, list[LineRef]] = {}
     index = 0
@@ -147,7 +151,7 @@ def layout(pread: Pread, size: int, walk_all: bool = False) -> Layout:
         for n, w, _, tag, b, a in _fields(pread, body, after):
             if (n, w) == (3, wire.LEN):
                 refs.append(LineRef(b, a, _prescan_timestamp(pread, b, a)))
-            elif n > 3 and not walk_all:
+            elif n > 3 and not walk_all and after - tag <= _REST_MAX:
                 meta.append(pread(after - tag, tag))
                 break
             else:
