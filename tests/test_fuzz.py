@@ -488,6 +488,7 @@ def _xplane_like_reference(tmp_path_factory: pytest.TempPathFactory, data: bytes
     assert ours.eager_ops == ref["eager"]
     assert ours.graph_ops == ref["graph"]
     assert ours.function_calls == ref["calls"]
+    assert ours.iterator_specs == ref["iterators"]
     assert (ours.start_ns, ours.end_ns) == (ref["start"], ref["end"])
 
 

@@ -290,6 +290,7 @@ def test_like_the_plain_reading(run: Run, bert_logdir: Path, monkeypatch: pytest
     assert ours.eager_ops == ref["eager"]
     assert ours.graph_ops == ref["graph"]
     assert ours.function_calls == ref["calls"]
+    assert ours.iterator_specs == ref["iterators"]
     assert (ours.start_ns, ours.end_ns) == (ref["start"], ref["end"])
 
 

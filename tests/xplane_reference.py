@@ -12,7 +12,9 @@ one attribute at a time, following the rules written in ``xplane.py``:
   ``is_func``; one function call per ``tf_function_call`` stat;
 - graph ops: ``node:kernel`` events, and ``ProcessAsync::Start`` launches with
   string ``name`` and ``kernel_type`` stats, unless inside a constant-folding
-  executor (step id -1, or started inside one), on the same line.
+  executor (step id -1, or started inside one), on the same line;
+- ``Iterator::Root`` events: the last string ``types`` and ``shapes`` stats, each
+  distinct pair with types once, in order.
 """
 from __future__ import annotations
 
@@ -54,7 +56,8 @@ def reference_profile(data: bytes, mtime_ns: int) -> dict[str, Any] | None:
     shift_to_mtime = base is None and not all(
         line.timestamp_ns >= xtypes._EPOCH_MIN_NS for p in planes for line in p.lines)
     base = base or 0
-    out: dict[str, Any] = {"eager": [], "graph": [], "calls": [], "start": 0, "end": 0}
+    out: dict[str, Any] = {"eager": [], "graph": [], "calls": [], "iterators": [], "start": 0,
+                           "end": 0}
     for plane in planes:
         kinds = xtypes._event_kinds(plane)
         names = {e.key: e.value.name for e in plane.stat_metadata}
@@ -91,6 +94,11 @@ def reference_profile(data: bytes, mtime_ns: int) -> dict[str, Any] | None:
                     node, kernel = last.get("name"), last.get("kernel_type")
                     if isinstance(node, str) and isinstance(kernel, str) and node and kernel:
                         out["graph"].append((node, kernel, start, dur))
+                elif kind == xtypes._DATA:
+                    spec = tuple(v if isinstance(v, str) else ""
+                                 for v in (last.get("types"), last.get("shapes")))
+                    if spec[0] and spec not in out["iterators"]:
+                        out["iterators"].append(spec)
                 elif kind == xtypes._OTHER:
                     if "eager_op" in last:
                         out["eager"].append((_text(last["eager_op"]), bool(last.get("is_func")),

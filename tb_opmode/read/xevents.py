@@ -33,7 +33,7 @@ from google.protobuf.message import DecodeError
 from ..errors import Problem
 from . import wire
 from .schema import XSpaceRawEvents, read_varint
-from .xtypes import _ASYNC, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile, _event_kinds
+from .xtypes import _ASYNC, _DATA, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, HOST_PLANE, Profile, _event_kinds
 
 # pread(n, offset) -> bytes: os.pread of a local file, a ranged read of a remote one
 # (``fs.preader``).
@@ -698,6 +698,7 @@ def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> boo
             prof.eager_ops.extend(part.eager_ops)
             prof.graph_ops.extend(part.graph_ops)
             prof.function_calls.extend(part.function_calls)
+            prof.iterator_specs.extend(s for s in part.iterator_specs if s not in prof.iterator_specs)
             if seen["read"]:
                 prof.start_ns = min(prof.start_ns, part.start_ns) if prof.start_ns else part.start_ns
                 prof.end_ns = max(prof.end_ns, part.end_ns)
@@ -819,8 +820,10 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
         usable &= sane
         del approx, sane, off_f, dur_f
 
-    needed = [stat_ids[k] for k in ("id", "name", "kernel_type", "eager_op", "is_func") if k in stat_ids]
-    stats, bad_stats = _stats(buf, stat_ranges, usable & np.isin(kind, (_EXEC, _ASYNC, _OTHER)), needed)
+    needed = [stat_ids[k] for k in ("id", "name", "kernel_type", "eager_op", "is_func", "types", "shapes")
+              if k in stat_ids]
+    stats, bad_stats = _stats(buf, stat_ranges, usable & np.isin(kind, (_EXEC, _ASYNC, _OTHER, _DATA)),
+                              needed)
     del stat_ranges
     bad = bad.copy()
     bad[bad_stats] = True
@@ -869,3 +872,22 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
         events = stats.event[(stats.md == call_sid) & other[stats.event]]
         names = name_column[index[events]].tolist()
         prof.function_calls.extend(zip(names, ts[events].tolist(), dns[events].tolist()))
+    _iterator_specs(kind == _DATA, usable, stats, ok_stat, stat_ids, stat_names, prof)
+
+
+def _iterator_specs(data: np.ndarray, usable: np.ndarray, stats: _Stats, ok_stat: np.ndarray,
+                    stat_ids: dict[str, int], stat_names: dict[int, str], prof: Profile) -> None:
+    """The element specs (``types``, ``shapes`` stats) of the usable tf.data root events
+    ``data``, each distinct one added to ``prof.iterator_specs`` once."""
+    if not (data & usable).any():
+        return
+    spec: dict[int, dict[str, str]] = {}
+    for key in ("types", "shapes"):
+        for j in _last(stats, stat_ids.get(key)).tolist():
+            e = int(stats.event[j])
+            if data[e] and usable[e] and ok_stat[j]:
+                spec.setdefault(e, {})[key] = stats.text(j, stat_names) or ""
+    for e in sorted(spec):
+        pair = (spec[e].get("types", ""), spec[e].get("shapes", ""))
+        if pair[0] and pair not in prof.iterator_specs:
+            prof.iterator_specs.append(pair)

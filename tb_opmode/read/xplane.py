@@ -45,6 +45,11 @@ What the files hold (measured on TF 2.13 and 2.21 CPU profiles):
 - ``tf.function`` calls: events named after the Python function with stat
   ``tf_function_call`` (``traced-nonXla`` on a call that traced,
   ``notTraced-nonXla`` otherwise).
+- tf.data: each element an iterator produces is an ``Iterator::Root`` event
+  (on a ``tf_data_iterator_get_next`` line) with stats ``types`` ("float
+  int32") and ``shapes`` ("[?,8,8,3] [?]"), the dataset's element spec, one
+  entry per component, as ``IteratorGetNext``'s outputs are; kept once per
+  distinct spec.
 """
 from __future__ import annotations
 
@@ -185,6 +190,7 @@ def _read_events(pread: Callable[[int, int], bytes], size: int, mtime_ns: int,
         if xevents.decode(pread, planes, base, prof):
             break
         prof.eager_ops, prof.graph_ops, prof.function_calls = [], [], []
+        prof.iterator_specs = []
         prof.problems, prof.start_ns, prof.end_ns = [], 0, 0
     if not prof.end_ns:
         prof.problems.append(Problem(prof.path, 0, f"no events on the {HOST_PLANE} plane"))

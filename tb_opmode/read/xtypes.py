@@ -40,7 +40,10 @@ _EPOCH_MIN_NS = 10 ** 17
 # Kinds of event metadata. _SCOPE: C++ scopes named "Class::Method" (the
 # bulk of non-op events, e.g. ThreadpoolListener::Record); in 2.13/2.21 they
 # never carry eager_op or tf_function_call, so their stats are not decoded.
-_OTHER, _OP, _EXEC, _ASYNC, _SCOPE = 0, 1, 2, 3, 4
+# _DATA: a tf.data iterator's root stage (``Iterator::Root``, one per element produced), whose
+# stats ``types`` and ``shapes`` give the dataset's element spec; 2.13 and 2.21 alike.
+_OTHER, _OP, _EXEC, _ASYNC, _SCOPE, _DATA = 0, 1, 2, 3, 4, 5
+_ITERATOR_ROOT = "Iterator::Root"
 
 
 @dataclass
@@ -57,6 +60,10 @@ class Profile:
     """(node_name as written, incl. call prefixes; kernel_type, start_ns, duration_ns)"""
     function_calls: list[tuple[str, int, int]] = field(default_factory=list)
     """(Python function name, start_ns, duration_ns), tracing included"""
+    iterator_specs: list[tuple[str, str]] = field(default_factory=list)
+    """Distinct element specs of the tf.data iterators that produced elements, in order of
+    first event: (``types``, ``shapes``) as TF writes them, e.g. ("float int32",
+    "[?,8,8,3] [?]"): DataTypeString names and shapes, one per component, space-separated"""
     problems: list[Problem] = field(default_factory=list)
     # Facts about how the file was read that are not damage (e.g. estimated times).
     notes: list[str] = field(default_factory=list)
@@ -83,6 +90,8 @@ def _event_kinds(plane: Any) -> dict[int, tuple[int, str, str, str]]:
             kinds[entry.key] = (_EXEC, name, "", "")
         elif name == _ASYNC_START:
             kinds[entry.key] = (_ASYNC, name, "", "")
+        elif name == _ITERATOR_ROOT:
+            kinds[entry.key] = (_DATA, name, "", "")
         elif "::" in name:
             kinds[entry.key] = (_SCOPE, name, "", "")
         else:
