@@ -20,6 +20,12 @@ shows ran (scored by ``tests/matrix/truth.py``, which shares no code with the pr
   or, with a fully static input, shows none (grappler folded it, and the Reshape).
 - A broadcasting Mul's gradient for a variable (TF 2.13 traces BroadcastGradientArgs):
   the Sum over axes grappler cannot fold, and the Reshape after it, run.
+- Labels from a ``tf.data`` iterator, ``expand_dims`` then cast then ``reshape(.., [-1])``
+  (Keras 2's sparse categorical cross-entropy), in a NO_TENSOR dump with a profile:
+  int32 labels cast to int64 have the Reshape moved before the widening Cast (its own
+  node idle), int64 labels cast to int32 have the narrowing Cast moved before the
+  ExpandDims; the new Cast's name alone does not say which (``..._int64_Cast`` both
+  times), the profile's iterator element types do.
 """
 from __future__ import annotations
 
@@ -235,3 +241,56 @@ def test_a_profile_tells_whether_a_packed_shape_was_folded(tmp_path: Path, shape
     else:
         assert truth["Reshape"] == 0
         assert rpack.kernel != "Reshape", rpack.note
+
+
+_LABEL_CAST = """
+import sys
+import numpy as np
+import tensorflow as tf
+
+tf.debugging.experimental.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1)
+src, dst = (tf.int32, tf.int64) if "widen" in sys.argv[1] else (tf.int64, tf.int32)
+x = np.random.RandomState(0).rand(16, 10).astype("float32")
+y = (np.arange(16) % 10).astype(src.as_numpy_dtype)
+it = iter(tf.data.Dataset.from_tensor_slices((x, y)).batch(4).repeat())
+
+@tf.function
+def step(it):
+    logits, labels = next(it)
+    target = tf.reshape(tf.cast(tf.expand_dims(labels, -1, name="ey"), dst, name="cast"), [-1],
+                        name="flat")
+    return tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=target, logits=logits, name="ce"), name="loss")
+
+step(it)
+tf.profiler.experimental.start(sys.argv[1])
+step(it)
+step(it)
+tf.profiler.experimental.stop()
+step(it)
+tf.debugging.experimental.disable_dump_debug_info()
+"""
+
+
+@pytest.mark.parametrize("direction", ["widen", "narrow"])
+def test_a_profiles_dataset_types_tell_which_way_a_label_cast_was_moved(
+        tmp_path: Path, direction: str) -> None:
+    needs_tensorflow()
+    root = tmp_path / direction
+    root.mkdir()
+    logdir, log = _run(root, _LABEL_CAST, "NO_TENSOR")
+    (model,) = load(str(logdir))
+    assert [p.iterator_specs for p in model.profiles] == [
+        [("float int32" if direction == "widen" else "float int64", "[?,10] [?]")]]
+    ops = {op.op_name: op for op in model.graph_ops if op.op_name in ("cast", "flat")}
+    truth = truth_of(logdir, [log])
+    moved = "flat" if direction == "widen" else "cast"
+    # The checker: the moved op's own node never ran (a copy under another name did).
+    assert truth.kernels[(ops[moved].op_type, "graph")].get(ops[moved].op_type, 0) == 0, truth.kernels
+    assert ops[moved].kernel == REMOVED and "tf.data iterator records" in ops[moved].note, ops[moved]
+    if direction == "narrow":  # the Reshape reads the ExpandDims' copy, and runs
+        assert ops["flat"].kernel == "Reshape", ops["flat"]
+    run = summary(load(str(logdir)), str(logdir), explanations=False)["runs"][0]
+    result = score(run, truth)
+    assert result["share"] == 1.0, result

@@ -30,16 +30,23 @@ Evidence that decides it, strongest first:
 - the dump's dtypes: the Cast's source type (its input's trace, or an op that
   always yields bool, ``Equal``) narrower than its destination (its own trace or
   its consumer's). CURT/CONCISE_HEALTH record "some float" (2 bytes or more).
+- where the dump records no dtype (NO_TENSOR), a profile's tf.data iterator
+  gives the types of ``IteratorGetNext``'s outputs (``iterator_dtypes``), and a
+  value-preserving op has its input's type. The new Cast is named with the
+  Cast's destination type when the Cast widens and with its source type when it
+  narrows, so a name whose type is not the known source type tells the widening
+  case and the destination (Keras 2's labels: ``int32`` ->
+  ``ReorderCastLikeAndValuePreserving_int64_Cast``).
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from ..read.tfdbg import DTYPE_SOME_FLOAT, OpCreation
+from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, OpCreation
 from .nodes import tensor_source
 
-__all__ = ["reordered_across_casts", "VALUE_PRESERVING"]
+__all__ = ["reordered_across_casts", "iterator_dtypes", "VALUE_PRESERVING"]
 
 # op_types.cc IsValuePreserving, less what the stage skips (control flow, CheckNumerics),
 # less Identity (a function's outputs are Identity ops grappler must keep: the stage
@@ -57,6 +64,8 @@ _SIZES = {"DT_BOOL": 1, "DT_INT8": 1, "DT_UINT8": 1, "DT_INT16": 2, "DT_UINT16":
           "DT_HALF": 2, "DT_BFLOAT16": 2, "DT_INT32": 4, "DT_UINT32": 4, "DT_FLOAT": 4,
           "DT_INT64": 8, "DT_UINT64": 8, "DT_DOUBLE": 8, "DT_COMPLEX64": 8,
           "DT_COMPLEX128": 16}
+# Ops whose outputs are a dataset's next element, one per component.
+_GET_NEXT = frozenset(("IteratorGetNext", "IteratorGetNextSync"))
 # Ops whose first output is bool whatever their attributes.
 _BOOL_OPS = frozenset(("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
                        "LogicalAnd", "LogicalOr", "LogicalNot", "IsNan", "IsInf", "IsFinite",
@@ -85,60 +94,110 @@ def _size_bounds(dtype: str) -> tuple[int, int] | None:
     return (size, size) if size is not None else None
 
 
-def _depths(names: Iterable[str]) -> dict[str, int]:
-    """Cast name (with its scope) -> how many times the stage moved an op across it, from
-    the names of new Casts that ran: ``s/ArithmeticOptimizer/<stage><T>_c`` is one move
-    across ``s/c``; ``ArithmeticOptimizer/ArithmeticOptimizer/<stage><T>_<stage><T>_c``
-    two (a chain)."""
-    out: dict[str, int] = {}
+def iterator_dtypes(ops: dict[str, OpCreation],
+                    specs: Sequence[tuple[str, str]]) -> dict[tuple[str, int], str]:
+    """(op name, slot) -> dtype of the ``IteratorGetNext`` outputs of one graph, from the
+    element specs (``types``, ``shapes``) a profile's tf.data iterators record: only where
+    every spec with as many components as the op has outputs names the same types (two
+    datasets of one shape but other types could feed either op)."""
+    out: dict[tuple[str, int], str] = {}
+    for op in ops.values():
+        if op.op_type not in _GET_NEXT or op.num_outputs <= 0:
+            continue
+        named = {types for types, _shapes in specs if len(types.split()) == op.num_outputs}
+        if len(named) != 1:
+            continue
+        for slot, dtype in enumerate(named.pop().split()):
+            out[(op.op_name, slot)] = _dtype_enum(dtype)
+    return out
+
+
+def _dtype_enum(name: str) -> str:
+    """DataTypeString ("float", "int64", "bfloat16") -> the DataType enum name (DT_FLOAT)."""
+    return "DT_" + name.upper()
+
+
+def _moves(names: Iterable[str]) -> dict[str, tuple[int, frozenset[str]]]:
+    """Cast name (with its scope) -> how many times the stage moved an op across it, and
+    the types its new Casts are named with, from the names of new Casts that ran:
+    ``s/ArithmeticOptimizer/<stage><T>_c`` is one move across ``s/c``;
+    ``ArithmeticOptimizer/ArithmeticOptimizer/<stage><T>_<stage><T>_c`` two (a chain)."""
+    out: dict[str, tuple[int, frozenset[str]]] = {}
     marker = "ArithmeticOptimizer/" + _STAGE
     for node in names:
         if marker not in node:
             continue
         scope, _, base = node.rpartition("/")
-        depth = 0
+        depth, types = 0, set()
         while scope.endswith("ArithmeticOptimizer") and base.startswith(_STAGE):
-            base = base[len(_STAGE):].partition("_")[2]
+            dtype, _, base = base[len(_STAGE):].partition("_")
+            types.add(_dtype_enum(dtype))
             scope = scope[:-len("ArithmeticOptimizer")].rstrip("/")
             depth += 1
         if depth:
             cast = f"{scope}/{base}" if scope else base
-            out[cast] = max(out.get(cast, 0), depth)
+            was_depth, was_types = out.get(cast, (0, frozenset()))
+            out[cast] = (max(was_depth, depth), was_types | types)
     return out
 
 
-def _suffix_depth(depths: dict[str, int], op_name: str) -> int:
-    """The depth recorded for a dump op, matched as the tail of an executed name (inlined
-    calls prefix node names: ``StatefulPartitionedCall/<op>``)."""
-    best = 0
-    for cast, depth in depths.items():
+def _suffix_move(moves: dict[str, tuple[int, frozenset[str]]],
+                 op_name: str) -> tuple[int, frozenset[str]]:
+    """The depth and types recorded for a dump op, matched as the tail of an executed name
+    (inlined calls prefix node names: ``StatefulPartitionedCall/<op>``)."""
+    best, types = 0, frozenset[str]()
+    for cast, (depth, named) in moves.items():
         if cast == op_name or cast.endswith("/" + op_name):
-            best = max(best, depth)
-    return best
+            best, types = max(best, depth), types | named
+    return best, types
 
 
 def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, int], str],
-                           executed: Iterable[str]) -> dict[str, str]:
+                           executed: Iterable[str],
+                           iterator_specs: Sequence[tuple[str, str]] = (),
+                           debug_reads: bool = True) -> dict[str, str]:
     """Op name -> note, for the ops of one graph whose own node the stage left idle.
 
     ``dtypes`` maps (op name, slot) to the dtype its trace records ("" or absent: none);
-    ``executed`` are the node names a profile or log saw run."""
+    ``executed`` are the node names a profile or log saw run; ``iterator_specs`` the
+    tf.data element specs a profile recorded (``Profile.iterator_specs``);
+    ``debug_reads``: whether tfdbg's debug ops read the ops' outputs (every mode but
+    NO_TENSOR), a consumer that keeps a node running whatever grappler moves."""
     consumers: dict[str, list[str]] = defaultdict(list)
     for op in ops.values():
         for tensor in _data_inputs(op):
             consumers[_name(tensor)].append(op.op_name)
-    depths = _depths(executed)
+    moves = _moves(executed)
+    from_iterator = iterator_dtypes(ops, iterator_specs)
     out: dict[str, str] = {}
 
     def vp_consumers(name: str) -> list[str]:
         return [c for c in consumers.get(name, [])
                 if ops[c].op_type in _ANY_VALUE_PRESERVING and _first_input(ops[c]) == (name, 0)]
 
+    def typed(name: str, slot: int = 0) -> tuple[str, str]:
+        """The dtype of a tensor and, if a profile's tf.data iterator told it, the
+        ``IteratorGetNext`` it was read from."""
+        for _hop in range(len(ops) + 1):  # up a chain of value-preserving ops (no cycle)
+            found = dtypes.get((name, slot), "")
+            if found and found != DTYPE_UNKNOWN:
+                return found, ""
+            if (name, slot) in from_iterator:
+                return from_iterator[(name, slot)], name
+            op = ops.get(name)
+            if op is None:
+                return "", ""
+            if slot == 0 and op.op_type in _BOOL_OPS:
+                return "DT_BOOL", ""
+            source = _first_input(op) if slot == 0 and op.op_type in _ANY_VALUE_PRESERVING \
+                else None
+            if source is None:
+                return "", ""
+            name, slot = source
+        return "", ""
+
     def dtype_of(name: str, slot: int = 0) -> str:
-        found = dtypes.get((name, slot), "")
-        if not found and slot == 0 and name in ops and ops[name].op_type in _BOOL_OPS:
-            return "DT_BOOL"
-        return found
+        return typed(name, slot)[0]
 
     def chain(cast: OpCreation, depth: int | None) -> list[str]:
         """The value-preserving ops moved across ``cast``: ``depth`` of them if the
@@ -163,7 +222,15 @@ def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, i
         src, dst = _size_bounds(dtype_of(*source)), None
         for name in [cast.op_name] + vp_consumers(cast.op_name):
             dst = dst or _size_bounds(dtype_of(name))
-        depth = _suffix_depth(depths, cast.op_name)
+        depth, named = _suffix_move(moves, cast.op_name)
+        source_type, get_next = typed(*source)
+        told = ""
+        if dst is None and depth and len(named) == 1 and source_type in _SIZES \
+                and source_type not in named:
+            # Named with a type other than the source's: the destination type of a
+            # widening move (a narrowing one is named with the source type).
+            told = next(iter(named))
+            dst = _size_bounds(told)
         widening = src is not None and dst is not None and src[1] < dst[0]
         contradicted = src is not None and dst is not None and not widening
         producer = ops.get(source[0])
@@ -177,6 +244,11 @@ def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, i
             how = (f"the profile or log shows the node grappler made for the move, a Cast "
                    f"named after {cast.op_name} (ArithmeticOptimizer/"
                    f"ReorderCastLikeAndValuePreserving_...)")
+            if told:
+                whence = (f", which the profile's tf.data iterator records for {get_next}"
+                          if get_next else "")
+                how += (f", named with {told}, not with its input's type {source_type}"
+                        f"{whence}: so the Cast widens to {told}")
         elif widening:
             moved = chain(cast, None)
             how = (f"the dump's dtypes show {cast.op_name} widening its input "
@@ -199,16 +271,35 @@ def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, i
         if (source is None or producer is None or source[1] != 0 or producer.op_name in out
                 or producer.op_type not in VALUE_PRESERVING or producer.device != cast.device):
             continue
-        src, dst = _size_bounds(dtype_of(*source)), _size_bounds(dtype_of(cast.op_name))
+        source_type, get_next = typed(*source)
+        src, dst = _size_bounds(source_type), _size_bounds(dtype_of(cast.op_name))
         narrowing = [c for c in consumers.get(producer.op_name, [])
                      if ops[c].op_type == "Cast" and _first_input(ops[c]) == (producer.op_name, 0)]
-        if src is None or dst is None or dst[1] >= src[0] or len(narrowing) != 1:
+        depth, named = _suffix_move(moves, cast.op_name)
+        # Named with its own source type: only a narrowing move names the new Cast so.
+        by_name = dst is None and depth > 0 and source_type in _SIZES and named == {source_type}
+        if src is None or len(narrowing) != 1 or not (by_name or (dst is not None and dst[1] < src[0])):
             continue
+        if by_name:
+            whence = (f" (which the profile's tf.data iterator records for {get_next})"
+                      if get_next else "")
+            how = (f"the profile or log shows the Cast grappler made for the move, named with "
+                   f"{source_type}, the type of its input{whence}, as only a narrowing move names it")
+        else:
+            how = (f"the dump's dtypes show it narrowing {source_type} to "
+                   f"{dtype_of(cast.op_name)}")
         out[cast.op_name] = (f"removed by grappler: its arithmetic optimizer moved this narrowing "
                              f"Cast before {producer.op_name} (stage "
                              f"ReorderCastLikeAndValuePreserving), and its consumers read the "
-                             f"copy of {producer.op_name} made after it; the dump's dtypes show "
-                             f"it narrowing {dtype_of(*source)} to {dtype_of(cast.op_name)} "
-                             f"(inferred)")
+                             f"copy of {producer.op_name} made after it; {how} (inferred)")
+        readers = [op for op in ops.values()
+                   if any(_name(t) == producer.op_name for t in op.inputs)]
+        if not debug_reads and [r.op_name for r in readers] == [cast.op_name]:
+            out[producer.op_name] = (
+                f"removed by grappler: its arithmetic optimizer moved the narrowing Cast "
+                f"{cast.op_name}, its only consumer, before it (stage "
+                f"ReorderCastLikeAndValuePreserving) and made a copy of it after that Cast, which "
+                f"ran instead; a NO_TENSOR debug op reads no tensor, so nothing else kept its own "
+                f"node; {how} (inferred)")
     return out
 

@@ -426,6 +426,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     bypassed: dict[tuple[int, str], dict[str, tuple[str, str]]] = {}
     unprovable: dict[tuple[int, str], tuple[dict[str, str], dict[str, tuple[str, str]]]] = {}
     dtypes_by_graph: dict[int, dict[str, dict[tuple[str, int], str]]] = {}
+    iterator_specs = [spec for prof in model.profiles for spec in prof.iterator_specs]
     for i, op in unresolved:
         if op.kernel:
             continue
@@ -535,7 +536,8 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                     grouped.setdefault(g, {})[(name, slot)] = dtype
                 dtypes_by_graph[i] = grouped
             reordered[key] = reordered_across_casts(
-                graph_ops, dtypes_by_graph[i].get(op.graph_id, {}), nodes)
+                graph_ops, dtypes_by_graph[i].get(op.graph_id, {}), nodes, iterator_specs,
+                debug_reads=set(model.dumps[i].tensor_debug_modes) != {_NO_TENSOR})
         moved = reordered[key].get(op.op_name)
         if moved is not None:
             op.kernel, op.evidence, op.note = REMOVED, "inferred", moved

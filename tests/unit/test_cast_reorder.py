@@ -131,3 +131,47 @@ def test_a_value_preserving_op_on_another_device_stays() -> None:
     ops = graph(LABEL_CHAIN)
     ops["Reshape"] = OpCreation("Reshape", "Reshape", GRAPH, "/cpu:1", 1, (), ops["Reshape"].inputs)
     assert reordered_across_casts(ops, FLOATS, ()) == {}
+
+
+# Keras 2's sparse categorical cross-entropy on labels from a dataset: ExpandDims(labels)
+# -> Cast(int64) -> Reshape([-1]), NO_TENSOR (every trace dtype "?").
+LABELS = [("IteratorGetNext", "IteratorGetNext", ("iterator:0",)),
+          ("ExpandDims", "ExpandDims", ("IteratorGetNext:1", "d:0")),
+          ("scc/Cast", "Cast", ("ExpandDims:0",)), ("scc/Reshape", "Reshape", ("scc/Cast:0", "s:0")),
+          ("ce", "SparseSoftmaxCrossEntropyWithLogits", ("logits:0", "scc/Reshape:0"))]
+NEW_CAST = ["scc/ArithmeticOptimizer/ReorderCastLikeAndValuePreserving_int64_Cast"]
+
+
+def labels_graph() -> dict[str, OpCreation]:
+    ops = graph(LABELS)
+    ops["IteratorGetNext"] = ops["IteratorGetNext"]._replace(num_outputs=2)
+    return ops
+
+
+def test_the_datasets_types_tell_a_widening_cast_from_its_new_name() -> None:
+    unknown = {(name, 0): "?" for name, _t, _i in LABELS}
+    got = reordered_across_casts(labels_graph(), unknown, NEW_CAST,
+                                 [("float int32", "[?,8] [?]")], debug_reads=False)
+    assert set(got) == {"scc/Reshape"}
+    assert "DT_INT64, not with its input's type DT_INT32" in got["scc/Reshape"]
+    # The name alone fits a narrowing Cast moved before the ExpandDims as well.
+    assert reordered_across_casts(labels_graph(), unknown, NEW_CAST, (), debug_reads=False) == {}
+
+
+def test_a_name_with_the_source_type_is_a_narrowing_move() -> None:
+    """int64 labels: the name's type is the source's, so the Cast moved before the
+    ExpandDims; the ExpandDims' own node is idle only where no debug op reads it."""
+    got = reordered_across_casts(labels_graph(), {}, NEW_CAST, [("float int64", "[?,8] [?]")],
+                                 debug_reads=False)
+    assert set(got) == {"scc/Cast", "ExpandDims"}
+    kept = reordered_across_casts(labels_graph(), {}, NEW_CAST, [("float int64", "[?,8] [?]")])
+    assert set(kept) == {"scc/Cast"}
+
+
+def test_datasets_of_other_types_tell_nothing() -> None:
+    """Two iterators with as many components but other types: either could feed it."""
+    specs = [("float int32", "[?,8] [?]"), ("float int64", "[?,8] [?]")]
+    assert reordered_across_casts(labels_graph(), {}, NEW_CAST, specs, debug_reads=False) == {}
+    # One of another arity does not count.
+    specs = [("float int32", "[?,8] [?]"), ("float int64 int64", "[?,8] [?] [?]")]
+    assert set(reordered_across_casts(labels_graph(), {}, NEW_CAST, specs)) == {"scc/Reshape"}
