@@ -40,17 +40,10 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 _CHEAP = ("cheap ops grappler removes or folds (Reshape, Shape, Sum over no axes, Cast, "
           "BroadcastTo, IdentityN) leave no profiler event at the default host tracer level, "
           "and the dump cannot tell whether they ran")
-_NO_TENSOR_WHY = ("NO_TENSOR records no dtype and no tensor: eager Transposes (a float and an "
-                  "int32 kernel) are (unknown); Keras 2's twin label ExpandDims merge "
-                  "(common-subexpression elimination) only where their dim constants are equal, "
-                  "and its label Cast has the Reshape after it moved before it only where it "
-                  "widens, neither of which NO_TENSOR records; and the outer Reshape of a "
-                  "bypassed pair is removed only where static shapes prove it a no-op (unknown)")
 _UNDECIDED = ("forwarding ops (Reshape, Sum) of rank 2 or more whose first trace equals their "
               "input's: whether grappler could remove them depends on static shapes the dump "
               "does not record, so they are (unknown) with how to find out")
 FLOORS: dict[str, tuple[dict[str, float], str]] = {
-    "fit_NO_TENSOR": ({'2.13': 0.983}, _NO_TENSOR_WHY),
 }
 # With the log, every execution is right but for these (the floor, why).
 WITH_LOG_GAPS: dict[str, tuple[dict[str, float], str]] = {}
