@@ -31,7 +31,7 @@ Evidence that decides it, strongest first:
   always yields bool, ``Equal``) narrower than its destination (its own trace or
   its consumer's). CURT/CONCISE_HEALTH record "some float" (2 bytes or more).
 - where the dump records no dtype (NO_TENSOR), a profile's tf.data iterator
-  gives the types of ``IteratorGetNext``'s outputs (``iterator_dtypes``), and a
+  gives the types of ``IteratorGetNext``'s outputs (``datasets.elements``), and a
   value-preserving op has its input's type. The new Cast is named with the
   Cast's destination type when the Cast widens and with its source type when it
   narrows, so a name whose type is not the known source type tells the widening
@@ -44,9 +44,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, OpCreation
+from .datasets import dtype_enum, elements
 from .nodes import tensor_source
 
-__all__ = ["reordered_across_casts", "iterator_dtypes", "VALUE_PRESERVING"]
+__all__ = ["reordered_across_casts", "VALUE_PRESERVING"]
 
 # op_types.cc IsValuePreserving, less what the stage skips (control flow, CheckNumerics),
 # less Identity (a function's outputs are Identity ops grappler must keep: the stage
@@ -64,8 +65,6 @@ _SIZES = {"DT_BOOL": 1, "DT_INT8": 1, "DT_UINT8": 1, "DT_INT16": 2, "DT_UINT16":
           "DT_HALF": 2, "DT_BFLOAT16": 2, "DT_INT32": 4, "DT_UINT32": 4, "DT_FLOAT": 4,
           "DT_INT64": 8, "DT_UINT64": 8, "DT_DOUBLE": 8, "DT_COMPLEX64": 8,
           "DT_COMPLEX128": 16}
-# Ops whose outputs are a dataset's next element, one per component.
-_GET_NEXT = frozenset(("IteratorGetNext", "IteratorGetNextSync"))
 # Ops whose first output is bool whatever their attributes.
 _BOOL_OPS = frozenset(("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual",
                        "LogicalAnd", "LogicalOr", "LogicalNot", "IsNan", "IsInf", "IsFinite",
@@ -94,29 +93,6 @@ def _size_bounds(dtype: str) -> tuple[int, int] | None:
     return (size, size) if size is not None else None
 
 
-def iterator_dtypes(ops: dict[str, OpCreation],
-                    specs: Sequence[tuple[str, str]]) -> dict[tuple[str, int], str]:
-    """(op name, slot) -> dtype of the ``IteratorGetNext`` outputs of one graph, from the
-    element specs (``types``, ``shapes``) a profile's tf.data iterators record: only where
-    every spec with as many components as the op has outputs names the same types (two
-    datasets of one shape but other types could feed either op)."""
-    out: dict[tuple[str, int], str] = {}
-    for op in ops.values():
-        if op.op_type not in _GET_NEXT or op.num_outputs <= 0:
-            continue
-        named = {types for types, _shapes in specs if len(types.split()) == op.num_outputs}
-        if len(named) != 1:
-            continue
-        for slot, dtype in enumerate(named.pop().split()):
-            out[(op.op_name, slot)] = _dtype_enum(dtype)
-    return out
-
-
-def _dtype_enum(name: str) -> str:
-    """DataTypeString ("float", "int64", "bfloat16") -> the DataType enum name (DT_FLOAT)."""
-    return "DT_" + name.upper()
-
-
 def _moves(names: Iterable[str]) -> dict[str, tuple[int, frozenset[str]]]:
     """Cast name (with its scope) -> how many times the stage moved an op across it, and
     the types its new Casts are named with, from the names of new Casts that ran:
@@ -131,7 +107,7 @@ def _moves(names: Iterable[str]) -> dict[str, tuple[int, frozenset[str]]]:
         depth, types = 0, set()
         while scope.endswith("ArithmeticOptimizer") and base.startswith(_STAGE):
             dtype, _, base = base[len(_STAGE):].partition("_")
-            types.add(_dtype_enum(dtype))
+            types.add(dtype_enum(dtype))
             scope = scope[:-len("ArithmeticOptimizer")].rstrip("/")
             depth += 1
         if depth:
@@ -168,7 +144,8 @@ def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, i
         for tensor in _data_inputs(op):
             consumers[_name(tensor)].append(op.op_name)
     moves = _moves(executed)
-    from_iterator = iterator_dtypes(ops, iterator_specs)
+    from_iterator = {(name, slot): dtype for name, element in elements(ops, iterator_specs).items()
+                     for slot, dtype in enumerate(element.dtypes)}
     out: dict[str, str] = {}
 
     def vp_consumers(name: str) -> list[str]:
