@@ -26,6 +26,11 @@ shows ran (scored by ``tests/matrix/truth.py``, which shares no code with the pr
   node idle), int64 labels cast to int32 have the narrowing Cast moved before the
   ExpandDims; the new Cast's name alone does not say which (``..._int64_Cast`` both
   times), the profile's iterator element types do.
+- The same flattening Reshape on batches of a dataset, profiled late (past the runs after
+  which the executor stops tracing cheap nodes, so the Pack's missing event says
+  nothing): the profile's iterator shapes say whether the batch dimension was static
+  (``drop_remainder=True``: grappler folds the shape and removes the Reshape) or not
+  (it runs).
 """
 from __future__ import annotations
 
@@ -294,3 +299,53 @@ def test_a_profiles_dataset_types_tell_which_way_a_label_cast_was_moved(
     run = summary(load(str(logdir)), str(logdir), explanations=False)["runs"][0]
     result = score(run, truth)
     assert result["share"] == 1.0, result
+
+
+_DATASET_RESHAPE = """
+import sys
+import numpy as np
+import tensorflow as tf
+
+tf.debugging.experimental.enable_dump_debug_info(
+    sys.argv[1], tensor_debug_mode=sys.argv[2], circular_buffer_size=-1)
+x = np.random.RandomState(0).rand(16, 10).astype("float32")
+y = (np.arange(16) % 10).astype("int32")
+data = tf.data.Dataset.from_tensor_slices((x, y)).batch(4, drop_remainder="static" in sys.argv[1])
+it = iter(data.repeat())
+
+@tf.function
+def step(it):
+    logits, labels = next(it)
+    y = tf.add(logits, 1.0, name="shifted")
+    flat = tf.reshape(y, [-1, tf.shape(y)[-1]], name="rpack")
+    return tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=flat, name="ce"), name="loss")
+
+for _ in range(120):  # past the runs after which cheap nodes leave no event
+    step(it)
+tf.profiler.experimental.start(sys.argv[1])
+step(it)
+tf.profiler.experimental.stop()
+tf.debugging.experimental.disable_dump_debug_info()
+"""
+
+
+@pytest.mark.parametrize("batch", ["static", "dynamic"])
+def test_a_profiles_dataset_shapes_tell_whether_the_batch_dimension_was_static(
+        tmp_path: Path, batch: str) -> None:
+    needs_tensorflow()
+    root = tmp_path / batch
+    root.mkdir()
+    logdir, log = _run(root, _DATASET_RESHAPE, "FULL_HEALTH")
+    (model,) = load(str(logdir))
+    shapes = "[4,10] [4]" if batch == "static" else "[?,10] [?]"
+    assert [p.iterator_specs for p in model.profiles] == [[("float int32", shapes)]]
+    (rpack,) = [op for op in model.graph_ops if op.op_name == "rpack"]
+    ran = truth_of(logdir, [log]).kernels[("Reshape", "graph")].get("Reshape", 0)
+    if batch == "dynamic":  # the Pack's event, where the profile has one, tells it first
+        assert ran == rpack.executions
+        assert rpack.kernel == "Reshape" and (f"batch dimension unknown ({shapes})" in rpack.note
+                                              or "shows rpack/shape ran" in rpack.note)
+    else:  # before, "ran", assuming a batch dimension of None
+        assert ran == 0
+        assert rpack.kernel != "Reshape", rpack.note

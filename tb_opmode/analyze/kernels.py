@@ -33,10 +33,17 @@ from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
 from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
 from .cast_reorder import reordered_across_casts
 from .cse import merged_duplicates
+from .datasets import batch_dimension
 from .no_tensor import bypassed_reshapes, pruned_dead_ops
 from .nodes import canonical_op, origin_name, suffixes, tensor_source
 from .rules import cpu_dependence, expected_kernel, matching_rules
-from .static_shapes import BATCH_ASSUMPTION, SHAPE_NOT_FOLDED, unfolded_gradient_reductions, unprovable_reshapes
+from .static_shapes import (
+    BATCH_ASSUMPTION,
+    BATCH_SEEN,
+    SHAPE_NOT_FOLDED,
+    unfolded_gradient_reductions,
+    unprovable_reshapes,
+)
 
 __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
            "is_fused", "run_cpu", "inferred_kernel", "FLOAT_DTYPES", "cpu_from_kernels"]
@@ -425,6 +432,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     reordered: dict[tuple[int, str], dict[str, str]] = {}
     bypassed: dict[tuple[int, str], dict[str, tuple[str, str]]] = {}
     unprovable: dict[tuple[int, str], tuple[dict[str, str], dict[str, tuple[str, str]]]] = {}
+    batches: dict[tuple[int, str], tuple[str, str]] = {}
     dtypes_by_graph: dict[int, dict[str, dict[tuple[str, int], str]]] = {}
     iterator_specs = [spec for prof in model.profiles for spec in prof.iterator_specs]
     for i, op in unresolved:
@@ -605,7 +613,16 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                     unprovable_reshapes(
                         graph_ops, partial(_constant_input, graph_ops, memo=folding_memo)))
             unfolded, packed = unprovable[key]
+            if key not in batches:
+                batches[key] = batch_dimension(graph_ops, iterator_specs)
+            batch, shapes = batches[key]
+            # The rules' premise is a batch dimension only known at run time: where the
+            # profile's dataset shows it, the note says so; where it shows it static,
+            # grappler may well have folded the shapes, and the rules say nothing.
+            assumed = BATCH_SEEN.format(shapes=shapes) if batch == "dynamic" else BATCH_ASSUMPTION
             ran = unfolded.get(op.op_name)
+            if ran is not None:
+                ran = ran.replace(BATCH_ASSUMPTION, assumed)
             if op.op_name in packed:
                 ran, pack = packed[op.op_name]
                 pack_ran = any(n == pack or n.endswith("/" + pack) for n in nodes)
@@ -614,7 +631,11 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
                 folded = not pack_ran and op.op_name in (summaries or identities) and \
                     traced_always
                 ran = None if folded else ran + "; " + (
-                    SHAPE_NOT_FOLDED.format(pack=pack) if pack_ran else BATCH_ASSUMPTION)
+                    SHAPE_NOT_FOLDED.format(pack=pack) if pack_ran else assumed)
+                if batch == "static" and not pack_ran:
+                    ran = None
+            elif batch == "static":
+                ran = None
             if ran is not None:
                 kernel, why = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
                                               cpu_seen)

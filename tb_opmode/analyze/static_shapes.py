@@ -32,7 +32,7 @@ from collections.abc import Callable
 from ..read.tfdbg import OpCreation
 from .nodes import tensor_source
 
-__all__ = ["BATCH_ASSUMPTION", "SHAPE_NOT_FOLDED", "unfolded_gradient_reductions",
+__all__ = ["BATCH_ASSUMPTION", "BATCH_SEEN", "SHAPE_NOT_FOLDED", "unfolded_gradient_reductions",
            "unprovable_reshapes"]
 
 # Element-wise ops whose output keeps an operand's unknown dimensions when the other
@@ -46,6 +46,9 @@ _SAME_SHAPE = frozenset(("Identity", "Relu", "Relu6", "Elu", "Selu", "Neg", "Exp
 BATCH_ASSUMPTION = ("assuming the batch dimension is not fixed statically, as in a Keras fit "
                     "whose dataset batches without drop_remainder; with fully static shapes "
                     "grappler folds the shape and removes it")
+# The same, where a profile's tf.data iterator shows it (``datasets.batch_dimension``);
+# where it shows the batch static, the rules do not apply.
+BATCH_SEEN = "the profile's tf.data iterator shows the batch dimension unknown ({shapes})"
 # The same, where a profile shows the Pack of the shape ran.
 SHAPE_NOT_FOLDED = ("the profile shows {pack} ran, so grappler did not fold that shape into a "
                     "constant: the shapes were not fully static")
