@@ -38,13 +38,13 @@ from typing import IO, Any, Optional
 
 from google.protobuf.message import DecodeError
 
+from .. import loadworker
 from ..analyze.assemble import build_run
 from ..errors import BadParameter, NoSuchRun, StillLoading, UnloadableRun
 from ..present import tab
 from ..read import fs
 from ..read.cache import CACHE_ENV, cache_dir, cached_dump_tasks, load_view, store_view
 from ..read.discover import RunSources, discover
-from . import loadworker
 
 __all__ = ["RunLoader", "Signature", "file_signature"]
 
@@ -122,7 +122,7 @@ class _Worker:
         # cache directory is passed resolved, as it may be relative to our directory.
         where = cache_dir()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tb_opmode.plugin.loadworker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "tb_opmode.loadworker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=None, close_fds=True, cwd=here,
             env={**os.environ, CACHE_ENV: where if where is not None else "off",
                  "PYTHONPATH": os.pathsep.join(
