@@ -783,20 +783,27 @@ def _touch_all(part: DumpSet, walls: list[float]) -> None:
 def _fold_graphs(part: DumpSet, events: Events) -> None:
     graphs = part.graphs
     new_op = tuple.__new__
+    texts: dict[str, str] = {}
     walls: list[float] = []
     wall = walls.append
     for event, what, op, stack, _offset, _payload in events:
         wall(event.wall_time)
         if what == "graph_op_creation":
-            graph_id = op.graph_id
-            graph = graphs.get(graph_id)
+            graph = graphs.get(op.graph_id)
             if graph is None:
-                graph = graphs[graph_id] = GraphInfo(graph_id, op.graph_name)
+                graph = graphs[op.graph_id] = GraphInfo(op.graph_id, op.graph_name)
+            # The graph's own id string, not a new one per op: the cache entry then
+            # pickles it once per graph instead of once per op.
+            graph_id = graph.graph_id
             name = op.op_name
             # The stack is shared by the ops of one call site (``_Stacks``). The tuple made
             # directly (a named tuple's own constructor is a Python call) from a list of the
             # input names (one C call; iterating the repeated field took twice as long).
-            graph.ops[name] = new_op(OpCreation, (op.op_type, name, graph_id, op.device_name,
+            # Op types and devices are a few strings each made anew per op: one object each
+            # (pickled once, not per op).
+            op_type, device = op.op_type, op.device_name
+            op_type, device = texts.setdefault(op_type, op_type), texts.setdefault(device, device)
+            graph.ops[name] = new_op(OpCreation, (op_type, name, graph_id, device,
                                                   op.num_outputs, stack, tuple(op.input_names[:])))
         elif what == "debugged_graph":
             g = op
