@@ -728,12 +728,15 @@ class RunLoader:
         "progress": ...}``, read under one lock so that both agree."""
         with self._lock:
             names = sorted(set(self._discovered) | set(self._runs))
+            # A set: while 200 runs load, most are pending, and the tab (and the bench)
+            # ask for this list several times a second.
+            pending = set(self._progress.pending)
             runs = []
             for name in names:
                 loaded = self._runs.get(name)
                 entry: dict[str, Any] = {"run": name}
                 if loaded is not None:
-                    stale = (name in self._progress.pending)
+                    stale = (name in pending)
                     entry.update(status="ready", reloading=stale)
                     entry.update(loaded.listing or _listing(loaded))
                 elif name in self._errors:
