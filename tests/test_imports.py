@@ -6,7 +6,8 @@ then each module imported for its ``__all__``. Out: assertions. Needs no TensorF
 
 Stages, earliest first (a module may import its own stage and earlier ones only):
 0 ``errors``, ``vocab`` and the package's ``__init__`` (``__version__``); 1 ``read/``;
-2 ``model``; 3 ``analyze/``; 4 ``present/``; 5 ``plugin/`` and ``cli``.
+2 ``model``; 3 ``analyze/``; 4 ``present/``; 5 ``plugin/``, ``cli`` and ``loadworker`` (the
+plugin's load worker process, outside ``plugin/`` so that it imports no TensorBoard).
 An import inside a function is allowed only for a module of an optional extra
 (``LAZY_ALLOWED``, each with why).
 """
@@ -14,6 +15,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +26,7 @@ PACKAGE = "tb_opmode"
 ROOT = Path(__file__).resolve().parent.parent / PACKAGE
 
 STAGES = {"errors": 0, "vocab": 0, "read": 1, "model": 2, "analyze": 3, "present": 4,
-          "plugin": 5, "cli": 5}
+          "plugin": 5, "cli": 5, "loadworker": 5}
 
 # Imports inside a function that are allowed, each with why; any other is a failure.
 # Only optional extras: their module imports the extra at its top, and is imported only
@@ -193,3 +197,17 @@ def test_public_definitions_are_in_all(module: str) -> None:
                if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")]
     names = _import(module).__dict__.get("__all__", [])
     assert sorted(set(defined) - set(names)) == [], module
+
+
+def test_the_load_worker_imports_no_tensorboard() -> None:
+    """A load worker (``python -m tb_opmode.loadworker``, one per core while runs load)
+    imports neither TensorBoard nor werkzeug: only the plugin's routes need them, and
+    importing them cost each worker ~90 ms of the cores the runs load on."""
+    # What ``python -m tb_opmode.loadworker`` imports before its main loop starts.
+    code = ("import sys, tb_opmode.loadworker\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'tensorboard', 'werkzeug'}))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT.parent)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, stdin=subprocess.DEVNULL)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr

@@ -38,13 +38,14 @@ from typing import IO, Any, Optional
 
 from google.protobuf.message import DecodeError
 
+from .. import loadworker
 from ..analyze.assemble import build_run
 from ..errors import BadParameter, NoSuchRun, StillLoading, UnloadableRun
 from ..present import tab
 from ..read import fs
-from ..read.cache import CACHE_ENV, cache_dir, cached_dump_tasks, load_view, store_view
+from ..read.cache import CACHE_ENV, cache_dir, cached_dump_tasks, held_dump_tasks, load_view, store_view
 from ..read.discover import RunSources, discover
-from . import loadworker
+from ..read.tfdbg import find_dump_sets
 
 __all__ = ["RunLoader", "Signature", "file_signature"]
 
@@ -122,7 +123,7 @@ class _Worker:
         # cache directory is passed resolved, as it may be relative to our directory.
         where = cache_dir()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tb_opmode.plugin.loadworker"], stdin=subprocess.PIPE,
+            [sys.executable, "-m", "tb_opmode.loadworker"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=None, close_fds=True, cwd=here,
             env={**os.environ, CACHE_ENV: where if where is not None else "off",
                  "PYTHONPATH": os.pathsep.join(
@@ -272,11 +273,42 @@ class RunLoader:
         with self._lock:
             self._progress.scanning = True
         try:
+            self._start_early()
             self._scan_and_load()
         finally:
             for worker in self._spare:
                 self._retire(worker)  # a scan's workers stop once its loads are done
             self._spare = []
+
+    def _start_early(self) -> None:
+        """At the first scan, start the load workers before discovery when the logdir
+        looks like one of many runs still to read: local, two cores or more, at least
+        ``SCAN_IN_WORKERS`` directories at its top, and the first of them holding a dump
+        set whose cluster tasks the cache does not hold (a cold start; a warm one lists
+        its runs from the cache and needs no worker). Their imports (~0.3 s each) then
+        run while discovery walks the logdir, instead of after it. They wait in
+        ``_spare`` for the scan's tasks and loads, and stop with the scan like the
+        workers it starts. Not at later scans: most find nothing to load."""
+        with self._lock:
+            first = self._progress.scans == 0
+        count = self._worker_count()
+        if not first or count < 2 or self._spare or fs.is_remote(self._logdir):
+            return
+        try:
+            names = sorted(os.listdir(self._logdir))
+        except OSError:
+            return  # discovery says why
+        dirs = [p for p in (os.path.join(self._logdir, n) for n in names) if os.path.isdir(p)]
+        if len(dirs) < self.SCAN_IN_WORKERS:
+            return
+        sets = find_dump_sets(dirs[0])
+        if not sets or any(held_dump_tasks(files) is not None for files in sets.values()):
+            return
+        for _ in range(count):
+            worker = self._start_worker()
+            if worker is None:
+                break
+            self._spare.append(worker)
 
     def _scan_and_load(self) -> None:
         try:
@@ -696,12 +728,15 @@ class RunLoader:
         "progress": ...}``, read under one lock so that both agree."""
         with self._lock:
             names = sorted(set(self._discovered) | set(self._runs))
+            # A set: while 200 runs load, most are pending, and the tab (and the bench)
+            # ask for this list several times a second.
+            pending = set(self._progress.pending)
             runs = []
             for name in names:
                 loaded = self._runs.get(name)
                 entry: dict[str, Any] = {"run": name}
                 if loaded is not None:
-                    stale = (name in self._progress.pending)
+                    stale = (name in pending)
                     entry.update(status="ready", reloading=stale)
                     entry.update(loaded.listing or _listing(loaded))
                 elif name in self._errors:

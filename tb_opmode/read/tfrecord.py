@@ -42,7 +42,7 @@ from ..errors import Problem
 from . import fs
 
 __all__ = ["RecordReader", "ChunkVerifier", "frame_whole", "next_intact_record", "masked_crc32c",
-           "encode_record", "WHOLE_MAX_BYTES"]
+           "encode_record", "WHOLE_MAX_BYTES", "thread_buffer"]
 
 _HEADER = 12
 _FOOTER = 4
@@ -328,6 +328,19 @@ WHOLE_MAX_BYTES = _WINDOW
 _verifiers = threading.local()
 
 
+def thread_buffer(n: int) -> memoryview:
+    """``n`` bytes of this thread's reusable buffer (``n`` at most ``WHOLE_MAX_BYTES``),
+    writable, read into again by the thread's next ``frame_whole(reuse=True)`` or
+    ``thread_buffer``: a fresh buffer of megabytes for each file of each run was page
+    faults as costly as reading it."""
+    if n > WHOLE_MAX_BYTES:
+        raise ValueError(f"{n} bytes is more than a reusable buffer holds ({WHOLE_MAX_BYTES})")
+    held = getattr(_verifiers, "buffer", None)
+    if held is None or len(held) < n:
+        held = _verifiers.buffer = bytearray(max(n, 1 << 20))
+    return memoryview(held)[:n]
+
+
 def frame_whole(path: str, start: int = 0, reuse: bool = False
                 ) -> tuple[list[tuple[int, memoryview]], int] | None:
     """Every record of an intact file from ``start`` to its end, read at once: (offset,
@@ -345,10 +358,7 @@ def frame_whole(path: str, start: int = 0, reuse: bool = False
             if n > WHOLE_MAX_BYTES or n < 0:
                 return None
             if reuse:
-                held = getattr(_verifiers, "buffer", None)
-                if held is None or len(held) < n:
-                    held = _verifiers.buffer = bytearray(max(n, 1 << 20))
-                buf: Any = memoryview(held)[:n]
+                buf: Any = thread_buffer(n)
             else:
                 buf = bytearray(n)
             f.seek(start)

@@ -15,7 +15,10 @@ Why a process of its own, started with ``python -m`` rather than by
 ``multiprocessing``: reading a run is CPU-bound Python (threads would share one
 core through the GIL), TensorBoard's process has threads (forking it could copy
 a held lock), and ``multiprocessing``'s spawn would import TensorBoard's main
-module, and with it TensorFlow, in every worker (two seconds each).
+module, and with it TensorFlow, in every worker (two seconds each). Why a module
+outside ``plugin/``: ``python -m tb_opmode.plugin.loadworker`` ran ``plugin/__init__``,
+which imports the routes and with them TensorBoard and werkzeug (~90 ms of each
+worker's start, on the cores the runs load on); a worker needs neither.
 """
 from __future__ import annotations
 
@@ -31,10 +34,10 @@ from typing import IO, Any, Optional
 
 from google.protobuf.message import DecodeError
 
-from ..analyze.assemble import build_run
-from ..present import tab
-from ..read.cache import cached_dump_tasks, store_view
-from ..read.xplane import Profile
+from .analyze.assemble import build_run
+from .present import tab
+from .read.cache import cached_dump_tasks, store_view
+from .read.xplane import Profile
 
 __all__ = ["main", "send", "receive", "light_view", "expected_errors"]
 
