@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode.analyze.assemble import load
+from tb_opmode.analyze.assemble import RunModel, load
 from tb_opmode.present.contract import summary
 from tb_opmode.vocab import REMOVED
 from tests.matrix.truth import score, truth_of
@@ -248,6 +248,18 @@ def test_a_profile_tells_whether_a_packed_shape_was_folded(tmp_path: Path, shape
         assert rpack.kernel != "Reshape", rpack.note
 
 
+def _with_dataset(root: Path, script: str, mode: str,
+                  spec: tuple[str, str]) -> tuple[RunModel, Path, Path]:
+    """``script`` run in ``root`` (whose name the script reads) and loaded; its one profile
+    must have seen the one dataset element ``spec`` (types, shapes)."""
+    needs_tensorflow()
+    root.mkdir()
+    logdir, log = _run(root, script, mode)
+    (model,) = load(str(logdir))
+    assert [p.iterator_specs for p in model.profiles] == [[spec]]
+    return model, logdir, log
+
+
 _LABEL_CAST = """
 import sys
 import numpy as np
@@ -281,13 +293,9 @@ tf.debugging.experimental.disable_dump_debug_info()
 @pytest.mark.parametrize("direction", ["widen", "narrow"])
 def test_a_profiles_dataset_types_tell_which_way_a_label_cast_was_moved(
         tmp_path: Path, direction: str) -> None:
-    needs_tensorflow()
-    root = tmp_path / direction
-    root.mkdir()
-    logdir, log = _run(root, _LABEL_CAST, "NO_TENSOR")
-    (model,) = load(str(logdir))
-    assert [p.iterator_specs for p in model.profiles] == [
-        [("float int32" if direction == "widen" else "float int64", "[?,10] [?]")]]
+    types = "float int32" if direction == "widen" else "float int64"
+    model, logdir, log = _with_dataset(tmp_path / direction, _LABEL_CAST, "NO_TENSOR",
+                                       (types, "[?,10] [?]"))
     ops = {op.op_name: op for op in model.graph_ops if op.op_name in ("cast", "flat")}
     truth = truth_of(logdir, [log])
     moved = "flat" if direction == "widen" else "cast"
@@ -333,13 +341,9 @@ tf.debugging.experimental.disable_dump_debug_info()
 @pytest.mark.parametrize("batch", ["static", "dynamic"])
 def test_a_profiles_dataset_shapes_tell_whether_the_batch_dimension_was_static(
         tmp_path: Path, batch: str) -> None:
-    needs_tensorflow()
-    root = tmp_path / batch
-    root.mkdir()
-    logdir, log = _run(root, _DATASET_RESHAPE, "FULL_HEALTH")
-    (model,) = load(str(logdir))
     shapes = "[4,10] [4]" if batch == "static" else "[?,10] [?]"
-    assert [p.iterator_specs for p in model.profiles] == [[("float int32", shapes)]]
+    model, logdir, log = _with_dataset(tmp_path / batch, _DATASET_RESHAPE, "FULL_HEALTH",
+                                       ("float int32", shapes))
     (rpack,) = [op for op in model.graph_ops if op.op_name == "rpack"]
     ran = truth_of(logdir, [log]).kernels[("Reshape", "graph")].get("Reshape", 0)
     if batch == "dynamic":  # the Pack's event, where the profile has one, tells it first
