@@ -140,7 +140,10 @@ def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, i
     ``debug_reads``: whether tfdbg's debug ops read the ops' outputs (every mode but
     NO_TENSOR), a consumer that keeps a node running whatever grappler moves."""
     consumers: dict[str, list[str]] = defaultdict(list)
+    readers: dict[str, set[str]] = defaultdict(set)  # data and control consumers alike
     for op in ops.values():
+        for tensor in op.inputs:
+            readers[_name(tensor)].add(op.op_name)
         for tensor in _data_inputs(op):
             consumers[_name(tensor)].append(op.op_name)
     moves = _moves(executed)
@@ -196,11 +199,11 @@ def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, i
         source = _first_input(cast)
         if source is None:
             continue
-        src, dst = _size_bounds(dtype_of(*source)), None
+        source_type, get_next = typed(*source)
+        src, dst = _size_bounds(source_type), None
         for name in [cast.op_name] + vp_consumers(cast.op_name):
             dst = dst or _size_bounds(dtype_of(name))
         depth, named = _suffix_move(moves, cast.op_name)
-        source_type, get_next = typed(*source)
         told = ""
         if dst is None and depth and len(named) == 1 and source_type in _SIZES \
                 and source_type not in named:
@@ -229,7 +232,7 @@ def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, i
         elif widening:
             moved = chain(cast, None)
             how = (f"the dump's dtypes show {cast.op_name} widening its input "
-                   f"({dtype_of(*source)} to {dtype_of(cast.op_name) or 'a wider type'})")
+                   f"({source_type} to {dtype_of(cast.op_name) or 'a wider type'})")
         else:
             moved = []
         for name in moved:
@@ -269,9 +272,7 @@ def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, i
                              f"Cast before {producer.op_name} (stage "
                              f"ReorderCastLikeAndValuePreserving), and its consumers read the "
                              f"copy of {producer.op_name} made after it; {how} (inferred)")
-        readers = [op for op in ops.values()
-                   if any(_name(t) == producer.op_name for t in op.inputs)]
-        if not debug_reads and [r.op_name for r in readers] == [cast.op_name]:
+        if not debug_reads and readers[producer.op_name] == {cast.op_name}:
             out[producer.op_name] = (
                 f"removed by grappler: its arithmetic optimizer moved the narrowing Cast "
                 f"{cast.op_name}, its only consumer, before it (stage "
