@@ -431,8 +431,10 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
     folding_memo: dict[tuple[int, str], bool] = {}
     reordered: dict[tuple[int, str], dict[str, str]] = {}
     bypassed: dict[tuple[int, str], dict[str, tuple[str, str]]] = {}
-    unprovable: dict[tuple[int, str], tuple[dict[str, str], dict[str, tuple[str, str]]]] = {}
-    batches: dict[tuple[int, str], tuple[str, str]] = {}
+    # (dump, graph) -> (its dataset's batch dimension, what the notes say of it, the
+    # gradient reductions and Reshapes static shapes cannot prove no-ops)
+    unprovable: dict[tuple[int, str],
+                     tuple[str, str, dict[str, str], dict[str, tuple[str, str]]]] = {}
     dtypes_by_graph: dict[int, dict[str, dict[tuple[str, int], str]]] = {}
     iterator_specs = [spec for prof in model.profiles for spec in prof.iterator_specs]
     for i, op in unresolved:
@@ -607,35 +609,30 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             continue
         if same and op.op_type in ("Reshape", "Sum"):
             if key not in unprovable:
+                # The rules' premise is a batch dimension only known at run time: where the
+                # profile's dataset shows it, the notes say so; where it shows it static,
+                # grappler may well have folded the shapes, and the rules say nothing.
+                batch, shapes = batch_dimension(graph_ops, iterator_specs)
+                assumed = BATCH_SEEN.format(shapes=shapes) if batch == "dynamic" \
+                    else BATCH_ASSUMPTION
                 unprovable[key] = (
+                    batch, assumed,
                     unfolded_gradient_reductions(
-                        graph_ops, partial(_trace_rank, model.dumps[i], op.graph_id)),
+                        graph_ops, partial(_trace_rank, model.dumps[i], op.graph_id), assumed),
                     unprovable_reshapes(
                         graph_ops, partial(_constant_input, graph_ops, memo=folding_memo)))
-            unfolded, packed = unprovable[key]
-            if key not in batches:
-                batches[key] = batch_dimension(graph_ops, iterator_specs)
-            batch, shapes = batches[key]
-            # The rules' premise is a batch dimension only known at run time: where the
-            # profile's dataset shows it, the note says so; where it shows it static,
-            # grappler may well have folded the shapes, and the rules say nothing.
-            assumed = BATCH_SEEN.format(shapes=shapes) if batch == "dynamic" else BATCH_ASSUMPTION
-            ran = unfolded.get(op.op_name)
-            if ran is not None:
-                ran = ran.replace(BATCH_ASSUMPTION, assumed)
+            batch, assumed, unfolded, packed = unprovable[key]
+            ran = None if batch == "static" else unfolded.get(op.op_name)
             if op.op_name in packed:
                 ran, pack = packed[op.op_name]
                 pack_ran = any(n == pack or n.endswith("/" + pack) for n in nodes)
-                # A profile that would have shown the Pack run and did not: it was folded,
-                # so the shapes were static and the Reshape may well have been removed.
-                folded = not pack_ran and op.op_name in (summaries or identities) and \
-                    traced_always
+                # A profile that would have shown the Pack run and did not, or a dataset of
+                # static shapes: it was folded (most likely, for the latter), so the shapes
+                # were static and the Reshape may well have been removed.
+                folded = not pack_ran and (
+                    batch == "static" or (op.op_name in (summaries or identities) and traced_always))
                 ran = None if folded else ran + "; " + (
                     SHAPE_NOT_FOLDED.format(pack=pack) if pack_ran else assumed)
-                if batch == "static" and not pack_ran:
-                    ran = None
-            elif batch == "static":
-                ran = None
             if ran is not None:
                 kernel, why = inferred_kernel(model, op.op_type, "graph", op.dtype or "DT_FLOAT",
                                               cpu_seen)

@@ -133,7 +133,8 @@ _STATIC = frozenset(("Const", "ReadVariableOp", "VarHandleOp"))
 
 
 def unfolded_gradient_reductions(ops: dict[str, OpCreation],
-                                 rank_of: Callable[[str], int | None]) -> dict[str, str]:
+                                 rank_of: Callable[[str], int | None],
+                                 assumption: str = BATCH_ASSUMPTION) -> dict[str, str]:
     """Op name -> note for a gradient's ``Sum(grad, BroadcastGradientArgs(Shape(a),
     Shape(b))[k])`` and the Reshape of that Sum back to a shape, where grappler could
     not fold the reduction axes, so both run.
@@ -145,7 +146,9 @@ def unfolded_gradient_reductions(ops: dict[str, OpCreation],
     two ranks, or one with a statically shaped operand (a constant, a variable), never
     qualify: the axes stay computed, so the Sum reduces over axes grappler does not
     know (no Identity), its output's shape is unknown, and the Reshape after it cannot
-    be proven a no-op. ``rank_of(tensor)`` is the rank a trace records (None: none)."""
+    be proven a no-op. ``rank_of(tensor)`` is the rank a trace records (None: none);
+    ``assumption`` what the notes say of the batch dimension (``BATCH_SEEN`` where a
+    profile showed it)."""
     out: dict[str, str] = {}
     reshapes_of: dict[str, list[str]] = {}  # op name -> the Reshapes of its first output
     for reader in ops.values():
@@ -185,7 +188,7 @@ def unfolded_gradient_reductions(ops: dict[str, OpCreation],
                f"constant: its operands' shapes do not line up dimension by dimension (one of "
                f"rank {rank_a if rank_a is not None else 'fixed'}, one of rank "
                f"{rank_b if rank_b is not None else 'fixed'}), and the run-time batch "
-               f"dimension is not known to be 1 or equal to the other side's; {BATCH_ASSUMPTION}")
+               f"dimension is not known to be 1 or equal to the other side's; {assumption}")
         out[op.op_name] = f"ran (inferred): it reduces over axes computed at run time: {why}"
         for reader_name in reshapes_of.get(op.op_name, ()):
             out[reader_name] = (
