@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 
 from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, OpCreation
 from .datasets import dtype_enum, elements
-from .nodes import tensor_source
+from .nodes import data_inputs, tensor_source
 
 __all__ = ["reordered_across_casts", "VALUE_PRESERVING"]
 
@@ -75,12 +75,8 @@ def _name(tensor: str) -> str:
     return tensor_source(tensor)[0]
 
 
-def _data_inputs(op: OpCreation) -> list[str]:
-    return [t for t in op.inputs if not t.startswith("^")]
-
-
 def _first_input(op: OpCreation) -> tuple[str, int] | None:
-    inputs = _data_inputs(op)
+    inputs = data_inputs(op.inputs)
     if not inputs:
         return None
     return tensor_source(inputs[0])
@@ -144,7 +140,7 @@ def reordered_across_casts(ops: dict[str, OpCreation], dtypes: dict[tuple[str, i
     for op in ops.values():
         for tensor in op.inputs:
             readers[_name(tensor)].add(op.op_name)
-        for tensor in _data_inputs(op):
+        for tensor in data_inputs(op.inputs):
             consumers[_name(tensor)].append(op.op_name)
     moves = _moves(executed)
     from_iterator = {(name, slot): dtype for name, element in elements(ops, iterator_specs).items()

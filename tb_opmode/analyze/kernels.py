@@ -35,7 +35,7 @@ from .cast_reorder import reordered_across_casts
 from .cse import merged_duplicates
 from .datasets import batch_dimension
 from .no_tensor import bypassed_reshapes, pruned_dead_ops
-from .nodes import canonical_op, origin_name, suffixes, tensor_source
+from .nodes import canonical_op, data_inputs, origin_name, suffixes, tensor_source
 from .rules import cpu_dependence, expected_kernel, matching_rules
 from .static_shapes import (
     BATCH_ASSUMPTION,
@@ -530,7 +530,7 @@ def _fusions_and_inference(model: RunModel, resolved: list[OpKernel],
             op.kernel, op.evidence, op.note = looped[0], "inferred", looped[1]
             continue
         if op.op_type == "Pack" and created is not None and len(
-                [t for t in created.inputs if not t.startswith("^")]) == 1:
+                data_inputs(created.inputs)) == 1:
             op.kernel, op.evidence = "ExpandDims", "inferred"
             op.note = ("rewritten by grappler into ExpandDims: it packs a single tensor, which "
                        "grappler's constant folding turns into an ExpandDims (inferred from the "
@@ -769,7 +769,7 @@ def _gradient_reshapes(model: RunModel, resolved: list[OpKernel],
             continue
         graph_ops = dump.graphs[op.graph_id].ops
         created = graph_ops.get(op.op_name)
-        inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+        inputs = data_inputs(created.inputs) if created is not None else []
         source = graph_ops.get(_strip_slot(inputs[0])) if inputs else None
         summed = decided.get((op.graph_id, source.op_name)) if source is not None else None
         if source is None or summed is None or source.op_type != "Sum" or not source.inputs:
@@ -846,7 +846,7 @@ def _static_operand(graph_ops: dict[str, OpCreation], name: str,
     (TF 2.13 keeps such rank-1 Reshapes of HuggingFace BERT's LayerNorm gradients,
     measured). A Squeeze has no shape operand: its dims are an attribute."""
     created = graph_ops.get(name)
-    inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+    inputs = data_inputs(created.inputs) if created is not None else []
     return len(inputs) < 2 or _constant_input(graph_ops, inputs[1], memo)
 
 
@@ -860,7 +860,7 @@ def _same_tensor_as_input(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCr
     does (FULL_HEALTH/SHAPE/FULL_TENSOR digests): what a debug node reads when grappler
     removed the op and fed its consumers (and its debug node) the input instead."""
     created = graph_ops.get(op.op_name)
-    inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+    inputs = data_inputs(created.inputs) if created is not None else []
     if not inputs:
         return False
     mine = _lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
@@ -876,7 +876,7 @@ def _times_ones(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -
     tape's seed create) and its first trace records the very tensor its other input's
     does: ``x * 1``, which grappler's constant folding replaces by ``x``."""
     created = graph_ops.get(op.op_name)
-    inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+    inputs = data_inputs(created.inputs) if created is not None else []
     if len(inputs) != 2:
         return False
     mine = _lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
@@ -900,7 +900,7 @@ def _tiles_once(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation],
     created = graph_ops.get(op.op_name)
     if graph is None or created is None or graph.name.startswith("while_body"):
         return False
-    inputs = [t for t in created.inputs if not t.startswith("^")]
+    inputs = data_inputs(created.inputs)
     return len(inputs) == 2 and _constant_input(graph_ops, inputs[1], memo)
 
 
@@ -922,7 +922,7 @@ def _identity_in_loop(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreati
     if op.op_type != "Mul" or graph is None or created is None or \
             not graph.name.startswith("while_body"):
         return None
-    inputs = [t for t in created.inputs if not t.startswith("^")]
+    inputs = data_inputs(created.inputs)
     mine = _lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
     if len(inputs) != 2 or not mine:
         return None
@@ -1005,7 +1005,7 @@ def _all_inputs_constant(graph_ops: dict[str, OpCreation], name: str,
         return found
     memo[key] = False  # a cycle (a while loop's back edge) is no constant
     created = graph_ops.get(name)
-    inputs = [t for t in created.inputs if not t.startswith("^")] if created is not None else []
+    inputs = data_inputs(created.inputs) if created is not None else []
     result = bool(inputs) and depth < 32 and created is not None \
         and created.op_type not in _NOT_FOLDED and all(
             graph_ops.get(_strip_slot(t)) is not None and (

@@ -27,7 +27,7 @@ from collections import defaultdict
 
 from ..read.tfdbg import OpCreation
 from ..vocab import REMOVED, UNKNOWN
-from .nodes import tensor_source
+from .nodes import data_inputs, tensor_source
 
 __all__ = ["bypassed_reshapes", "pruned_dead_ops"]
 
@@ -52,7 +52,7 @@ def bypassed_reshapes(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     outer: dict[str, str] = {}
     for op in ops.values():
-        data = [t for t in op.inputs if not t.startswith("^")]
+        data = data_inputs(op.inputs)
         if op.op_type != "Reshape" or not data:
             continue
         name, slot = tensor_source(data[0])

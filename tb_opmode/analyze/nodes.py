@@ -13,13 +13,15 @@ dump.
 Grappler's optimizers name a node they make in place of an op
 ``[<scope>/]<Optimizer>/<Stage>_<op's name>``: the MatMul that absorbed a Transpose runs as
 ``ArithmeticOptimizer/FoldTransposeIntoMatMul_MatMul``; ``origin_name`` gives the op's name.
+A dump op's inputs name tensors (``x:1``, ``tensor_source``) and control inputs (``^x``,
+which ``data_inputs`` leaves out).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
-__all__ = ["suffixes", "canonical_op", "origin_name", "tensor_source"]
+__all__ = ["suffixes", "canonical_op", "origin_name", "tensor_source", "data_inputs"]
 
 _OPTIMIZED = re.compile(r"(^|/)[A-Za-z]+Optimizer/[A-Za-z0-9]+_([^/]+)$")
 
@@ -49,6 +51,11 @@ def suffixes(node: str) -> Iterable[str]:
     while start != -1:
         yield node[start + 1:]
         start = node.find("/", start + 1)
+
+
+def data_inputs(inputs: Iterable[str]) -> list[str]:
+    """A graph op's inputs less its control inputs (``"^x"``)."""
+    return [t for t in inputs if not t.startswith("^")]
 
 
 def tensor_source(tensor: str) -> tuple[str, int]:

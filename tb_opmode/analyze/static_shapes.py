@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..read.tfdbg import OpCreation
-from .nodes import tensor_source
+from .nodes import data_inputs, tensor_source
 
 __all__ = ["BATCH_ASSUMPTION", "BATCH_SEEN", "SHAPE_NOT_FOLDED", "unfolded_gradient_reductions",
            "unprovable_reshapes"]
@@ -54,10 +54,6 @@ SHAPE_NOT_FOLDED = ("the profile shows {pack} ran, so grappler did not fold that
                     "constant: the shapes were not fully static")
 
 
-def _data_inputs(op: OpCreation) -> list[str]:
-    return [t for t in op.inputs if not t.startswith("^")]
-
-
 def unprovable_reshapes(ops: dict[str, OpCreation],
                         is_constant: Callable[[str], bool]) -> dict[str, tuple[str, str]]:
     """Op name -> (note, the Pack the shape was packed by) for the Reshapes of one graph
@@ -70,13 +66,13 @@ def unprovable_reshapes(ops: dict[str, OpCreation],
     for op in ops.values():
         if op.op_type != "Reshape":
             continue
-        inputs = _data_inputs(op)
+        inputs = data_inputs(op.inputs)
         if len(inputs) != 2:
             continue
         pack = ops.get(tensor_source(inputs[1])[0])
         if pack is None or pack.op_type != "Pack":
             continue
-        elements = _data_inputs(pack)
+        elements = data_inputs(pack.inputs)
         if (len(elements) >= 2 and is_constant(elements[0])
                 and any(not is_constant(t) for t in elements[1:])):
             open_shapes[(op.op_name, 0)] = pack.op_name
@@ -91,7 +87,7 @@ def unprovable_reshapes(ops: dict[str, OpCreation],
     for _ in range(6):
         grown = False
         for op in ops.values():
-            inputs = _data_inputs(op)
+            inputs = data_inputs(op.inputs)
             sources = [tensor_source(t) for t in inputs]
             if op.op_type == "SparseSoftmaxCrossEntropyWithLogits" and sources and \
                     sources[0] in open_shapes:
@@ -114,7 +110,7 @@ def unprovable_reshapes(ops: dict[str, OpCreation],
         if not grown:
             break
     for op in ops.values():
-        inputs = _data_inputs(op)
+        inputs = data_inputs(op.inputs)
         if op.op_type != "Reshape" or op.op_name in out or len(inputs) != 2:
             continue
         source = tensor_source(inputs[0])
@@ -152,13 +148,13 @@ def unfolded_gradient_reductions(ops: dict[str, OpCreation],
     out: dict[str, str] = {}
     reshapes_of: dict[str, list[str]] = {}  # op name -> the Reshapes of its first output
     for reader in ops.values():
-        reader_inputs = _data_inputs(reader)
+        reader_inputs = data_inputs(reader.inputs)
         if reader.op_type == "Reshape" and reader_inputs:
             source = tensor_source(reader_inputs[0])
             if source[1] == 0:
                 reshapes_of.setdefault(source[0], []).append(reader.op_name)
     for op in ops.values():
-        inputs = _data_inputs(op)
+        inputs = data_inputs(op.inputs)
         if op.op_type != "Sum" or len(inputs) != 2:
             continue
         bga_name, _slot = tensor_source(inputs[1])
