@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from tb_opmode.analyze.assemble import build_run
+from tb_opmode.errors import StillLoading
 from tb_opmode.plugin.loader import RunLoader, file_signature
 from tb_opmode.present import tab
 from tb_opmode.read import cache
@@ -101,6 +103,42 @@ def test_many_runs_all_ready_and_a_huge_one_last(many: Path, cache_env: Path) ->
         progress = plugin.progress()
         assert progress["runs_done"] == progress["runs_total"] == SMALL_RUNS + 1
         assert progress["pending"] == [] and progress["loading"] == ""
+
+
+QUEUED_RUNS = 24
+
+
+def test_a_run_asked_for_while_queued_is_read_next(
+        tmp_path: Path, cnn_logdir: Path, cache_env: Path) -> None:
+    """The tab's user picks a run still queued behind others (equal sizes load in name
+    order, so the last name comes last): it goes to the next free worker instead."""
+    logdir = tmp_path / "queued"
+    logdir.mkdir()
+    names = [f"run_{i:02d}" for i in range(QUEUED_RUNS)]
+    for name in names:
+        link_tree(cnn_logdir, logdir / name)
+    last = names[-1]
+    plugin = Recording(str(logdir))
+    plugin.start()
+    try:
+        deadline = time.monotonic() + 600
+        while not plugin.published and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert plugin.published, "no run was published"
+        with pytest.raises(StillLoading, match="read next"):
+            plugin.view(last)
+        asked_at = len(plugin.published)
+        assert plugin.wait_idle(600), "background load did not finish"
+        order = [name for name, _ready, _full in plugin.published]
+        assert sorted(order) == names and plugin._errors == {}
+        # Unasked it is published last; asked, it follows at most the runs the two
+        # workers already held (two each: the next is sent before the last is answered).
+        assert order.index(last) <= asked_at + 2 * Recording.WORKERS, (asked_at, order)
+        assert order.index(last) < len(names) - 1
+        assert plugin._wanted == {}
+        assert plugin.view(last).doc["run"] == last
+    finally:
+        plugin.close()
 
 
 def test_views_beyond_the_resident_ones_are_rebuilt_identically(

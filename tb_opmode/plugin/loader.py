@@ -15,7 +15,9 @@ keeping the old model served until the new one is ready.
 Many runs: when a scan has more than one run to load, they are built in
 worker processes (``loadworker``, one per core: the reading is CPU-bound
 Python), smallest first, each published as soon as it is ready, so a huge or
-slow run holds up only its own worker. A lone run is built in the loader
+slow run holds up only its own worker. A run a route asks for while it is still
+queued (the tab's user picked it) is sent to the next free worker, ahead of the
+queue (``view``). A lone run is built in the loader
 thread (no process to start). Memory: at most ``RESIDENT_VIEWS`` runs' full
 views are held (a small dump's view is ~27 MB; 200 would be 5 GB); the
 others keep only what the run list shows, and a route asking for one rebuilds
@@ -209,6 +211,9 @@ class RunLoader:
         self._discovered: dict[str, RunSources] = {}
         self._errors: dict[str, str] = {}
         self._failed: dict[str, Signature] = {}
+        # Runs a route asked for while they were still queued, the last asked for last:
+        # they go to the next free worker, ahead of the runs queued before them.
+        self._wanted: dict[str, None] = {}
         self._progress = _Progress()
         # Run name -> (its signature, the bytes it names), for ``_update_progress``.
         self._sizes: dict[str, tuple[Signature, int]] = {}
@@ -327,6 +332,9 @@ class RunLoader:
                 if name not in self._discovered:
                     del self._errors[name]
                     self._failed.pop(name, None)
+            for name in list(self._wanted):
+                if name not in self._discovered:
+                    del self._wanted[name]
             self._active = bool(found)
             self._progress.error = scan_error
             self._progress.scans += 1
@@ -346,7 +354,10 @@ class RunLoader:
             if len(todo) > 1 and self._worker_count() > 1:
                 self._load_in_workers(todo, signatures)
             else:
-                for sources, signature in todo:
+                queue = list(reversed(todo))
+                while queue:
+                    self._bring_forward(queue)
+                    sources, signature = queue.pop()
                     if self._stop.is_set():
                         return
                     with self._lock:
@@ -465,6 +476,7 @@ class RunLoader:
         busy: list[_Worker] = []
         try:
             while (queue or busy) and not self._stop.is_set():
+                self._bring_forward(queue)
                 while queue and len(busy) < self._worker_count():
                     worker = idle.pop() if idle else self._start_worker()
                     if worker is None:
@@ -550,6 +562,17 @@ class RunLoader:
                 self._publish(sources, signature, light, False)
         return left
 
+    def _bring_forward(self, queue: list[tuple[RunSources, Signature]]) -> None:
+        """Move the queued runs a route asked for (``view``) to the end of ``queue``, where
+        the next job is taken from: the last asked for is sent first."""
+        with self._lock:
+            if not self._wanted:
+                return
+            rank = {name: i for i, name in enumerate(self._wanted)}
+        wanted = sorted((job for job in queue if job[0].name in rank), key=lambda job: rank[job[0].name])
+        if wanted and queue[-len(wanted):] != wanted:
+            queue[:] = [job for job in queue if job[0].name not in rank] + wanted
+
     def _show_loading(self, selector: selectors.BaseSelector) -> None:
         names = [key.data.jobs[0][0].name for key in selector.get_map().values() if key.data.jobs]
         with self._lock:
@@ -601,6 +624,7 @@ class RunLoader:
             with self._lock:
                 self._errors[sources.name] = f"{type_name}: {message}"
                 self._failed[sources.name] = signature
+                self._wanted.pop(sources.name, None)
         return True
 
     def _publish(self, sources: RunSources, signature: Signature, view: tab.RunView,
@@ -610,6 +634,7 @@ class RunLoader:
             self._runs[sources.name] = loaded
             self._errors.pop(sources.name, None)
             self._failed.pop(sources.name, None)
+            self._wanted.pop(sources.name, None)
             self._resident.pop(sources.name, None)
             if full:
                 self._hold(sources.name)
@@ -678,6 +703,7 @@ class RunLoader:
         with self._lock:
             self._errors[name] = f"{type(err).__name__}: {err}"
             self._failed[name] = signature
+            self._wanted.pop(name, None)
 
     def _update_progress(self, signatures: dict[str, Signature]) -> None:
         """Recount progress (lock held)."""
@@ -708,7 +734,8 @@ class RunLoader:
     def view(self, name: Optional[str], param: str = "run") -> tab.RunView:
         """The full view of run ``name`` (the request parameter ``param``), or the
         error that says why there is none: ``BadParameter`` (no name), ``NoSuchRun``,
-        ``StillLoading`` or ``UnloadableRun``."""
+        ``StillLoading`` or ``UnloadableRun``. A run still queued is loaded next: someone
+        is waiting for it (``_bring_forward``)."""
         if not name:
             raise BadParameter(f"missing parameter {param!r}")
         with self._lock:
@@ -720,7 +747,10 @@ class RunLoader:
         if error:
             raise UnloadableRun(f"run {name!r} could not be loaded: {error}")
         if known:
-            raise StillLoading(f"run {name!r} is still loading")
+            with self._lock:
+                self._wanted.pop(name, None)
+                self._wanted[name] = None
+            raise StillLoading(f"run {name!r} is still loading; it is read next")
         raise NoSuchRun(f"no run named {name!r}")
 
     def runs(self) -> dict[str, Any]:
