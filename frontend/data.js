@@ -49,8 +49,11 @@ export function failure(err) {
 }
 
 export const api = {
-  /** @return {!Promise<!RunsAnswer>} */
-  runs: () => /** @type {!Promise<!RunsAnswer>} */ (getJSON('runs')),
+  /**
+   * @param {?string=} want a run the tab waits for: the loader reads it next
+   * @return {!Promise<!RunsAnswer>}
+   */
+  runs: (want = null) => /** @type {!Promise<!RunsAnswer>} */ (getJSON('runs', {want})),
   /** @return {!Promise<!Progress>} */
   progress: () => /** @type {!Promise<!Progress>} */ (getJSON('progress')),
   /**

@@ -50,6 +50,8 @@ export class App extends WithSections {
       op: null,
     }));
     this.pollTimer = 0;
+    /** @type {?string} a run picked while still loading: shown once ready (selectRun) */
+    this.wanted = null;
     /** @type {?AbortController} the op table's page request in flight (table.js) */
     this.tableRequest = null;
     // Built by buildLayout() (in start()) before anything reads them.
@@ -78,8 +80,10 @@ export class App extends WithSections {
   }
 
   /**
-   * What the page shows: "loading" (no run ready yet), "empty" (nothing to show in
-   * the logdir), "ready". Only "ready" shows the cards; the others show one message.
+   * What the page shows: "loading" (no run listed yet), "waiting" (runs listed, but none
+   * read yet or the one picked still loading: the run list and one message), "empty"
+   * (nothing to show in the logdir), "ready". Only "ready" shows the cards; the others
+   * show one message.
    * @param {string} state
    */
   setState(state) {
@@ -148,7 +152,7 @@ export class App extends WithSections {
     clearTimeout(this.pollTimer);
     let data;
     try {
-      data = await api.runs();
+      data = await api.runs(this.wanted);
     } catch (caught) {
       const err = failure(caught);
       this.status.replaceChildren(message(`Cannot list runs: ${err.message}`, 'error'));
@@ -161,9 +165,25 @@ export class App extends WithSections {
     this.renderRunSelect(runs);
     this.renderCompareSelects(runs);
     const ready = runs.filter((r) => r.status === 'ready');
+    const wanted = this.wanted === null ? undefined : runs.find((r) => r.run === this.wanted);
+    if (wanted && wanted.status === 'ready') {
+      this.wanted = null;
+      this.setState('ready');
+      this.status.replaceChildren();
+      await this.selectRun(wanted.run);
+    } else if (this.wanted !== null && (!wanted || wanted.status !== 'loading')) {
+      this.wanted = null;  // gone, or it failed: its error is said below
+      if (this.store.state.run) this.runSelect.value = this.store.state.run;
+    }
     let {run} = this.store.state;
     const current = runs.find((r) => r.run === run);
-    if (!current || current.status !== 'ready') {
+    if (this.wanted !== null) {
+      // Picked while loading: the loader reads it next (it was asked for); nothing else is
+      // shown meanwhile, so that no other run's answers stand under its name.
+      this.setState('waiting');
+      this.status.replaceChildren(message(`Loading run ${this.wanted}: it is read next, ` +
+        'ahead of the runs queued before it; it shows here once read.', 'loading'));
+    } else if (!current || current.status !== 'ready') {
       // The run with the most evidence: most executions counted, then the newest load.
       const pick = [...ready].sort((x, y) => (y.executions || 0) - (x.executions || 0) ||
         (y.loaded_at || 0) - (x.loaded_at || 0) || (x.run < y.run ? -1 : 1))[0];
@@ -173,7 +193,9 @@ export class App extends WithSections {
       await this.selectRun(current.run, true);
     }
     const failed = runs.filter((r) => r.status === 'error');
-    if (progress.logdir_set === false) {
+    if (this.wanted !== null) {
+      // the message above stands
+    } else if (progress.logdir_set === false) {
       this.setState('empty');
       this.status.replaceChildren(message('TensorBoard was started without a logdir: start it ' +
         'with --logdir pointing at your logs (e.g. tensorboard --logdir logs/fit).'));
@@ -188,10 +210,12 @@ export class App extends WithSections {
       this.status.replaceChildren(...failed.map((r) =>
         message(`Run ${r.run} could not be loaded: ${r.error}`, 'error')));
     } else if (!ready.length) {
-      this.setState('loading');
+      // Runs listed, none read yet: the run list is shown, to pick the one to read next.
+      this.setState(runs.length ? 'waiting' : 'loading');
       this.status.replaceChildren(message(runs.length
         ? `Loading ${runs.length === 1 ? 'the run' : `${fmtInt(runs.length)} runs`}… ` +
-          'the tab fills in as soon as one is read.'
+          'the tab fills in as soon as one is read' +
+          (runs.length > 1 ? '; a run picked in the list is read next.' : '.')
         : 'Scanning the logdir…', 'loading'));
     } else {
       this.setState('ready');
@@ -200,7 +224,8 @@ export class App extends WithSections {
     }
     if (progress.error) this.status.append(message(progress.error, 'error'));
     const busy = !progress.scans || progress.scanning || progress.runs_done < progress.runs_total;
-    this.pollTimer = setTimeout(() => this.refreshRuns(), busy ? 1500 : 15000);
+    this.pollTimer = setTimeout(() => this.refreshRuns(),
+        this.wanted !== null ? 500 : busy ? 1500 : 15000);
   }
 
   /** @param {!Progress} p */
@@ -220,11 +245,12 @@ export class App extends WithSections {
 
   /** @param {!Array<RunEntry>} runs */
   renderRunSelect(runs) {
-    const selected = this.store.state.run;
+    const selected = this.wanted !== null ? this.wanted : this.store.state.run;
     this.runSelect.replaceChildren(...runs.map((r) => {
       const label = `${r.run === '.' ? '. (logdir)' : r.run}` +
         (r.status === 'ready' ? '' : r.status === 'error' ? ' (error)' : ' (loading…)');
-      return el('option', {value: r.run, disabled: r.status !== 'ready',
+      // A loading run can be picked: it is then read next (selectRun).
+      return el('option', {value: r.run, disabled: r.status === 'error',
         selected: r.run === selected, text: label});
     }));
   }
@@ -235,7 +261,16 @@ export class App extends WithSections {
    */
   async selectRun(run, reload = false) {
     const entry = this.store.state.runs.find((r) => r.run === run);
+    if (entry && entry.status === 'loading') {
+      await this.want(run);
+      return;
+    }
     if (!entry || entry.status !== 'ready') return;
+    if (this.wanted !== null) {
+      this.wanted = null;  // another run picked instead of the one still loading
+      this.setState('ready');
+      this.status.replaceChildren();
+    }
     if (run === this.store.state.run && !reload) return;
     const changed = run !== this.store.state.run;
     this.store.set({run, loadedAt: entry.loaded_at,
@@ -254,6 +289,17 @@ export class App extends WithSections {
       this.loadTable(),
       this.store.state.op ? this.loadDetail(this.store.state.op) : null]);
     this.defaultCompare();
+  }
+
+  /**
+   * Wait for a run picked while it loads: the run list asked with it (``want``) has the
+   * loader read it next; refreshRuns shows it once it is ready.
+   * @param {string} run
+   */
+  async want(run) {
+    this.wanted = run;
+    this.runSelect.value = run;
+    await this.refreshRuns();
   }
 
   /** @param {string} run */

@@ -32,6 +32,7 @@ ROWS = [
     ("4", "runs all served, warm cache"),
     ("4", "TensorBoard memory, cold"),
     ("4", "TensorBoard memory, warm"),
+    ("4", "picked in the tab while they load"),
     ("5", "tab overview, demo logdir"),
     ("5", "tab overview, 1,998-record FULL_HEALTH dump"),
     ("6", "counts == DebugDataReader's"),

@@ -746,12 +746,21 @@ class RunLoader:
             return self._full_view(name, loaded)
         if error:
             raise UnloadableRun(f"run {name!r} could not be loaded: {error}")
-        if known:
-            with self._lock:
-                self._wanted.pop(name, None)
-                self._wanted[name] = None
+        if known and self.want(name):
             raise StillLoading(f"run {name!r} is still loading; it is read next")
+        if known:  # published or failed since the look above: ask again
+            raise StillLoading(f"run {name!r} is still loading")
         raise NoSuchRun(f"no run named {name!r}")
+
+    def want(self, name: str) -> bool:
+        """Have run ``name`` read next, ahead of the runs queued before it (someone waits
+        for it): True if it is known and neither loaded nor failed, else False."""
+        with self._lock:
+            if name not in self._discovered or name in self._runs or name in self._errors:
+                return False
+            self._wanted.pop(name, None)  # the last asked for is read first
+            self._wanted[name] = None
+            return True
 
     def runs(self) -> dict[str, Any]:
         """All runs, loaded or not: ``{"runs": [{run, status, tensorflow_version, ...}],

@@ -69,7 +69,7 @@ _MAX_TEXT_PARAM = 200
 # Run names are paths relative to the logdir, as display text: a path can be
 # PATH_MAX (4096) bytes and ``display`` writes an escaped byte as 4 characters.
 _MAX_RUN_PARAM = 4 * 4096
-_RUN_PARAMS = ("run", "a", "b")
+_RUN_PARAMS = ("run", "a", "b", "want")
 _JSON = "application/json"
 
 logger = logging.getLogger(__name__)
@@ -253,7 +253,11 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     @_route
     def _serve_runs(self, request: wrappers.Request) -> wrappers.Response:
-        """All runs, loaded or not: ``[{run, status, tensorflow_version, ...}]`` plus progress."""
+        """All runs, loaded or not: ``[{run, status, tensorflow_version, ...}]`` plus progress.
+        ``want``: a run the tab waits for, read next if it is still queued."""
+        want = self._text(request, "want")
+        if want:
+            self.loader.want(want)
         return self._respond(request, self.loader.runs())
 
     @_route
