@@ -431,6 +431,7 @@ def test_unknown_run_or_op_is_404(bert: Api, path: str, params: dict[str, str]) 
     ("/compare", {"a": ".", "b": ".", "changed_only": "perhaps"}, "changed_only"),
     ("/export", {"run": ".", "format": "xml"}, "format"),
     ("/export", {"run": ".", "format": "trace", "max_events": "999999999"}, "max_events"),
+    ("/runs", {"want": "r" * 20000}, "want"),
 ])
 def test_bad_parameter_is_400_with_message(bert: Api, path: str, params: dict[str, str],
                                            needle: str) -> None:
