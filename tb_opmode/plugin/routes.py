@@ -5,7 +5,8 @@ by a ``loader.RunLoader`` in the background. Out: small JSON answers under
 ``/data/plugin/opmode/`` (runs, progress, overview, a page of the op table,
 one op's detail, a timeline window, a comparison of two runs, exports) and the
 tab's static files (``index.js`` and friends, from a fixed list). A request never
-loads anything: it reads what the loader published.
+loads anything: it reads what the loader published. It may only have the loader read
+a queued run next (``runs?want=RUN``, or any route asking for a run still queued).
 
 Errors are mapped to HTTP once, in ``_route``: ``errors.BadParameter`` is a 400, an
 unknown run or op type (``NoSuchRun``, ``UnknownOpType``) or a run that could not
