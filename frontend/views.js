@@ -167,9 +167,8 @@ export class App extends WithSections {
     const ready = runs.filter((r) => r.status === 'ready');
     const wanted = this.wanted === null ? undefined : runs.find((r) => r.run === this.wanted);
     if (wanted && wanted.status === 'ready') {
+      // Rendered while the page still waits; the state below then shows it.
       this.wanted = null;
-      this.setState('ready');
-      this.status.replaceChildren();
       await this.selectRun(wanted.run);
     } else if (this.wanted !== null && (!wanted || wanted.status !== 'loading')) {
       this.wanted = null;  // gone, or it failed: its error is said below
@@ -178,11 +177,7 @@ export class App extends WithSections {
     let {run} = this.store.state;
     const current = runs.find((r) => r.run === run);
     if (this.wanted !== null) {
-      // Picked while loading: the loader reads it next (it was asked for); nothing else is
-      // shown meanwhile, so that no other run's answers stand under its name.
-      this.setState('waiting');
-      this.status.replaceChildren(message(`Loading run ${this.wanted}: it is read next, ` +
-        'ahead of the runs queued before it; it shows here once read.', 'loading'));
+      // Picked while loading: shown once read (above), not replaced by another run.
     } else if (!current || current.status !== 'ready') {
       // The run with the most evidence: most executions counted, then the newest load.
       const pick = [...ready].sort((x, y) => (y.executions || 0) - (x.executions || 0) ||
@@ -194,7 +189,11 @@ export class App extends WithSections {
     }
     const failed = runs.filter((r) => r.status === 'error');
     if (this.wanted !== null) {
-      // the message above stands
+      // Picked while loading: the loader reads it next (it was asked for); nothing else is
+      // shown meanwhile, so that no other run's answers stand under its name.
+      this.setState('waiting');
+      this.status.replaceChildren(message(`Loading run ${this.wanted}: it is read next, ` +
+        'ahead of the runs queued before it; it shows here once read.', 'loading'));
     } else if (progress.logdir_set === false) {
       this.setState('empty');
       this.status.replaceChildren(message('TensorBoard was started without a logdir: start it ' +

@@ -17,7 +17,7 @@ worker processes (``loadworker``, one per core: the reading is CPU-bound
 Python), smallest first, each published as soon as it is ready, so a huge or
 slow run holds up only its own worker. A run a route asks for while it is still
 queued (the tab's user picked it) is sent to the next free worker, ahead of the
-queue (``view``). A lone run is built in the loader
+queue (``want``, ``view``). A lone run is built in the loader
 thread (no process to start). Memory: at most ``RESIDENT_VIEWS`` runs' full
 views are held (a small dump's view is ~27 MB; 200 would be 5 GB); the
 others keep only what the run list shows, and a route asking for one rebuilds
@@ -563,7 +563,7 @@ class RunLoader:
         return left
 
     def _bring_forward(self, queue: list[tuple[RunSources, Signature]]) -> None:
-        """Move the queued runs a route asked for (``view``) to the end of ``queue``, where
+        """Move the queued runs a route asked for (``want``) to the end of ``queue``, where
         the next job is taken from: the last asked for is sent first."""
         with self._lock:
             if not self._wanted:
