@@ -25,7 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from . import __version__
 from .analyze.assemble import find_runs, load
 from .analyze.explain import call_sites, explain
-from .errors import DaskError, LogdirError, PublicError, ReportOutputError, UnknownOpType
+from .errors import DaskError, LogdirError, PublicError, ReportOutputError, UnknownOpType, did_you_mean
 from .model import RunModel
 from .present.contract import run_json, summary
 from .present.csv import render_csv
@@ -188,9 +188,7 @@ def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                      f"(choose one with --run)\n")
     model = models[0]
     if args.op_type not in model.op_types:
-        near = sorted(t for t in model.op_types if t.lower() == args.op_type.lower()
-                      or args.op_type.lower() in t.lower())
-        hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
+        hint = did_you_mean(args.op_type, model.op_types)
         raise UnknownOpType(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
     _write_explanation(model, args.op_type, args.top, stdout)
     return 0

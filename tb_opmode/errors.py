@@ -10,9 +10,11 @@ its traceback logged.
 """
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Problem", "PublicError", "DaskError", "BadParameter", "UnknownOpType", "NoSuchRun",
+__all__ = ["did_you_mean", "Problem", "PublicError", "DaskError", "BadParameter", "UnknownOpType", "NoSuchRun",
            "UnloadableRun", "StillLoading", "NoSuchFile", "LogdirError", "UnreadableLogdir",
            "ReportOutputError"]
 
@@ -27,6 +29,16 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.path}: byte {self.offset}: {self.message}"
+
+
+def did_you_mean(asked: str, names: Iterable[str]) -> str:
+    """The hint an error about a name that does not exist ends with: the names that match
+    it but for case or as a substring (``matmul``, ``Transpose`` for ``Conj``), then those
+    a typo away (``Transposee``), at most five; "" if none."""
+    known = sorted(names)
+    near = [t for t in known if t.lower() == asked.lower() or asked.lower() in t.lower()]
+    near += [t for t in difflib.get_close_matches(asked, known, n=3) if t not in near]
+    return f"; did you mean {', '.join(near[:5])}?" if near else ""
 
 
 class PublicError(Exception):

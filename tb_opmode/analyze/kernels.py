@@ -29,6 +29,8 @@ from typing import NamedTuple
 
 from ..model import EagerAssignment, OpKernel, RunModel
 from ..read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN, DumpSet, OpCreation, digest_rank
+from ..read.tfdbg import FULL_TENSOR as _FULL_TENSOR
+from ..read.tfdbg import NO_TENSOR as _NO_TENSOR
 from ..vocab import DEBUG_PREFIX as _DEBUG_PREFIX
 from ..vocab import REMOVED, UNKNOWN, is_function, is_onednn
 from .cast_reorder import reordered_across_casts
@@ -49,7 +51,6 @@ __all__ = ["LogLink", "assign_graph", "assign_eager", "detect_onednn",
            "is_fused", "run_cpu", "inferred_kernel", "FLOAT_DTYPES", "cpu_from_kernels"]
 
 FLOAT_DTYPES = frozenset(("DT_FLOAT", "DT_DOUBLE", "DT_BFLOAT16", "DT_HALF"))
-_NO_TENSOR = 1  # tensor_debug_mode of a dump that records no tensor values
 # Kernels the executor runs inline without a profiler event at the default host tracer
 # level: their OpKernel says IsExpensive() false (TF's shape_ops, identity_op,
 # constant_op), so the executor traces them at level 3 only (measured on TF 2.21: Reshape,
@@ -707,7 +708,6 @@ def _say_untraced(model: RunModel, ops: list[OpKernel], cut: bool) -> None:
             profile.notes.append(note)
 
 
-_FULL_TENSOR = 7  # tensor_debug_mode of a dump whose traces hold whole tensors
 
 
 def _merged_duplicates(model: RunModel, resolved: list[OpKernel],

@@ -22,7 +22,6 @@ their files after the host), so no home directory's user name is left either.
 """
 from __future__ import annotations
 
-import difflib
 import html
 import os
 import re
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from .. import __version__
-from ..errors import UnknownOpType
+from ..errors import UnknownOpType, did_you_mean
 from ..read.discover import display
 from ..vocab import MODES, REMOVED, UNKNOWN
 
@@ -234,10 +233,7 @@ def focus_ops(run: dict[str, Any], asked: list[str]) -> list[str]:
     names = [r["op_type"] for r in run["op_types"]]
     for op in asked:
         if op not in names:
-            # Case and substring matches (matmul, Transpose for Conj), then typos (Transposee).
-            near = sorted(t for t in names if t.lower() == op.lower() or op.lower() in t.lower())
-            near += [t for t in difflib.get_close_matches(op, names, n=3) if t not in near]
-            hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
+            hint = did_you_mean(op, names)
             raise UnknownOpType(f"run {run['run']!r} has no op type {op!r}{hint}")
     if asked:
         return list(dict.fromkeys(asked))

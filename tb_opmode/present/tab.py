@@ -34,6 +34,7 @@ from ..analyze.workers import NO_DEVICE
 from ..errors import BadParameter, UnknownOpType
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
+from ..read.tfdbg import DEBUG_MODE_NAMES
 from ..vocab import KERNEL_KINDS, MODES, REMOVED, UNKNOWN, is_onednn
 from ..vocab import onednn_state as _onednn_word
 from . import timeline as _timeline
@@ -87,10 +88,6 @@ class RunView:
     device_totals: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
-# tfdbg's TensorDebugMode (debug_event.proto), by number.
-_DEBUG_MODE_NAMES = {0: "UNSPECIFIED", 1: "NO_TENSOR", 2: "CURT_HEALTH", 3: "CONCISE_HEALTH",
-                     4: "FULL_HEALTH", 5: "SHAPE", 6: "FULL_NUMERICS", 7: "FULL_TENSOR",
-                     8: "REDUCE_INF_NAN_THREE_SLOTS"}
 # What a mode leaves out when it instruments a graph: tfdbg's dumping callback inserts a
 # debug op only for the output tensors these modes can summarise (and none for an op
 # without outputs), so such a graph op has no execution trace and counts 0 executions.
@@ -105,7 +102,7 @@ def dump_modes(model: RunModel) -> list[str]:
     counts: Counter[int] = Counter()
     for dump in model.dumps:
         counts.update(dump.tensor_debug_modes)
-    return [_DEBUG_MODE_NAMES.get(n, str(n)) for n, _c in counts.most_common()]
+    return [DEBUG_MODE_NAMES.get(n, str(n)) for n, _c in counts.most_common()]
 
 
 def dump_gap(modes: list[str]) -> str:

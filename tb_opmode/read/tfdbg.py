@@ -80,7 +80,9 @@ from .schema import (
 )
 from .tfrecord import ChunkVerifier, RecordReader, frame_whole, masked_crc32c, next_intact_record
 
-__all__ = ["OpCreation", "GraphInfo", "DumpSet", "SourceLines", "FileState", "find_dump_sets", "read_dump_set",
+__all__ = ["NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
+           "FULL_TENSOR", "DEBUG_MODE_NAMES", "OpCreation", "GraphInfo", "DumpSet",
+           "SourceLines", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
            "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest", "digest_rank"]
 
@@ -95,16 +97,22 @@ DTYPE_NAMES = {1: "DT_FLOAT", 2: "DT_DOUBLE", 3: "DT_INT32", 4: "DT_UINT8", 5: "
                6: "DT_INT8", 7: "DT_STRING", 8: "DT_COMPLEX64", 9: "DT_INT64", 10: "DT_BOOL",
                14: "DT_BFLOAT16", 17: "DT_UINT16", 18: "DT_COMPLEX128", 19: "DT_HALF",
                22: "DT_UINT32", 23: "DT_UINT64"}
+# tfdbg's TensorDebugMode (debug_event.proto), by number: the one home of these numbers.
+NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_HEALTH, SHAPE, FULL_TENSOR = 1, 2, 3, 4, 5, 7
+DEBUG_MODE_NAMES = {0: "UNSPECIFIED", NO_TENSOR: "NO_TENSOR", CURT_HEALTH: "CURT_HEALTH",
+                    CONCISE_HEALTH: "CONCISE_HEALTH", FULL_HEALTH: "FULL_HEALTH", SHAPE: "SHAPE",
+                    6: "FULL_NUMERICS", FULL_TENSOR: "FULL_TENSOR",
+                    8: "REDUCE_INF_NAN_THREE_SLOTS"}
+_NO_TENSOR, _CURT, _CONCISE, _FULL_TENSOR = NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH, FULL_TENSOR
 # Index of the dtype in the health vector, per TensorDebugMode (FULL_HEALTH=4:
 # [tensor_id, device_id, dtype, rank, size, ...]; SHAPE=5: [tensor_id, dtype, ...]).
-_DTYPE_INDEX = {4: 2, 5: 1}
+_DTYPE_INDEX = {FULL_HEALTH: 2, SHAPE: 1}
 # What a trace or execution says of its dtype when no dtype is recorded:
 # NO_TENSOR (1) records nothing; CURT_HEALTH (2) and CONCISE_HEALTH (3) summarise
 # float tensors only, so a summary says "some float type"; no summary in those
 # modes (and in FULL_HEALTH) says "not a float type".
 DTYPE_UNKNOWN = "?"
 DTYPE_SOME_FLOAT = "float"
-_NO_TENSOR, _CURT, _CONCISE, _FULL_TENSOR = 1, 2, 3, 7  # TensorDebugMode enum values
 
 
 # Layouts of health tensors met so far: (the bytes before the vector's values, their
