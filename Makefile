@@ -111,10 +111,12 @@ matrix: venv venv213 venv217
 	$(VENV217)/bin/python -m pytest -q tests/matrix
 	$(VENV213)/bin/python -m pytest -q tests/matrix
 
+# Every row of the bench's table, judged against its targets (docs/speed.md); the table
+# printed is also kept as bench/results/<date>-<short commit>.md.
 bench: venv
-	$(VENV)/bin/python bench/bench.py
+	$(VENV)/bin/python bench/bench.py --results-dir bench/results
 
-# Every row of the issue 12 table on small inputs (minutes, not judged).
+# Every row of the bench's table on small inputs (minutes, not judged, not kept).
 bench-quick: venv
 	$(VENV)/bin/python bench/bench.py --quick
 
