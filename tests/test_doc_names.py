@@ -238,27 +238,38 @@ def _prose(source: str) -> tuple[list[tuple[int, str]], _Scopes]:
     return prose, scopes
 
 
+def _missing_files(text: str, bound: set[str]) -> Iterator[str]:
+    yield from (ref for ref in _FILE.findall(text) if not _file_exists(ref))
+
+
+def _missing_package_paths(text: str, bound: set[str]) -> Iterator[str]:
+    for rest in _PACKAGE_PATH.findall(text):
+        if not _dotted_exists(["tb_opmode", *rest.strip(".").split(".")]):
+            yield "tb_opmode" + rest.rstrip(".")
+
+
+def _missing_stage_paths(text: str, bound: set[str]) -> Iterator[str]:
+    for stage, rest in _STAGE_PATH.findall(text):
+        if stage not in bound and not _dotted_exists(["tb_opmode", stage, *rest.strip(".").split(".")]):
+            yield stage + rest
+
+
+def _missing_literals(text: str, bound: set[str]) -> Iterator[str]:
+    for first, rest in _LITERAL.findall(text):
+        known = first in MODULE_NAMES or first in bound or first in EXTERNAL_PREFIXES
+        if not known and rest.rsplit(".", 1)[-1] not in _FILE_SUFFIXES:
+            yield f"``{first}.``"
+
+
+# Each kind of reference, in the order the module docstring lists them.
+_CHECKS = (_missing_files, _missing_package_paths, _missing_stage_paths, _missing_literals)
+
+
 def _missing_in(text: str, bound: set[str]) -> Iterator[str]:
     """The names in ``text`` that do not exist; ``bound``: the names its place in a file
     binds or uses (a stage's name among them is a variable there, not the stage)."""
-    for ref in _FILE.findall(text):
-        if not _file_exists(ref):
-            yield ref
-    for rest in _PACKAGE_PATH.findall(text):
-        parts = ["tb_opmode", *rest.strip(".").split(".")]
-        if not _dotted_exists(parts):
-            yield "tb_opmode." + ".".join(parts[1:])
-    for stage, rest in _STAGE_PATH.findall(text):
-        if stage in bound:
-            continue
-        parts = ["tb_opmode", stage, *rest.strip(".").split(".")]
-        if not _dotted_exists(parts):
-            yield stage + rest
-    for first, rest in _LITERAL.findall(text):
-        if rest.rsplit(".", 1)[-1] in _FILE_SUFFIXES:
-            continue
-        if first not in MODULE_NAMES and first not in bound and first not in EXTERNAL_PREFIXES:
-            yield f"``{first}.``"
+    for check in _CHECKS:
+        yield from check(text, bound)
 
 
 def _missing_in_python(path: Path) -> list[tuple[str, int, str]]:
