@@ -1,5 +1,6 @@
 # Two entry points, both work on a fresh machine:
 #   make demo   build a real logdir with TensorFlow and open TensorBoard with the Op Mode tab
+#               (in .venv-demo: the package, TensorFlow and TensorBoard, no test toolchain)
 #   make test   install everything and run every test: first the tier without TensorFlow
 #               (tests/unit, in .venv-notf, and the wheel's smoke test), then lint and strict
 #               types (make lint) and the tab's JSDoc types (make jscheck), then on TF 2.21
@@ -9,11 +10,12 @@ VENV ?= .venv
 VENV213 ?= .venv-tf213
 VENV217 ?= .venv-tf217
 VENVNOTF ?= .venv-notf
+VENVDEMO ?= .venv-demo
 DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-notf lint jscheck node test-213 matrix venv venv213 venv217 venv-notf browser bench bench-quick clean
+.PHONY: demo test test-notf lint jscheck node test-213 matrix venv venv213 venv217 venv-notf venv-demo browser bench bench-quick clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -44,10 +46,18 @@ $(VENVNOTF)/.installed: setup.py Makefile
 	$(VENVNOTF)/bin/pip install $(PIP_FLAGS) -e . tensorboard pytest hypothesis
 	touch $@
 
+# The demo's own venv: the package, TensorFlow to write the run and TensorBoard to show it,
+# none of the test toolchain (.[test]), so a first `make demo` installs only what it uses.
+$(VENVDEMO)/.installed: setup.py Makefile
+	$(PYTHON) -m venv $(VENVDEMO)
+	$(VENVDEMO)/bin/pip install $(PIP_FLAGS) -e . 'tensorflow-cpu==2.21.*' tensorboard
+	touch $@
+
 venv: $(VENV)/.installed
 venv213: $(VENV213)/.installed
 venv217: $(VENV217)/.installed
 venv-notf: $(VENVNOTF)/.installed
+venv-demo: $(VENVDEMO)/.installed
 
 # The tier without TensorFlow (under a minute): tests/unit and every other test that needs
 # no TF; the rest of the suite is collected and skipped, saying it needs TensorFlow. Then the
@@ -77,10 +87,10 @@ $(TOOLS)/.typescript-$(TSC_VERSION):
 jscheck: $(TOOLS)/.typescript-$(TSC_VERSION)
 	$(TOOLS)/node_modules/.bin/tsc -p jsconfig.json
 
-demo: venv
-	rm -rf $(DEMO_DIR) && $(VENV)/bin/python demo/make_logdir.py $(DEMO_DIR)
-	$(VENV)/bin/tb-opmode summary $(DEMO_DIR)
-	$(VENV)/bin/tensorboard --logdir $(DEMO_DIR) --port $(PORT)
+demo: venv-demo
+	rm -rf $(DEMO_DIR) && $(VENVDEMO)/bin/python demo/make_logdir.py $(DEMO_DIR)
+	$(VENVDEMO)/bin/tb-opmode summary $(DEMO_DIR)
+	$(VENVDEMO)/bin/tensorboard --logdir $(DEMO_DIR) --port $(PORT)
 
 # Lint and strict types (settings in pyproject.toml).
 lint: venv
@@ -101,12 +111,14 @@ matrix: venv venv213 venv217
 	$(VENV217)/bin/python -m pytest -q tests/matrix
 	$(VENV213)/bin/python -m pytest -q tests/matrix
 
+# Every row of the bench's table, judged against its targets (docs/speed.md); the table
+# printed is also kept as bench/results/<date>-<short commit>.md.
 bench: venv
-	$(VENV)/bin/python bench/bench.py
+	$(VENV)/bin/python bench/bench.py --results-dir bench/results
 
-# Every row of the issue 12 table on small inputs (minutes, not judged).
+# Every row of the bench's table on small inputs (minutes, not judged, not kept).
 bench-quick: venv
 	$(VENV)/bin/python bench/bench.py --quick
 
 clean:
-	rm -rf $(VENV) $(VENV213) $(VENV217) $(VENVNOTF) $(TOOLS) demo/logs
+	rm -rf $(VENV) $(VENV213) $(VENV217) $(VENVNOTF) $(VENVDEMO) $(TOOLS) demo/logs

@@ -1,8 +1,14 @@
 """Benchmark tb-opmode against TensorFlow's DebugDataReader and its own earlier code.
 
-It ends with one table of every target of issue 12 (figure, the reference's figure in
-the same run, ratio, target, met or missed) and exits 1 if our counts or kernels
-differ from DebugDataReader's or the TF log's (tests/matrix/truth.py).
+It ends with one table, a row per measure, grouped by what they measure: ``seed`` (a
+run the size of the seed question's, with its text log), ``dump`` (a 2M-record dump),
+``profile`` (XPlane reads), ``runs`` (a logdir of 200 runs in TensorBoard), ``tab``
+(the tab's first answer) and ``truth`` (our counts and kernels against TensorFlow's).
+Each row gives our figure, the reference's in the same run, the ratio, the target, and
+met or missed; docs/speed.md says what each row measures and why its target is what it
+is. It exits 1 if our counts or kernels differ from DebugDataReader's or the TF log's
+(tests/matrix/truth.py). With ``--results-dir DIR`` (``make bench``) the table is also
+written to ``DIR/<date>-<short commit>.md``.
 
 In: command-line options (sizes, repetitions). Out: a report on stdout (and
 as JSON with ``--json FILE``): per dump size, the median wall time and peak
@@ -22,7 +28,8 @@ the parent or one worker) from wait4, and, in one extra run per variant, the
 peak over time of the summed PSS of the process tree (our forked workers
 share pages with the parent, PSS counts those once), sampled every 20 ms.
 
-    python bench/bench.py                # every issue 12 target (make bench), ~15 min
+    python bench/bench.py                # every row of the table, judged
+    python bench/bench.py --results-dir bench/results   # the same, kept (make bench)
     python bench/bench.py --quick        # the same table on small inputs, not judged
     python bench/bench.py --smoke        # a tiny dump only, 1 repetition
     python bench/bench.py --sizes 300k,2m --reps 3 --cache /tmp/bench-inputs
@@ -58,22 +65,24 @@ PY = sys.executable
 BIN = Path(PY).parent
 # name -> (make_logdir --steps, keep the VLOG log?)  ~1,000 trace records per step.
 SIZES: dict[str, tuple[int, bool]] = {"smoke": (2, False), "300k": (300, False), "2m": (2016, False),
-                                      # issue 12 target 1: the demo's BERT-like fit, 40 steps, with
-                                      # the VLOG=2 + ONEDNN_VERBOSE log (~240 MB, 33 MB of dump)
+                                      # the seed rows: the demo's BERT-like fit, 40 steps, with the
+                                      # VLOG=2 + ONEDNN_VERBOSE log, a log the size of the seed user's
                                       "seed": (40, True),
                                       # what `make demo` builds (4 steps, with the log)
                                       "demo": (4, True)}
 XPLANE_STEPS = 31000  # ~70 MB
-# issue 12's cold speed-up and memory fraction (issue 5's were 15x and 1/8)
+# The 2M-record dump's cold speed-up against DebugDataReader and its memory fraction, the
+# warm summary, the tab and its JSON answers (docs/speed.md: what each measures, and why).
 TARGETS = {"cold_speedup": 20.0, "memory_fraction": 1 / 10, "warm_s": 0.3, "xplane_s": 2.0,
            "tab_warm_s": 2.0, "tab_cold_s": 5.0, "json_bytes": 1 << 20,
-           # issue 12, target 4: a logdir of 200 small runs
+           # the runs rows: a logdir of 200 small runs in TensorBoard
            "many_runs_s": 8.0, "many_runs_mb": 1024.0,
-           # issue 12, target 3: XPlane peak memory <= 2x the file + 200 MB, >= 100 MB/s
+           # the profile rows: XPlane peak memory <= 2x the file + 200 MB, >= 100 MB/s
            "xplane_mem_factor": 2.0, "xplane_mem_extra_mb": 200.0, "xplane_mb_s": 100.0}
 MANY_RUNS = 200
-# The code before issue 12's loader and cache changes, measured in the same run as
-# the reference (exported with git archive into bench/cache, never a worktree).
+# The code before the loader, cache and reader work the targets were set for: the
+# reference measured in the same run (exported with git archive into bench/cache, never
+# a worktree), so that a ratio holds however busy the machine is.
 REFERENCE_COMMIT = "9bf69c0"
 
 
@@ -313,7 +322,7 @@ def tab_once(logdir: Path, cache_dir: str | None, sizes: bool = False,
         run = None
         while time.perf_counter() - t0 < 300:
             if "tensorboard_up_s" not in out:
-                # TensorBoard's own first answer (not our plugin's): the clock of target 5
+                # TensorBoard's own first answer (not our plugin's): the tab rows' clock starts here
                 if _get(root + "data/environment", 5)[0]:
                     out["tensorboard_up_s"] = time.perf_counter() - t0
                 else:
@@ -405,8 +414,8 @@ def compile_bytecode(tree: Path | None = None) -> str:
     """Byte-compile the ``tb_opmode`` the measured commands import (ours, or the reference
     tree's), as ``pip install`` does: the commands run with PYTHONDONTWRITEBYTECODE=1 (so
     that nothing is written while measuring), and an editable install left without
-    ``__pycache__`` would compile every module from source in every measured run (~60 ms
-    of CPU for ours), which no installed copy does. TensorFlow's modules are compiled
+    ``__pycache__`` would compile every module from source in every measured run, which
+    no installed copy does. TensorFlow's modules are compiled
     already. Returns the directory compiled."""
     env = _on_path(_env(None), tree)
     where = subprocess.run([PY, "-c", "import os, tb_opmode; print(os.path.dirname(tb_opmode.__file__))"],
@@ -440,12 +449,11 @@ def many_runs_logdir(dump: Path, runs: int = MANY_RUNS) -> Path:
 # How often many_runs_once samples the memory of TensorBoard's process tree. Reading a
 # process's smaps_rollup has the kernel walk all its mappings: TensorBoard's own, with
 # TensorFlow loaded, are thousands, and reading them (and listing its threads' children)
-# every 50 ms took a good part of a core from the start it measured (200 runs cold in
-# 25-39 s sampled, 21.6 s not). TensorBoard's own memory grows smoothly while runs
-# load (the views it holds), so it is read every 0.5 s; its load workers' (a few hundred
-# mappings each) rises and falls with every run they build, so they are read every
-# 50 ms, as before: sampled every 0.25 s, the tree's peak came out 611 MB in one start
-# of two, 781-787 MB in the others (README "Speed").
+# as often as the workers' took a good part of a core from the start it measured.
+# TensorBoard's own memory grows smoothly while runs load (the views it holds), so it is
+# read seldom; its load workers' (a few hundred mappings each) rises and falls with every
+# run they build, so they are read often: sampled as seldom as TensorBoard, the tree's
+# peak was missed in some starts (bench/results/2026-12-01-session7.md).
 MANY_RUNS_SAMPLE_S = 0.05
 MANY_RUNS_TENSORBOARD_SAMPLE_S = 0.5
 
@@ -533,7 +541,7 @@ def many_runs_once(logdir: Path, runs: int, cache_dir: str | None,
 
 def measure_many_runs(dump: Path, reps: int, work: Path, reference: bool,
                       runs: int = MANY_RUNS) -> dict[str, list[dict[str, Any]]]:
-    """Target 4: ours cold (empty cache) and warm (filled), and the reference code
+    """The runs rows: ours cold (empty cache) and warm (filled), and the reference code
     (REFERENCE_COMMIT) cold and warm, interleaved per repetition."""
     logdir = many_runs_logdir(dump, runs)
     ref = reference_tree() if reference else None
@@ -615,9 +623,10 @@ def _head(path: Path, out: Path, size: int) -> Path:
 
 @dataclass
 class Row:
-    """One line of the issue 12 table."""
+    """One line of the table: ``group`` says what the row measures (seed, dump, profile,
+    runs, tab, truth: docs/speed.md)."""
 
-    target: str
+    group: str
     what: str
     ours: str
     reference: str = ""
@@ -632,11 +641,12 @@ class Row:
         return "met" if self.met else "MISSED"
 
 
-def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
-                    seed_only: bool = False) -> tuple[list[Row], bool]:
-    """Issue 12's targets 1, 3, 5 (demo logdir) and 6 (the TF log): seed-sized run,
-    text log, profiles, the tab on the demo logdir. Returns the rows and whether our
-    counts and kernels equal DebugDataReader's and the TF log's."""
+def measure_seed_profiles_tab(quick: bool, reps: int, work: Path, ref: Path | None,
+                              seed_only: bool = False) -> tuple[list[Row], bool]:
+    """The seed rows (a seed-sized run and its text log) with its truth rows (counts
+    against DebugDataReader, kernels against the TF log), then the profile rows of the
+    1M-event profile and the XPlane reads, and the tab row of the demo logdir. Returns
+    the rows and whether our counts and kernels equal DebugDataReader's and the TF log's."""
     rows: list[Row] = []
     ok = True
     seed = generate_dump("demo" if quick else "seed")
@@ -644,7 +654,7 @@ def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
     seed_mb = log.stat().st_size / 1e6
     dump_mb = sum(p.stat().st_size for p in seed.glob("tfdbg_events.*")) / 1e6
     label = f"{'demo' if quick else 'seed-sized'} run ({seed.name}: {dump_mb:.0f} MB dump, {seed_mb:.0f} MB log)"
-    # 1. cold summary with the log against DebugDataReader on the dump alone
+    # seed: cold summary with the log against DebugDataReader on the dump alone
     _cache_in_page_cache(log)
     ours_s, ddr_s = Series(), Series()
     for _ in range(reps):
@@ -654,17 +664,17 @@ def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
         ddr_s.runs.append(run_measured(ddr_cmd(seed), _env(None)))
     doc = json.loads(ours_s.runs[-1].stdout)
     speed = ddr_s.median() / ours_s.median()
-    rows.append(Row("1", f"{label}: cold summary with the log, vs DebugDataReader on the dump",
+    rows.append(Row("seed", f"{label}: cold summary with the log, vs DebugDataReader on the dump",
                     f"{ours_s.median():.2f} s", f"{ddr_s.median():.2f} s", f"{speed:.1f}x faster",
                     ">= 4x", speed >= 4))
     mem = ours_s.maxrss_mb() / ddr_s.maxrss_mb()
-    rows.append(Row("1", f"{label}: memory (ru_maxrss)", f"{ours_s.maxrss_mb():.0f} MB",
+    rows.append(Row("seed", f"{label}: memory (ru_maxrss)", f"{ours_s.maxrss_mb():.0f} MB",
                     f"{ddr_s.maxrss_mb():.0f} MB", f"{mem:.2f} of it", "<= 1/3", mem <= 1 / 3))
-    # 6. counts equal DebugDataReader's, kernels equal the TF log's (tests/matrix/truth.py)
+    # truth: counts equal DebugDataReader's, kernels equal the TF log's (tests/matrix/truth.py)
     ddr = json.loads(ddr_s.runs[-1].stdout)
     same = our_counts(doc) == ddr
     ok &= same
-    rows.append(Row("6", f"{label}: counts == DebugDataReader's", "equal" if same else "DIFFER",
+    rows.append(Row("truth", f"{label}: counts == DebugDataReader's", "equal" if same else "DIFFER",
                     "DebugDataReader", "", "equal", same))
     summary = work / "seed_summary.json"
     summary.write_bytes(ours_s.runs[-1].stdout)
@@ -672,18 +682,18 @@ def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
                            env=_env(None), capture_output=True, text=True)
     if truth.returncode:
         ok = False
-        rows.append(Row("6", f"{label}: kernels == the TF log's", "ERROR", "tests/matrix/truth.py",
+        rows.append(Row("truth", f"{label}: kernels == the TF log's", "ERROR", "tests/matrix/truth.py",
                         goal="equal", met=False, note=truth.stderr.strip()[-200:]))
     else:
         got = json.loads(truth.stdout)
         right = sum(got[m]["right"] for m in got)
         total = sum(got[m]["total"] for m in got)
         wrong = sorted({w for m in got for w in got[m]["wrong"]})
-        rows.append(Row("6", f"{label}: kernels == the TF log's (executions with the kernel "
+        rows.append(Row("truth", f"{label}: kernels == the TF log's (executions with the kernel "
                              f"TF logged)", f"{right:,} of {total:,}", "tests/matrix/truth.py",
                         "", "all", right == total, note=f"wrong: {', '.join(wrong)}" if wrong else ""))
         ok &= right == total
-    # 1. the text log alone, ours and the reference code, and its first quarter (memory)
+    # seed: the text log alone, ours and the reference code, and its first quarter (memory)
     quarter = _head(log, work / "quarter.txt", log.stat().st_size // 4)
     variants = [("ours", None), ("reference", ref)] if ref else [("ours", None)]
     logs: dict[str, Series] = {}
@@ -695,18 +705,18 @@ def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
     small = run_measured([PY, "-c", LOG_READ, str(quarter)], _env(None))
     ours_mb_s = seed_mb / logs["ours"].median()
     ref_mb_s = seed_mb / logs["reference"].median() if "reference" in logs else float("nan")
-    rows.append(Row("1", f"text log {seed_mb:.0f} MB, cold (from the page cache)", f"{ours_mb_s:.0f} MB/s",
+    rows.append(Row("seed", f"text log {seed_mb:.0f} MB, cold (from the page cache)", f"{ours_mb_s:.0f} MB/s",
                     f"{ref_mb_s:.0f} MB/s ({REFERENCE_COMMIT})", f"{ours_mb_s / ref_mb_s:.2f}x",
                     ">= 500 MB/s", ours_mb_s >= 500))
     grow = logs["ours"].maxrss_mb() - small.maxrss_kb / 1024
-    rows.append(Row("1", "text log memory: whole log vs its first quarter (ru_maxrss)",
+    rows.append(Row("seed", "text log memory: whole log vs its first quarter (ru_maxrss)",
                     f"{logs['ours'].maxrss_mb():.0f} MB vs {small.maxrss_kb / 1024:.0f} MB",
                     "", f"+{grow:.0f} MB for 4x the bytes", "independent of size (<= +32 MB)",
                     grow <= 32))
     quarter.unlink()
-    if seed_only:  # --seed-only: targets 1 and 6 of the seed-sized run
+    if seed_only:  # --seed-only: the seed and truth rows of the seed-sized run
         return rows, ok
-    # 3. a 1M-event profile with oneDNN off: the whole summary, cold
+    # profile: a 1M-event profile with oneDNN off, the whole summary, cold
     off = generate_xplane(300 if quick else 9500, onednn=False)
     off_dir = off.parents[3]
     by: dict[str, Series] = {}
@@ -717,12 +727,12 @@ def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
     o = by["ours"].median()
     r = by["reference"].median() if "reference" in by else float("nan")
     events = json.loads(by["ours"].runs[-1].stdout)
-    rows.append(Row("3", f"profile of {300 if quick else 9500} steps, oneDNN off "
+    rows.append(Row("profile", f"profile of {300 if quick else 9500} steps, oneDNN off "
                          f"({off.stat().st_size / 1e6:.0f} MB, ~{(300 if quick else 9500) * 106 / 1e6:.1f}M events): "
                          f"summary, cold", f"{o:.2f} s", f"{r:.2f} s", f"{r / o:.1f}x faster", "<= 2 s",
                     o <= 2, note="" if events["runs"] else "no run read"))
     rows += measure_xplane_read(quick, reps, variants)
-    # 5. the tab on the demo logdir, cold: overview after TensorBoard's first answer
+    # tab: the demo logdir, cold: overview after TensorBoard's first answer
     if plugin_available():
         demo = generate_dump("demo")
         waits = []
@@ -734,17 +744,17 @@ def measure_issue12(quick: bool, reps: int, work: Path, ref: Path | None,
                 waits.append(got["overview_s"] - got["tensorboard_up_s"])
         if waits:
             w = statistics.median(waits)
-            rows.append(Row("5", f"tab overview, demo logdir ({demo.name}), cold: after TensorBoard's "
+            rows.append(Row("tab", f"tab overview, demo logdir ({demo.name}), cold: after TensorBoard's "
                                  "first answer", f"{w:.2f} s", "", "", "<= 1 s", w <= 1))
     return rows, ok
 
 
 def measure_xplane_read(quick: bool, reps: int, variants: list[tuple[str, Path | None]]) -> list[Row]:
-    """Issue 12's target 3 XPlane rows: the ~70 MB profile's peak memory and read speed,
+    """The profile rows of XPlane reads: the ~70 MB profile's peak memory and read speed,
     ours and the reference's (``variants``: who, tree on PYTHONPATH) interleaved in each
     repetition; then a ~1 GB profile (its lines repeated), ours only."""
     rows: list[Row] = []
-    # 3. XPlane read: peak memory and speed, ours and the reference; then ~1 GB
+    # XPlane read: peak memory and speed, ours and the reference; then ~1 GB
     xp = generate_xplane(300 if quick else XPLANE_STEPS)
     size_mb = xp.stat().st_size / 1e6
     _cache_in_page_cache(xp)
@@ -756,12 +766,12 @@ def measure_xplane_read(quick: bool, reps: int, variants: list[tuple[str, Path |
             xs.setdefault(who, Series()).runs.append(m)
     limit = 2 * size_mb + 200
     peak, rpeak = xs["ours"].maxrss_mb(), xs["reference"].maxrss_mb() if "reference" in xs else float("nan")
-    rows.append(Row("3", f"XPlane {size_mb:.0f} MB: peak memory (ru_maxrss)", f"{peak:.0f} MB "
+    rows.append(Row("profile", f"XPlane {size_mb:.0f} MB: peak memory (ru_maxrss)", f"{peak:.0f} MB "
                     f"({peak / size_mb:.1f}x the file)", f"{rpeak:.0f} MB", f"{peak / rpeak:.2f} of it",
                     f"<= 2x + 200 MB = {limit:.0f} MB", peak <= limit))
     speed_x = size_mb / xs["ours"].median()
     rspeed = size_mb / xs["reference"].median() if "reference" in xs else float("nan")
-    rows.append(Row("3", f"XPlane {size_mb:.0f} MB: read speed", f"{speed_x:.0f} MB/s", f"{rspeed:.0f} MB/s",
+    rows.append(Row("profile", f"XPlane {size_mb:.0f} MB: read speed", f"{speed_x:.0f} MB/s", f"{rspeed:.0f} MB/s",
                     f"{speed_x / rspeed:.2f}x", ">= 100 MB/s", speed_x >= 100))
     big = scaled_xplane(xp, (20 << 20) if quick else (1 << 30))
     try:
@@ -770,7 +780,7 @@ def measure_xplane_read(quick: bool, reps: int, variants: list[tuple[str, Path |
         big_mb = big.stat().st_size / 1e6
         secs = float(m.stdout.split()[0])
         limit = 2 * big_mb + 200
-        rows.append(Row("3", f"XPlane {big_mb:.0f} MB ({xp.name} repeated): read",
+        rows.append(Row("profile", f"XPlane {big_mb:.0f} MB ({xp.name} repeated): read",
                         f"{secs:.1f} s, {big_mb / secs:.0f} MB/s, peak {m.maxrss_kb / 1024:.0f} MB",
                         "not run (the reference peaks at ~11x the file)", "",
                         f"read; peak <= {limit:.0f} MB", m.maxrss_kb / 1024 <= limit))
@@ -780,12 +790,46 @@ def measure_xplane_read(quick: bool, reps: int, variants: list[tuple[str, Path |
 
 
 def print_rows(table: list[Row], judged: bool) -> None:
-    """The issue 12 table, as Markdown."""
-    print("| # | measured | ours | reference (same run) | ratio | target | |")
-    print("|---|---|---|---|---|---|---|")
-    for row in table:
-        print(f"| {row.target} | {row.what} | {row.ours} | {row.reference} | {row.ratio} | "
-              f"{row.goal} | {row.verdict(judged)} |")
+    """The table, as Markdown."""
+    for line in table_lines(table, judged):
+        print(line)
+
+
+def table_lines(table: list[Row], judged: bool) -> list[str]:
+    """The table's Markdown lines, as printed."""
+    lines = ["| group | measured | ours | reference (same run) | ratio | target | |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {row.group} | {row.what} | {row.ours} | {row.reference} | {row.ratio} | "
+              f"{row.goal} | {row.verdict(judged)} |" for row in table]
+    return lines
+
+
+def short_commit() -> str:
+    """The checkout's commit, as ``git describe`` abbreviates it (``-dirty`` when the
+    tree has changes), or ``nogit`` outside a git checkout."""
+    got = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty", "--abbrev=7"],
+                         capture_output=True, text=True)
+    return got.stdout.strip() if got.returncode == 0 and got.stdout.strip() else "nogit"
+
+
+def keep_results(directory: Path, heading: str, lines: list[str], argv: list[str],
+                 started: str) -> Path:
+    """Write the printed table to ``directory/<date>-<short commit>.md`` (``-2``, ``-3``...
+    for another run of the same commit that day): each run's figures in a file of their
+    own, kept beside the earlier ones, never in the README."""
+    commit = short_commit()
+    stem = f"{time.strftime('%Y-%m-%d')}-{commit}"
+    directory.mkdir(parents=True, exist_ok=True)
+    path, n = directory / f"{stem}.md", 1
+    while path.exists():
+        n += 1
+        path = directory / f"{stem}-{n}.md"
+    command = " ".join(["python bench/bench.py", *argv])
+    text = [f"# `{command}`, {time.strftime('%Y-%m-%d')}, commit {commit}", "",
+            f"Started {started}, ended {time.strftime('%H:%M')}; the table as printed. What each "
+            "row measures: [docs/speed.md](../../docs/speed.md).", "", heading.strip(), "", *lines]
+    path.write_text("\n".join(text) + "\n")
+    return path
 
 
 def plugin_available() -> bool:
@@ -822,7 +866,7 @@ def _verdict(ok: bool) -> str:
 def dump_rows(dumps: dict[str, Path], series: dict[tuple[str, str], Series],
               tabs: dict[tuple[str, str], list[float]], counts_same: dict[str, bool],
               records: dict[str, int]) -> list[Row]:
-    """Issue 12 targets 2, 5 (the big dump's tab) and 6 (its counts) from the dump runs."""
+    """The dump rows, the big dump's tab row and its truth row, from the dump runs."""
     rows: list[Row] = []
     for s, _d in dumps.items():
         label = f"{records[s]:,}-record FULL_HEALTH dump"
@@ -830,31 +874,31 @@ def dump_rows(dumps: dict[str, Path], series: dict[tuple[str, str], Series],
             cold, ddr = series[(s, "cold")], series[(s, "ddr")]
             speed = ddr.median() / cold.median()
             mem = max(cold.pss_mb() / ddr.pss_mb(), cold.maxrss_mb() / ddr.maxrss_mb())
-            rows.append(Row("2", f"{label}: summary, cold", f"{cold.median():.2f} s",
+            rows.append(Row("dump", f"{label}: summary, cold", f"{cold.median():.2f} s",
                             f"DebugDataReader {ddr.median():.2f} s", f"{speed:.1f}x faster", ">= 20x",
                             speed >= 20))
-            rows.append(Row("2", f"{label}: memory (the larger of tree PSS and ru_maxrss ratios)",
+            rows.append(Row("dump", f"{label}: memory (the larger of tree PSS and ru_maxrss ratios)",
                             f"{cold.pss_mb():.0f} MB PSS, {cold.maxrss_mb():.0f} MB rss",
                             f"{ddr.pss_mb():.0f} MB, {ddr.maxrss_mb():.0f} MB", f"{mem:.3f} of it",
                             "<= 0.10", mem <= 0.10))
         if (s, "warm") in series:
             warm = series[(s, "warm")].median()
-            rows.append(Row("2", f"{label}: summary, warm (our cache)", f"{warm:.2f} s", "", "",
+            rows.append(Row("dump", f"{label}: summary, warm (our cache)", f"{warm:.2f} s", "", "",
                             "<= 0.3 s", warm <= 0.3))
         if (s, "cold") in tabs:
             wait = statistics.median(t - u for t, u in zip(tabs[(s, "cold")],
                                                            tabs[(s, "cold (tensorboard answering)")]))
-            rows.append(Row("5", f"tab overview, {label}, cold: after TensorBoard's first answer",
+            rows.append(Row("tab", f"tab overview, {label}, cold: after TensorBoard's first answer",
                             f"{wait:.2f} s", "", "", "<= 2 s", wait <= 2))
         if s in counts_same:
-            rows.append(Row("6", f"{label}: counts == DebugDataReader's",
+            rows.append(Row("truth", f"{label}: counts == DebugDataReader's",
                             "equal" if counts_same[s] else "DIFFER", "DebugDataReader", "", "equal",
                             counts_same[s]))
     return rows
 
 
 def many_rows(many: dict[str, list[dict[str, Any]]], runs: int) -> list[Row]:
-    """Issue 12 target 4 from measure_many_runs."""
+    """The runs rows, from measure_many_runs."""
     def med(key: str, field_: str) -> float:
         vals = [r[field_] for r in many.get(key, []) if field_ in r]
         return statistics.median(vals) if vals else float("nan")
@@ -866,16 +910,16 @@ def many_rows(many: dict[str, list[dict[str, Any]]], runs: int) -> list[Row]:
         t, ref_t = med(f"ours {state}", "all_ready_s"), med(f"reference {state}", "all_ready_s")
         mem, ref_mem = med(f"ours {state}", "tree_pss_mb"), med(f"reference {state}", "tree_pss_mb")
         rss = med(f"ours {state}", "rss_mb")
-        rows.append(Row("4", f"{runs} runs all served, {state} cache", f"{t:.1f} s",
+        rows.append(Row("runs", f"{runs} runs all served, {state} cache", f"{t:.1f} s",
                         f"{ref_t:.1f} s ({REFERENCE_COMMIT})", f"{ref_t / t:.1f}x faster",
                         f"<= {TARGETS['many_runs_s']:.0f} s", t <= TARGETS["many_runs_s"]))
-        rows.append(Row("4", f"{runs} runs, TensorBoard memory, {state} (tree PSS; its own RSS "
+        rows.append(Row("runs", f"{runs} runs, TensorBoard memory, {state} (tree PSS; its own RSS "
                              f"{rss:.0f} MB)", f"{mem:.0f} MB", f"{ref_mem:.0f} MB",
                         f"{mem / ref_mem:.2f} of it", f"< {TARGETS['many_runs_mb']:.0f} MB",
                         mem < TARGETS["many_runs_mb"]))
         if state == "cold":
             p, ref_p = med("ours cold", "picked_s"), med("reference cold", "picked_s")
-            rows.append(Row("4", f"{runs} runs, cold: the last run in the queue, picked in the tab "
+            rows.append(Row("runs", f"{runs} runs, cold: the last run in the queue, picked in the tab "
                                  f"while they load, ready after", f"{p:.1f} s",
                             f"{ref_p:.1f} s ({REFERENCE_COMMIT}: in queue order)",
                             f"{ref_p / p:.0f}x sooner", "none set (the run a user waits for)"))
@@ -887,7 +931,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="tiny dump, 1 repetition (CI)")
     parser.add_argument("--quick", action="store_true",
-                        help="every row of the issue 12 table on small inputs (a smoke run: "
+                        help="every row of the table on small inputs (a smoke run: "
                              "figures printed, targets not judged)")
     parser.add_argument("--cache", help=f"where generated inputs live (default {CACHE})")
     parser.add_argument("--sizes", default="2m", help="comma-separated: " + ",".join(SIZES))
@@ -896,28 +940,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ddr", action="store_true")
     parser.add_argument("--no-xplane", action="store_true")
     parser.add_argument("--no-extras", action="store_true",
-                        help="skip issue 12's seed-sized run, text log, profiles and demo tab")
+                        help="skip the seed-sized run, text log, profiles and demo tab")
     parser.add_argument("--no-many-runs", action="store_true",
-                        help="skip issue 12's logdir of 200 runs (a real tensorboard each)")
+                        help="skip the logdir of 200 runs (a real tensorboard each)")
     parser.add_argument("--seed-only", action="store_true",
-                        help="of issue 12's extras only the seed-sized run and its text log "
-                             "(targets 1 and 6); with --sizes '' --no-many-runs --no-xplane "
+                        help="of the extras only the seed-sized run and its text log "
+                             "(the seed and truth rows); with --sizes '' --no-many-runs --no-xplane "
                              "--no-tab, nothing else")
     parser.add_argument("--xplane-only", action="store_true",
-                        help="only issue 12's XPlane read rows (target 3: the ~70 MB profile's "
+                        help="only the XPlane read rows (of the profile group: the ~70 MB profile's "
                              "speed and peak against the reference, then ~1 GB), then exit")
     parser.add_argument("--no-reference", action="store_true",
-                        help=f"skip the code of {REFERENCE_COMMIT} (before issue 12) as reference")
+                        help=f"skip the code of {REFERENCE_COMMIT} (before the work the targets were set "
+                             "for) as reference")
     parser.add_argument("--no-bytecode", action="store_true",
                         help="do not byte-compile our code and the reference's first (as an install "
                              "is, the default): runs then use whatever __pycache__ there is, none "
                              "in a fresh checkout, compiling every module in every run")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--results-dir", metavar="DIR",
+                        help="also write the printed table to DIR/<date>-<short commit>.md "
+                             "(make bench: bench/results)")
     parser.add_argument("--tensorboard-without-tf", metavar="PATH",
                         help="also time the tab with this tensorboard executable, from an "
                              "environment where tb_opmode is installed but TensorFlow is not "
                              "(TensorBoard imports TensorFlow at start-up when it can: ~2 s)")
     args = parser.parse_args(argv)
+    started = time.strftime("%H:%M")
+    argv = sys.argv[1:] if argv is None else argv
     if args.cache:
         CACHE = Path(args.cache)
     args.smoke = args.smoke or args.quick
@@ -930,8 +980,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
         rows = measure_xplane_read(args.quick, reps, [("ours", None)] + ([("reference", ref_tree)]
                                                                          if ref_tree else []))
-        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        heading = f"load average after: {os.getloadavg()[0]:.2f}"
+        print(heading)
         print_rows(rows, judged=not args.quick)
+        if args.results_dir:
+            kept = keep_results(Path(args.results_dir), heading, table_lines(rows, not args.quick),
+                                argv, started)
+            print(f"table kept in {kept}")
         return 0
     dumps = {s: generate_dump(s) for s in sizes}
     xplane = None
@@ -966,19 +1021,19 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     many: dict[str, list[dict[str, Any]]] = {}
     counts_same: dict[str, bool] = {}
-    rows12: list[Row] = []
+    seed_rows: list[Row] = []
     try:
         if not args.no_many_runs and tab:
-            print(f"issue 12 target 4: a logdir of {many_count} runs, each a hard-linked copy "
+            print(f"runs: a logdir of {many_count} runs, each a hard-linked copy "
                   f"of {generate_dump('smoke').name}", flush=True)
             many = measure_many_runs(generate_dump("smoke"), 1 if args.smoke else reps, work,
                                      not args.no_reference, many_count)
         if (args.quick or not args.smoke) and not args.no_extras:
-            print("issue 12 targets 1, 3, 5, 6: seed-sized run, text log, profiles, tab", flush=True)
-            rows12, same12 = measure_issue12(args.quick, reps, work,
+            print("seed, profile, tab, truth: seed-sized run, text log, profiles, tab", flush=True)
+            seed_rows, seed_same = measure_seed_profiles_tab(args.quick, reps, work,
                                              None if args.no_reference else reference_tree(),
                                              seed_only=args.seed_only)
-            ok = ok and same12
+            ok = ok and seed_same
         # Fill the warm cache, check our counts against TF's once per size.
         if xplane is not None:
             run_measured(xplane_cmd(xplane, True), _env(warm_dir))
@@ -1051,7 +1106,7 @@ def main(argv: list[str] | None = None) -> int:
     if not tab:
         print("tab: not measured (--no-tab, or tb_opmode.plugin / tensorboard not importable)")
 
-    print("\ntargets (the issue sets them for the 2M-record dump; other sizes: ratios only)")
+    print("\ntargets (set for the 2M-record dump; other sizes: ratios only)")
     for s in dumps:
         judge = s == "2m"
 
@@ -1090,15 +1145,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xplane {xplane.stat().st_size / 1e6:.0f} MB ({xplane.name}): read {x:.2f} s, "
               f"{xw:.2f} s from the cache (target for ~70 MB <= {TARGETS['xplane_s']} s{judged})")
         results["xplane"] = {"bytes": xplane.stat().st_size, "read_s": x, "cached_s": xw}
-    table = rows12 + dump_rows(dumps, series, tabs, counts_same, records) + many_rows(many, many_count)
+    table = seed_rows + dump_rows(dumps, series, tabs, counts_same, records) + many_rows(many, many_count)
     if many:
         results["many_runs"] = many
     if table:
         judged = not args.smoke
-        print(f"\nissue 12 targets ({'--quick: small inputs, not judged' if not judged else 'this run'}; "
-              f"{os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.2f})\n")
+        which = "--quick: small inputs, not judged" if not judged else "this run"
+        heading = (f"\ntargets, one row per measure ({which}; "
+                   f"{os.cpu_count()} cores, load average at the end {os.getloadavg()[0]:.2f})\n")
+        print(heading)
         print_rows(table, judged)
-        results["issue12"] = [row.__dict__ for row in table]
+        results["table"] = [row.__dict__ for row in table]
+        if args.results_dir:
+            kept = keep_results(Path(args.results_dir), heading, table_lines(table, judged), argv, started)
+            print(f"table kept in {kept}")
     results["counts_equal"] = ok
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))

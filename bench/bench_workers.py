@@ -1,5 +1,5 @@
 """Speed-up of ``tb-opmode summary --workers N`` and ``--dask ADDRESS`` on a logdir of
-16 dumps (issue 15, "Beyond one machine").
+16 dumps (the README's "Multi-worker jobs", docs/multi-worker.md).
 
 In: options (repetitions, pool sizes). Out: on stdout (and as JSON with ``--json``),
 per variant the median wall time of a cold summary (cache off: every file is read),

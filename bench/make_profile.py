@@ -10,7 +10,7 @@ no banner: every op's oneDNN question is left to the rule table).
 
 ``--scale-from FILE --scale-to BYTES`` instead copies an existing profile, repeating its
 host plane's lines until the file reaches BYTES (a profile larger than TF's profiler
-could hold in this machine's memory, for the 1 GB read of issue 12; the events repeat,
+could hold in this machine's memory, for the bench's 1 GB read; the events repeat,
 so the counts are a multiple of the original's).
 """
 from __future__ import annotations

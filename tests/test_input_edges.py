@@ -1,4 +1,4 @@
-"""Inputs at the edges (issue 11, items 4 to 8), on logdirs real TensorFlow wrote.
+"""Inputs at the edges, on logdirs real TensorFlow wrote.
 
 In: copies of the session fixtures (``bert_logdir``), changed the way a user's
 disk can be: unreadable parts, symlinks into and out of the logdir, very long

@@ -1,4 +1,4 @@
-"""Which run a log outside every run's directory belongs to (issue 11, item 1).
+"""Which run a log outside every run's directory belongs to.
 
 In: two real runs written at the same time by ``demo/make_logdir.py`` (the cnn
 workload, oneDNN on and off), their logs moved about the way users keep them
@@ -72,7 +72,7 @@ def strip_run_ids(src: Path, dst: Path) -> None:
 
 
 def sibling_layout(two_runs: Path, root: Path) -> Path:
-    """The issue's layout: the on-run's log kept in logs/stderr_on/vlog.txt."""
+    """A layout users keep: the on-run's log kept in logs/stderr_on/vlog.txt."""
     logs = link_tree(two_runs, root / "logs")
     (logs / "stderr_on").mkdir()
     (logs / ON / "tf_log.txt").rename(logs / "stderr_on" / "vlog.txt")

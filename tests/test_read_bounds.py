@@ -1,4 +1,4 @@
-"""Reading damaged and changing files within bounds (issue 11, items 2 and 3).
+"""Reading damaged and changing files within bounds.
 
 In: the ``cnn_logdir`` session fixture's real tfdbg2 dump; big traces files made by
 repeating its real records (each copy is a valid run of records), damaged or cut

@@ -1,4 +1,4 @@
-"""``tb-opmode report`` (issue 15, "A report to paste"), on the logdir real TensorFlow wrote.
+"""``tb-opmode report`` (the README's "A report to paste"), on the logdir real TensorFlow wrote.
 
 In: the seed scenario (``bert_logdir``: a BERT-like Keras fit with dump, profile and
 TF log), copies of it under hostile names, and hand-made run documents for what

@@ -9,7 +9,7 @@ fails. Each cell keeps the reason written next to it; a new cell gets ``_CHEAP``
 be given its true reason by hand. Run it after a change to kernel assignment:
 
     python tests/matrix/refloor.py           # rewrite the floors
-    python tests/matrix/refloor.py --table   # print the README's matrix table
+    python tests/matrix/refloor.py --table   # print the table of tests/matrix/README.md
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _render(name: str, annotation: str, rows: dict[str, dict[str, float]],
 
 
 def table() -> str:
-    """The README's matrix table: per cell, executions and the three shares per TF version."""
+    """The table of tests/matrix/README.md: per cell, executions and the three shares per TF version."""
     runs: dict[str, dict[str, Any]] = {}
     for path in sorted(ARTIFACTS.glob("matrix-*.json")):
         runs[path.stem.removeprefix("matrix-")] = json.loads(path.read_text())

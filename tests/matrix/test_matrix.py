@@ -5,7 +5,7 @@ summary is scored three times against ``truth.truth_of`` (TF's own log, parsed b
 checker, and the dump read by ``DebugDataReader``): with the run's log in the logdir,
 from the dump and the profile (every cell profiles one window of its run), and from
 the dump alone. The figures land in
-``tests/artifacts/matrix-<TF version>.md`` for the README and the closing note.
+``tests/artifacts/matrix-<TF version>.md`` for this directory's README.md and the closing note.
 
 Held here: counts equal ``DebugDataReader``'s; with the log every execution has its
 true kernel; adding the log or the profile never lowers a cell; without the log at least the cell's
@@ -36,7 +36,7 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 
 # Cells that do not reach the goal yet: per TF minor version the floor they are held
 # to (measured, less half a point for noise between machines), and why. Each is a known
-# gap, not a target; the README's matrix table says the same.
+# gap, not a target; the table of tests/matrix/README.md says the same.
 _CHEAP = ("cheap ops grappler removes or folds (Reshape, Shape, Sum over no axes, Cast, "
           "BroadcastTo, IdentityN) leave no profiler event at the default host tracer level, "
           "and the dump cannot tell whether they ran")

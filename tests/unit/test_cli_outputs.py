@@ -1,5 +1,5 @@
 """What ``tb-opmode`` prints for the committed runs: the summary as JSON, CSV and table,
-``explain``, and the report in Markdown and HTML (``export.py``, ``report.py``, ``cli.py``).
+``explain``, and the report in Markdown and HTML (``present.csv``, ``present.report``, ``cli``).
 
 In: the unpacked fixtures, through ``cli.main`` in this process (no TensorFlow). Out: the
 JSON contract with TF's counts, a CSV that is the JSON's rows, and a report that holds the

@@ -1,4 +1,4 @@
-"""Explanations and call sites (``why.explain``, ``why.call_sites``) on the committed run
+"""Explanations and call sites (``explain.explain``, ``explain.call_sites``) on the committed run
 and on in-memory dumps.
 
 In: ``full_model`` (the committed FULL_HEALTH run, read without TF) and hand-made

@@ -1,4 +1,4 @@
-"""Issue 13's "make room" list in a real browser against a real ``tensorboard``: the run's
+"""The run's facts in a real browser against a real ``tensorboard``: the run's
 CPU features beside its oneDNN state, XLA-compiled functions as a mode of their own, the
 dtype split per op (mixed precision), per-device (MirroredStrategy replica) columns, "counts
 are a lower bound" when the dump's circular buffer dropped records, and "unknown, because
@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 
 from .conftest import get_json, link_tree, running_tensorboard
-from .test_browser_tab_rest import axe_js  # noqa: F401  (the session fixture)
-from .test_browser_tab_use import SIZES, Page, _plugin_installed
+from .test_browser_layout_and_labels import SIZES, Page, _plugin_installed
+from .test_browser_timeline_access_exports import axe_js  # noqa: F401  (the session fixture)
 
 pytestmark = pytest.mark.browser
 

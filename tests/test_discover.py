@@ -1,4 +1,4 @@
-"""Which files make up which run."""
+"""Run discovery (``read.discover``): which files make up which run."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""The tab as people use it (issue 13), in a real browser against a real ``tensorboard``.
+"""The tab's layout and labels as people use it, in a real browser against a real ``tensorboard``.
 
 In: the session logdirs of conftest.py (``bert``: the seed scenario, model.fit with dump +
 profile + log; ``on``: the CNN loop with oneDNN on, whose graphs hold fused kernels),

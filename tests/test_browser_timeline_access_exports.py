@@ -1,9 +1,10 @@
-"""The rest of issue 13 in a real browser against a real ``tensorboard``: items 4 (what the
-dump cannot count), 8 (the timeline), 11 (accessibility, with axe-core) and 12 (exports,
-Compare with one run, the legend, the default run).
+"""The timeline, accessibility and exports in a real browser against a real ``tensorboard``:
+what the dump cannot count, the timeline (zoom, ticks, binned views), accessibility (text
+scaling, keyboard, name breaking, axe-core) and exports, Compare with one run, the legend,
+the default run.
 
 In: the session logdirs of conftest.py (``bert``: the seed scenario, a FULL_HEALTH dump +
-profile + log; ``on``: the CNN loop), linked under one logdir as test_browser_tab_use.py
+profile + log; ``on``: the CNN loop), linked under one logdir as test_browser_layout_and_labels.py
 does; a one-run logdir. axe-core comes from the npm registry (``npm install`` of a pinned
 version into a session temp dir, or ``AXE_CORE_JS`` naming an axe.min.js). Out: assertions
 on what a person (or a screen reader) gets, and screenshots in tests/artifacts/.
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 from .conftest import get_json, link_tree, running_tensorboard
-from .test_browser_tab_use import SIZES, Page, _plugin_installed
+from .test_browser_layout_and_labels import SIZES, Page, _plugin_installed
 
 pytestmark = pytest.mark.browser
 
