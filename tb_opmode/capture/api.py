@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
@@ -88,6 +89,7 @@ def record(logdir: str, evidence: str = "kernels", steps: Union[str, tuple[int, 
         doc["not_applied"] = _too_late(plan)
     failure: Optional[str] = None
     recording = Recording(plan.settings)
+    started = time.monotonic()
     with _environment({} if loaded else plan.variables), _teed(plan):
         stop_waiting = attach_when_imported(recording)
         try:
@@ -98,6 +100,7 @@ def record(logdir: str, evidence: str = "kernels", steps: Union[str, tuple[int, 
         finally:
             stop_waiting()
             recording.finish()
-            manifest.end(plan.rundir, doc, 0 if failure is None else None, failure)
+            manifest.end(plan.rundir, doc, 0 if failure is None else None, time.monotonic() - started,
+                         failure)
     if summary:
         print_summary(plan.rundir, plan.logdir, render_table, sys.stdout)

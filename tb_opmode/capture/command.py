@@ -20,6 +20,7 @@ import shlex
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn, Optional, TextIO
@@ -121,13 +122,14 @@ def record_main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, render: Ren
     doc = manifest.begin(plan, request.command, environ)
     _started(plan, stderr)
     returncode = None
+    started = time.monotonic()
     try:
         returncode = run_job(request.command, plan.job_environment(environ),
                              os.path.join(plan.rundir, manifest.STDOUT),
                              os.path.join(plan.rundir, manifest.STDERR), plan.hidden,
                              shown=(_fileno(stdout), _fileno(stderr)))
     finally:
-        manifest.end(plan.rundir, doc, returncode,
+        manifest.end(plan.rundir, doc, returncode, time.monotonic() - started,
                      None if returncode is not None else "the recording stopped before the job ended")
     stdout.flush()
     try:
