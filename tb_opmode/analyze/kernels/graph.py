@@ -21,7 +21,7 @@ from ..cse import merged_duplicates
 from ..nodes import canonical_op, data_inputs
 from .context import InferenceContext, OpSite
 from .fusions import infer_filter_bias_fusions
-from .graph_rules import NO_PROFILER_EVENT, decide
+from .graph_rules import NO_PROFILER_EVENT, apply_rules
 from .links import (
     LogLink,
     NodeKernels,
@@ -125,7 +125,7 @@ def _infer(ctx: InferenceContext, resolved: list[OpKernel],
         infer_filter_bias_fusions(ctx, unresolved)
     untraced: list[OpKernel] = []  # no event, which says nothing after many runs
     for i, op in unresolved:
-        if not op.kernel and decide(ctx, OpSite(ctx, i, op)):
+        if not op.kernel and apply_rules(ctx, OpSite(ctx, i, op)):
             untraced.append(op)
     _gradient_reshapes(model, resolved, unresolved)
     _merged_duplicates(model, resolved, unresolved)

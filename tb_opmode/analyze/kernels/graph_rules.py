@@ -2,8 +2,8 @@
 
 In: an ``InferenceContext`` (the run's evidence and per-graph facts) and an ``OpSite``
 (one unresolved op). Out: ``GRAPH_RULES``, the table of named rules in the order they
-are asked; ``decide`` asks them in turn and applies the first ``Verdict``. The last rule
-(the rule table for the dump's TF version) always answers.
+are asked; ``apply_rules`` asks them in turn and applies the first ``Verdict``. The last
+rule (the rule table for the dump's TF version) always answers.
 
 Order matters: a fused op leaves no event of its own, so fusions come first; a folded
 or removed op leaves none either, so the removals grappler always makes come before
@@ -34,7 +34,7 @@ from .missing_events import NO_EVENT_OPS
 from .onednn import inferred_kernel
 from .verdict import UNSEEN, UNSEEN_IN_GRAPH, Verdict
 
-__all__ = ["Rule", "GRAPH_RULES", "NO_PROFILER_EVENT", "decide"]
+__all__ = ["Rule", "GRAPH_RULES", "NO_PROFILER_EVENT", "apply_rules"]
 
 # Note texts; a rule whose verdict has a ``basis`` gets its ending from the verdict.
 NO_NODE_IN_LOG = ("no node of its own ran although its graph did (the log shows its debug "
@@ -330,7 +330,7 @@ _AFTER_PROFILER_EVENT = frozenset(
     rule.name for rule in GRAPH_RULES[[r.name for r in GRAPH_RULES].index(NO_PROFILER_EVENT) + 1:])
 
 
-def decide(ctx: InferenceContext, site: OpSite) -> bool:
+def apply_rules(ctx: InferenceContext, site: OpSite) -> bool:
     """Apply the first rule that answers for the site's op; True where the op's missing
     profiler event proves nothing (its node may have run untraced)."""
     for rule in GRAPH_RULES:
