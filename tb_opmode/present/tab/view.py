@@ -117,7 +117,7 @@ def build_view(model: RunModel, logdir: str, timeline: bool = True) -> RunView:
                    lower_bound=cut, devices=names, device_totals=dict(device_totals))
 
 
-# The name the loader, the load worker and the bench call it by.
+# The name the loader and its load worker call it by.
 prepare = build_view
 
 
