@@ -159,7 +159,7 @@ def test_views_beyond_the_resident_ones_are_rebuilt_identically(
         for name in ["huge", *(f"small_{i:02d}" for i in range(SMALL_RUNS)), "huge"]:
             view = plugin.view(name)
             (sources,) = [r for r in discover(str(many)) if r.name == name]
-            direct = tab.prepare(build_run(sources, str(many)), str(many))
+            direct = tab.build_view(build_run(sources, str(many)), str(many))
             assert json.dumps(tab.overview(view), sort_keys=True) == \
                 json.dumps(tab.overview(direct), sort_keys=True), name
             assert tab.op_page(view, "total", True, (), "", 0, 50) == \
