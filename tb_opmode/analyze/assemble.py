@@ -1,16 +1,16 @@
 """Join dumps, profiles and logs into one model per run.
 
 In: a logdir (and optional extra log files), or one run's ``RunSources``. Out:
-``RunModel``s, one per run (``model.py``): per op type and mode, execution counts
+``RunModel``s, one per run (``model``): per op type and mode, execution counts
 and the kernels that ran, each with its evidence level. The JSON contract made
 of them is ``present.contract``.
 
-Counts come from the strongest source present: the tfdbg2 dump (eager
-``execution`` records; graph ``graph_execution_trace`` records of the lowest
-output slot traced per op, so an op with three traced outputs counts once per
-run of its graph), else the text log, else the profile. Kernels come from
-the evidence in hand: the log (``Instantiating kernel`` / ``Process node``)
-first, then the profile's ``<node>:<kernel>`` events.
+Counts come from the strongest source present (``_COUNT_SOURCES``): the tfdbg2
+dump (eager ``execution`` records; graph ``graph_execution_trace`` records of the
+lowest output slot traced per op, so an op with three traced outputs counts once per
+run of its graph), else the text log, else the profile (those two booked to op types
+by ``events``). Kernels come from the evidence in hand: the log (``Instantiating
+kernel`` / ``Process node``) first, then the profile's ``<node>:<kernel>`` events.
 """
 from __future__ import annotations
 
@@ -348,8 +348,8 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
          read: Callable[[list[Unit]], Partial] = read_serial,
          found: list[RunSources] | None = None) -> list[RunModel]:
     """Read every run under ``logdir`` (or only ``run``). ``read`` reads the runs' sources
-    (``partials.read_serial``, ``read_pool``, ``read_dask``), all before any run is built.
-    ``found``: the runs ``find_runs`` gave for these arguments (not looked for again)."""
+    (``partials.read_serial`` or ``read_pool``, ``daskread.read_dask``), all before any run
+    is built. ``found``: the runs ``find_runs`` gave for these arguments (not looked for again)."""
     if found is None:
         found = find_runs(logdir, run, extra_logs)
     if fs.is_remote(logdir):

@@ -408,8 +408,8 @@ MEASURED_STOCK_OPS: frozenset[str] = frozenset({
 # queries
 
 
-# Memoised: a run asks this thousands of times (per graph op and dtype, for its kernel and
-# its CPU dependence) of a few dozen distinct questions, and RULES never changes.
+# Memoised: a run asks this for every graph op and dtype (its kernel, its CPU dependence),
+# yet few distinct questions, and RULES never changes.
 @functools.lru_cache(maxsize=4096)
 def matching_rules(op_type: str, mode: str, tf_version: str, dtype: str = "DT_FLOAT",
                    onednn: bool = True) -> tuple[Rule, ...]:
