@@ -10,7 +10,11 @@ table, matrix and timeline all read, so that they agree.
 
 The one classification of a name: ``row_op`` (a kernel's op type), ``is_user_op`` (not
 tfdbg's instrumentation nor executor plumbing), ``node_op_types`` (a profiled graph node's
-op type) and ``eager_kernels`` (the kernel an eager event is put down to).
+op type) and ``eager_kernels`` (the kernel an eager event is put down to). They test
+names with ``nodes.canonical_op`` and ``vocab.is_debug_kernel``. The run's counts and
+times from events are booked here only, so that how an event is booked changes in one
+place (``kernels`` reads events too, for links to dump ops; ``present.timeline`` draws
+them, booked by ``node_op_types`` and ``eager_kernels``).
 """
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ _GRAPHS_LISTED = 10
 _EVIDENCE_WORDS = {"log": "seen in the TF log", "profile": "seen in the profile",
                    "inferred": "inferred, not observed"}
 
-Reason = dict[str, Any]
+_Reason = dict[str, Any]
 
 
 class _OpType(NamedTuple):
@@ -193,7 +193,7 @@ def _kernel_sentence(k: _Kernel) -> str:
 # ---------------------------------------------------------------- the parts of a mode
 
 
-def _eager_mode(facts: _OpType, stats: ModeStats) -> Reason:
+def _eager_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     sites = call_sites(facts.model, facts.op_type, "eager", limit=_SITES_NAMED, snippets=False)
     where = "; ".join(f"{s['function']} ({s['file'].rsplit('/', 1)[-1]}:{s['line']}) "
                       f"x{s['count']}" for s in sites)
@@ -210,7 +210,7 @@ def _graph_words(graph: dict[str, Any]) -> str:
     return words
 
 
-def _graph_mode(facts: _OpType, stats: ModeStats) -> Reason:
+def _graph_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     graphs = function_graphs(facts.model, facts.op_type)
     where = "; ".join(_graph_words(g) for g in graphs[:_GRAPHS_NAMED])
     text = (f"{facts.op_type} ran {stats.executions} times inside tf.function graphs"
@@ -220,12 +220,12 @@ def _graph_mode(facts: _OpType, stats: ModeStats) -> Reason:
     return {"kind": "mode", "text": text, "graphs": graphs[:_GRAPHS_LISTED]}
 
 
-def _mode_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[Reason]:
+def _mode_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[_Reason]:
     """How the op type ran in the mode, and where from."""
     return [(_eager_mode if mode == "eager" else _graph_mode)(facts, stats)]
 
 
-def _kernel_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[Reason]:
+def _kernel_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[_Reason]:
     """One reason per kernel the op type ran in the mode, the busiest first."""
     out = []
     for use in sorted(stats.kernels, key=lambda k: -k.executions):
@@ -270,13 +270,13 @@ def _fusion_blocked(model: RunModel, op_type: str, mode: str, kernels: list[Kern
             f"runs _MklNativeFusedMatMul without the dump, _MklMatMul, BiasAdd and Relu with it).")
 
 
-def _instrumentation_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[Reason]:
+def _instrumentation_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[_Reason]:
     """What kept the remapper from fusing the op type: the dump's debug ops."""
     blocked = _fusion_blocked(facts.model, facts.op_type, mode, stats.kernels, facts.dtype(mode))
     return [{"kind": "instrumentation", "text": blocked}] if blocked else []
 
 
-def _version_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[Reason]:
+def _version_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[_Reason]:
     """Which rules the reasons come from: the dump's TF version, and oneDNN's setting."""
     model = facts.model
     if not model.tensorflow_version:
@@ -289,7 +289,7 @@ def _version_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[Reason
 
 
 # The parts of a mode's explanation, in the order the paragraph reads them.
-_PARTS: tuple[Callable[[_OpType, str, ModeStats], list[Reason]], ...] = (
+_PARTS: tuple[Callable[[_OpType, str, ModeStats], list[_Reason]], ...] = (
     _mode_reasons,
     _kernel_reasons,
     _instrumentation_reasons,
