@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from tb_opmode.analyze.assemble import RunModel
-from tb_opmode.analyze.explain import PLUMBING_KERNELS, is_debug_kernel
 from tb_opmode.analyze.kernels import is_onednn
 from tb_opmode.present.timeline import CLASSES, LANES, Timeline, build, export_trace, timeline_window
+from tb_opmode.vocab import PLUMBING_KERNELS, is_debug_kernel
 from tests.xplane_reference import reference_profile
 
 from .conftest import Fixture
