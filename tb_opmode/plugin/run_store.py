@@ -253,7 +253,7 @@ class RunStore:
             if len(todo) > 1 and self._worker_count() > 1:
                 self._build_in_workers(todo, signatures)
             else:
-                self._build_here_in_turn(list(reversed(todo)), signatures)
+                self._build_queue_here(list(reversed(todo)), signatures)
         finally:
             with self._lock:
                 self._progress.loading = ""
@@ -339,7 +339,7 @@ class RunStore:
             self._build_here(job)
             progressed()
 
-    def _build_here_in_turn(self, queue: list[Job], signatures: dict[str, Signature]) -> None:
+    def _build_queue_here(self, queue: list[Job], signatures: dict[str, Signature]) -> None:
         """Build the runs of ``queue`` in this thread, the last first (after those a route
         asked for)."""
         while queue:
