@@ -141,7 +141,7 @@ export class Store {
 // of V.MODES: an object keyed by them is an Object<string, ...>, a row is read with ofMode().
 
 /**
- * A run of the runs route (plugin/loader.runs): its fields beyond run and status only
+ * A run of the runs route (plugin/run_store: RunStore.runs): its fields beyond run and status only
  * once it is loaded ("ready"), error only when it failed.
  * @typedef {{run: string, status: string, reloading?: boolean,
  *   tensorflow_version?: ?string, onednn_enabled?: ?boolean, onednn_state?: string,
@@ -150,7 +150,7 @@ export class Store {
  */
 
 /**
- * The loader's progress (plugin/loader._progress_locked).
+ * The loader's progress (plugin/run_store: RunStore._progress_locked).
  * @typedef {{scans: number, runs_total: number, runs_done: number, files_total: number,
  *   files_done: number, bytes_total: number, bytes_done: number, loading: ?string,
  *   scanning: boolean, pending: !Array<string>, error: ?string, logdir_set: boolean}} Progress

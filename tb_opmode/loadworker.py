@@ -97,7 +97,7 @@ def _build_view(sources: Any, logdir: str, full: bool = True) -> Any:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return tab.prepare(build_run(sources, logdir), logdir, timeline=full)
+        return tab.build_view(build_run(sources, logdir), logdir, timeline=full)
     finally:
         if enabled:
             gc.enable()

@@ -111,7 +111,6 @@ _FILE_SUFFIXES = {"py", "js", "cc", "h", "proto", "pb", "txt", "log", "json", "m
 KNOWN_STALE = {
     ("tb_opmode/read/partials.py", "``join.``"): "join.build_run is analyze.assemble.build_run",
     ("tb_opmode/read/partials.py", "``runs.``"): "runs.RunSources is read.discover.RunSources",
-    ("tb_opmode/loadworker.py", "tb_opmode.plugin.loadworker"): "history: where it was",
 }
 
 

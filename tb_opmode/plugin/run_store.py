@@ -5,7 +5,7 @@ Out: per run a finished, never-changed ``tab.RunView`` (``view``), the run list
 (``runs``) and the loading progress (``progress``), for ``routes`` to serve.
 
 Reading never happens in a request: a daemon thread scans the logdir, builds each run
-(``assemble.build_run`` then ``tab.prepare``) and publishes it under a lock as one
+(``assemble.build_run`` then ``tab.build_view``) and publishes it under a lock as one
 finished object, so a request sees either the old model or the new one, never half of
 one. Every ``RESCAN_SECONDS`` it scans again and rebuilds a run whose files changed
 (size or mtime) or appeared, keeping the old model served until the new one is ready.
@@ -386,7 +386,7 @@ class RunStore:
     def _build_here(self, job: Job) -> None:
         """Build a run in this thread, publish it and keep its light view in the cache."""
         try:
-            view = tab.prepare(build_run(job.sources, self._logdir), self._logdir)
+            view = tab.build_view(build_run(job.sources, self._logdir), self._logdir)
         except (OSError, ValueError, DecodeError) as err:
             logger.warning("opmode: cannot load run %s: %s", job.name, err)
             self._fail(job, f"{type(err).__name__}: {err}")
@@ -447,7 +447,7 @@ class RunStore:
         published (its rebuild lock held)."""
         began = time.monotonic()
         try:
-            view = tab.prepare(build_run(run.sources, self._logdir), self._logdir)
+            view = tab.build_view(build_run(run.sources, self._logdir), self._logdir)
         except Exception as err:  # noqa: BLE001 - answered as 404 and logged
             logger.exception("opmode: cannot rebuild run %s from the cache", name)
             raise UnloadableRun(f"run {name!r} could not be reloaded: {err}") from err

@@ -26,7 +26,7 @@ from ..errors import BadParameter
 from ..model import RunModel
 from ..vocab import PLUMBING_KERNELS, REMOVED, UNKNOWN, is_debug_kernel, is_function, is_onednn
 
-__all__ = ["Timeline", "build_timeline", "build", "timeline_window", "export_trace", "LANES", "CLASSES",
+__all__ = ["Timeline", "build_timeline", "timeline_window", "export_trace", "LANES", "CLASSES",
            "MAX_EVENTS", "MAX_TRACE_EVENTS"]
 
 # Lanes, top to bottom.
@@ -101,10 +101,6 @@ def _events_by_lane(model: RunModel) -> dict[str, list[_Event]]:
                          for node, kernel, start, dur in prof.graph_ops
                          if kernel not in PLUMBING_KERNELS]
     return raw
-
-
-# ``tab.prepare`` calls it by this name.
-build = build_timeline
 
 
 def _eager_event(op_type: str, is_func: bool, start: int, dur: int,

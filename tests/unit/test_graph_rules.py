@@ -61,7 +61,7 @@ def test_every_graph_op_names_the_rule_that_decided_it(which: str, request: pyte
 def test_no_output_carries_the_rule(full_model: RunModel, full_health: Fixture) -> None:
     """The rule is for scoring the rules, not part of the JSON, CSV or table contract."""
     logdir = str(full_health.directory)
-    view = tab.prepare(full_model, logdir)
+    view = tab.build_view(full_model, logdir)
     outputs = [json.dumps(summary([full_model], logdir, explanations=True)),
                json.dumps(tab.export_json(view)), tab.export_csv(view)]
     used = {op.rule for op in full_model.graph_ops}

@@ -1,7 +1,7 @@
 """The tab's views (``present.tab``: overview, op table, detail, compare, CSV export) on the
 committed runs.
 
-In: ``tab.prepare`` of the FULL_HEALTH and NO_TENSOR runs (read without TF). Out: figures
+In: ``tab.build_view`` of the FULL_HEALTH and NO_TENSOR runs (read without TF). Out: figures
 that equal what TF's DebugDataReader counted (``reference.json``), filters and sorts that do
 what their names say, and a comparison of the two runs that shows what NO_TENSOR cannot tell.
 """

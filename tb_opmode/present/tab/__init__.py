@@ -28,7 +28,7 @@ Nothing here reads a file or touches the network; bad parameters raise
 
 This module is the package's face: it re-exports what the plugin, the CLI, the load
 worker, the tests and the bench use, so ``from tb_opmode.present.tab import op_page``
-and ``tab.prepare`` keep working.
+keeps working.
 """
 from __future__ import annotations
 
@@ -41,10 +41,10 @@ from .limits import MAX_PAGE_SIZE
 from .overview import KINDS, cpu_facts, overview, unknowns
 from .rows import kernel_kind
 from .table import FILTERS, SORT_KEYS, op_page, op_rows
-from .view import RunView, build_view, onednn_state, prepare
+from .view import RunView, build_view, onednn_state
 
 __all__ = [
-    "RunView", "build_view", "prepare", "onednn_state", "overview", "op_rows", "op_page",
+    "RunView", "build_view", "onednn_state", "overview", "op_rows", "op_page",
     "op_detail", "compare", "export_csv", "export_json", "dumps_json", "kernel_kind",
     "short_why", "SORT_KEYS", "FILTERS", "KINDS", "MAX_PAGE_SIZE", "dump_modes", "dump_gap",
     "dtype_label", "short_device", "device_splits", "lower_bound", "cpu_facts", "unknowns",

@@ -24,7 +24,7 @@ from .dump import device_splits, dtype_splits, dump_modes, lower_bound, uncounte
 from .limits import MAX_PAGE_SIZE
 from .rows import RowFacts, kernel_kind, table_row
 
-__all__ = ["RunView", "build_view", "prepare", "onednn_state", "page_slice"]
+__all__ = ["RunView", "build_view", "onednn_state", "page_slice"]
 
 
 @dataclass
@@ -110,7 +110,7 @@ def build_view(model: RunModel, logdir: str, timeline: bool = True) -> RunView:
                      uncounted=uncounted(model, doc["op_types"], modes))
     rows = {r["op_type"]: table_row(r, facts) for r in doc["op_types"]}
     outside, kind_time = _time_apart(model, rows)
-    lanes = _timeline.build(model) if timeline else _timeline.Timeline({}, 0, 0, 0)
+    lanes = _timeline.build_timeline(model) if timeline else _timeline.Timeline({}, 0, 0, 0)
     return RunView(model=model, logdir=logdir, doc=doc, rows=rows,
                    class_time=class_times(model.times), timeline=lanes,
                    outside_time=dict(outside), kind_time=dict(kind_time), dump_modes=modes,
@@ -118,7 +118,6 @@ def build_view(model: RunModel, logdir: str, timeline: bool = True) -> RunView:
 
 
 # The name the loader and its load worker call it by.
-prepare = build_view
 
 
 def onednn_state(view: RunView) -> tuple[str, str]:
