@@ -132,13 +132,16 @@ export class Store {
 }
 
 // ---------------------------------------------------------------- the routes' JSON
-// The shapes the routes serve (tb_opmode/plugin/routes.py over present/tab.py, whose rows
-// and modes are present/contract.py's plus what the table shows). Fields the tab reads;
-// a "?" one is absent from some answers. Mode keys (eager, graph) are the served words of
-// V.MODES: an object keyed by them is an Object<string, ...>, a row is read with ofMode().
+// The shapes the routes serve (tb_opmode/plugin/routes.py over the present/tab package,
+// whose rows and modes are present/contract.py's plus what the table shows), as the
+// TypedDicts of tb_opmode/present/payloads.py say them, under the same names (but
+// payloads' RowMode, here ModeStats; its TimelineWindow, here TimelineAnswer).
+// tests/unit/test_payload_types.py fails when the two disagree: change them together.
+// A "?" field is absent from some answers. Mode keys (eager, graph) are the served words
+// of V.MODES: an object keyed by them is an Object<string, ...>, a row is read with ofMode().
 
 /**
- * A run of the runs route (plugin/loader.runs): its fields beyond run and status only
+ * A run of the runs route (plugin/run_store: RunStore.runs): its fields beyond run and status only
  * once it is loaded ("ready"), error only when it failed.
  * @typedef {{run: string, status: string, reloading?: boolean,
  *   tensorflow_version?: ?string, onednn_enabled?: ?boolean, onednn_state?: string,
@@ -147,7 +150,7 @@ export class Store {
  */
 
 /**
- * The loader's progress (plugin/loader._progress_locked).
+ * The loader's progress (plugin/run_store: RunStore._progress_locked).
  * @typedef {{scans: number, runs_total: number, runs_done: number, files_total: number,
  *   files_done: number, bytes_total: number, bytes_done: number, loading: ?string,
  *   scanning: boolean, pending: !Array<string>, error: ?string, logdir_set: boolean}} Progress
@@ -156,53 +159,52 @@ export class Store {
 /** @typedef {{runs: !Array<RunEntry>, progress: !Progress}} RunsAnswer */
 
 /**
- * A kernel of an op type in one mode (contract._kernels_json, with the tab's class, kind,
- * fused and folded: tab._row_json).
+ * A kernel of an op type in one mode: the contract's, with the tab's class, kind, fused
+ * and folded marks (tab/rows).
  * @typedef {{name: string, executions: number, onednn: boolean, evidence: string,
- *   notes?: !Array<string>, note?: string, fused_into?: !Array<string>,
+ *   notes?: !Array<string>, fused_into?: !Array<string>,
  *   time?: {events: number, total_ms: number, mean_us: number},
- *   class?: string, kind?: string, fused?: boolean, folded?: boolean}} Kernel
+ *   class: string, kind: string, fused: boolean, folded: boolean}} Kernel
  */
 
 /**
- * Executions of one dtype in a mode, with the kernels they ran (tab._dtype_splits).
+ * Executions of one dtype in a mode, with the kernels they ran (tab/dump.dtype_splits).
  * @typedef {{dtype: string, label: string, executions: number, low_precision: boolean,
  *   kernels: !Array<{name: string, executions: number, kind: string}>}} DtypeSplit
  */
 
 /**
  * Graph executions the dump did not count though the profile or the log saw them
- * (tab._uncounted).
+ * (tab/dump.uncounted).
  * @typedef {{profile_events: number, profile_time_ns: number, log_executions: number,
  *   kernels: !Array<{name: string, events: number, onednn: boolean, kind: string}>,
  *   note: string}} Uncounted
  */
 
 /**
- * A fusion the op type's kernel took part in: a node name (a kernel's fused_into), or the
- * kernel grappler fused it into (the op route's fused_into).
- * @typedef {string|{kernel?: string, name?: string, executions?: number, evidence?: string,
- *   onednn?: boolean, nodes?: !Array<string>}} Fusion
+ * A kernel grappler fused the op type into (the op route's fused_into).
+ * @typedef {{kernel: string, executions: number, evidence: string, onednn: boolean,
+ *   nodes: !Array<string>}} FusedInto
  */
 
 /**
- * An op type in one mode: contract._mode_json plus the tab's time, dtype split, devices,
- * lower bound and uncounted mark (tab._row_json, tab.prepare, tab._uncounted).
+ * An op type in one mode: the contract's plus the tab's time, dtype split, devices,
+ * lower bound and uncounted mark (tab/rows).
  * @typedef {{executions: number, kernels: !Array<Kernel>, explanation?: string,
  *   time?: {events: number, total_ms: number, mean_us: number}, time_ns?: number,
  *   dtypes?: !Array<DtypeSplit>, devices?: !Object<string, number>, lower_bound?: boolean,
- *   uncounted?: Uncounted, fused_into?: !Array<Fusion>}} ModeStats
+ *   uncounted?: Uncounted}} ModeStats
  */
 
 /**
- * A row of the op table (tab._row_json after tab.prepare).
+ * A row of the op table (tab/rows.table_row).
  * @typedef {{op_type: string, eager: !ModeStats, graph: !ModeStats, total: number,
  *   onednn: boolean, kernel_differs: boolean, kernel_differs_why: string, fused: boolean,
  *   dtypes_differ: boolean, low_precision: boolean, uncounted?: boolean}} Row
  */
 
 /**
- * A page of the op table (the optypes route, tab.op_page).
+ * A page of the op table (the optypes route, tab/table.op_page).
  * @typedef {{run: string, total: number, all_total: number, page: number,
  *   page_size: number, sort: string, order: string, filters: !Array<string>, q: string,
  *   lower_bound: !Array<string>, devices: !Array<string>, rows: !Array<Row>}} OpPage
@@ -219,23 +221,24 @@ export class Store {
  */
 
 /**
- * A graph that holds the op type (analyze/explain.function_graphs, named by tab.op_detail).
+ * A graph that holds the op type (analyze/explain.function_graphs, named by
+ * tab/detail.op_detail).
  * @typedef {{graph_id: string, graph: string, function: string, function_graph_id: string,
  *   function_calls: number, executions: number, ops: number, op_names: !Array<string>,
  *   name: string, outer: string}} GraphEntry
  */
 
 /**
- * One op type, all of it (the op route, tab.op_detail): its row plus evidence, the
+ * One op type, all of it (the op route, tab/detail.op_detail): its row plus evidence, the
  * explanation and its short why per mode, fusions, call sites and graphs.
  * @typedef {Row & {evidence: !Array<string>, explanation?: !Object<string, string>,
- *   why?: !Object<string, string>, fused_into?: !Array<Fusion>,
+ *   why?: !Object<string, string>, fused_into?: !Array<FusedInto>,
  *   call_sites: !Object<string, !Array<Site>>, call_sites_total: !Object<string, number>,
  *   graphs: !Array<GraphEntry>, graphs_total: number}} OpDetail
  */
 
 /**
- * A mode's totals in the overview (tab.overview's modes).
+ * A mode's totals in the overview (tab/overview's modes).
  * @typedef {{executions: number, op_types: number, onednn_executions: number,
  *   kernel_known_executions: number, onednn_share_of_known: ?number, time_ns: ?number,
  *   removed_executions: number, unknown_executions: number,
@@ -245,7 +248,7 @@ export class Store {
  */
 
 /**
- * Unknown kernels grouped by the reason, with how to find out (tab.unknowns).
+ * Unknown kernels grouped by the reason, with how to find out (tab/overview.unknowns).
  * @typedef {{what: string, why: string, how: string, executions: number,
  *   ops: !Array<{op_type: string, mode: string, executions: number}>}} UnknownGroup
  * @typedef {{groups: !Array<UnknownGroup>, groups_total: number, executions: number,
@@ -253,7 +256,7 @@ export class Store {
  */
 
 /**
- * What the dump counts, and the graph op types it did not (tab._dump_coverage).
+ * What the dump counts, and the graph op types it did not (tab/overview).
  * @typedef {{modes: !Array<string>, records: string, gap: string,
  *   uncounted_op_types: !Array<string>, uncounted_total: number,
  *   uncounted_profile_events: number, uncounted_log_executions: number,
@@ -261,64 +264,70 @@ export class Store {
  */
 
 /**
- * The run at a glance and in full (the overview route, tab.overview). Fields the tab
- * falls back for (an older server's answer) are marked "?".
- * @typedef {{run: string, tensorflow_version: ?string, hosts?: !Array<string>,
+ * The run at a glance and in full (the overview route, tab/overview.overview).
+ * @typedef {{run: string, tensorflow_version: ?string, hosts: !Array<string>,
  *   onednn_enabled: ?boolean, onednn_source: string, onednn_state: string,
- *   onednn_reason: string, counts_from: string, sources?: !Object<string, !Array<string>>,
+ *   onednn_reason: string, counts_from: string, sources: !Object<string, !Array<string>>,
  *   warnings: !Array<string>, warnings_total: number,
  *   functions: !Array<{name: string, calls: number}>, functions_total: number,
  *   op_types_total: number,
  *   onednn_verbose: ?{primitives: !Array<{kind: string, implementation: string,
- *     prop_kind: string, count: number, time_ms?: number}>, primitives_total: number,
+ *     prop_kind: string, count: number, time_ms: number}>, primitives_total: number,
  *     note: string},
  *   modes: !Object<string, ModeTotals>,
- *   kinds?: !Array<{mode: string, kind: string, executions: number,
+ *   matrix: !Array<{mode: string, class: string, executions: number, time_ns: ?number}>,
+ *   kinds: !Array<{mode: string, kind: string, executions: number,
  *     fused_executions: number, time_ns: ?number}>,
- *   glance?: {basis: string, total: number, rows: !Array<Row>},
+ *   glance: {basis: string, total: number, rows: !Array<Row>},
  *   dump: ?DumpCoverage,
- *   cpu?: {features: ?Array<string>, source: string, note: string},
+ *   cpu: {features: ?Array<string>, source: string, note: string},
  *   xla_functions: !Array<{name: string, launches: number, calls_in_dump: number,
  *     note: string}>,
- *   lower_bound?: !Object<string, {records: number, how: string, fix: string, kind: string}>,
- *   dtypes?: {modes: !Object<string, !Array<{label: string, executions: number}>>,
+ *   lower_bound: !Object<string, {records: number, how: string, fix: string, kind: string}>,
+ *   dtypes: {modes: !Object<string, !Array<{label: string, executions: number}>>,
  *     low_precision: !Array<string>, low_precision_op_types: number, recorded: boolean},
- *   devices?: !Array<{device: string, eager: number, graph: number}>,
- *   devices_none?: !Object<string, number>,
- *   unknowns?: Unknowns,
+ *   devices: !Array<{device: string, eager: number, graph: number}>,
+ *   devices_none: !Object<string, number>,
+ *   unknowns: Unknowns,
  *   profile: {events: number, span_ns: number, debug_instrumentation_time_ns: number,
  *     time_source: !Array<string>}}} Overview
  */
 
 /**
- * A window of the run's timeline (the timeline route, present/timeline.window): single
- * events [lane, start, dur, name id, kernel id, class] when few, else bins [lane, start,
- * end, count, busy ns, class, name id, oneDNN count]; names, lanes and classes index them.
- * ``debug`` is the tab's own note of what it asked for.
+ * A window of the run's timeline (the timeline route, present/timeline.timeline_window):
+ * single events [lane, start, dur, name id, kernel id, class] when few, else bins [lane,
+ * start, end, count, busy ns, class, name id, oneDNN count]; names, lanes and classes
+ * index them.
  * @typedef {{start: number, end: number, span_ns: number, t0_ns: number,
  *   lanes: !Array<string>, classes: !Array<string>, total: number, names: !Array<string>,
- *   fused: !Array<number>, nearest?: {before: ?number, after: ?number}, debug?: boolean}
+ *   fused: !Array<number>, nearest?: {before: ?number, after: ?number}}
  *   & ({level: 'events', events: !Array<!Array<number>>}
- *      | {level: 'bins', bins: !Array<!Array<number>>, bin_ns: number})} TimelineWindow
+ *      | {level: 'bins', bins: !Array<!Array<number>>, bin_ns: number})} TimelineAnswer
  */
 
 /**
- * A run as the comparison names it (tab._run_brief).
+ * A window as the tab keeps it: the answer, with ``debug``, the tab's own note of whether
+ * it asked for tfdbg's instrumentation too.
+ * @typedef {TimelineAnswer & {debug?: boolean}} TimelineWindow
+ */
+
+/**
+ * A run as the comparison names it (tab/compare).
  * @typedef {{run: string, tensorflow_version: ?string, onednn_enabled: ?boolean,
  *   onednn_source: string, onednn_state: string, onednn_reason: string}} RunBrief
  */
 
 /**
- * One run's side of an op type in a mode (tab.compare).
+ * One run's side of an op type in a mode (tab/compare).
  * @typedef {{executions: number, kernels: !Array<string>, classes: !Array<string>,
- *   time_ns: ?number|undefined}} CompareSide
+ *   time_ns: ?number}} CompareSide
  * @typedef {{a: !CompareSide, b: !CompareSide, time_delta_ns: ?number}} CompareMode
  * @typedef {{op_type: string, eager: !CompareMode, graph: !CompareMode,
  *   changes: !Array<string>, kernel_changed: boolean}} CompareRow
  */
 
 /**
- * Two runs compared (the compare route, tab.compare).
+ * Two runs compared (the compare route, tab/compare.compare).
  * @typedef {{a: !RunBrief, b: !RunBrief, total: number, kernel_changes: number,
  *   page: number, page_size: number, rows: !Array<CompareRow>}} Comparison
  */

@@ -169,16 +169,15 @@ export const DetailSection = /** @satisfies {ThisType<App>} */ ({
             el('li', {text: fmtNumbersIn(n)}))) : null));
     }
 
-    const fused = d.fused_into || d.graph.fused_into;
+    const fused = d.fused_into;
     if (fused && fused.length) {
       parts.push(fold(`Fused into (${fmtInt(fused.length)})`, 'opm-fused-box',
           el('ul', {class: 'opm-fused'}, fused.map((f) => el('li', {},
-              typeof f === 'string' ? f : [
-                el('code', {text: f.kernel || f.name || JSON.stringify(f)}),
-                f.executions !== undefined ? ` × ${fmtInt(f.executions)}` : '',
-                f.evidence ? [' ', evidenceBadge(f.evidence)] : null,
-                f.nodes && f.nodes.length ? el('div', {class: 'opm-muted',
-                  text: `node${f.nodes.length > 1 ? 's' : ''}: ${f.nodes.join(', ')}`}) : null])))));
+              el('code', {text: f.kernel}),
+              ` × ${fmtInt(f.executions)}`,
+              f.evidence ? [' ', evidenceBadge(f.evidence)] : null,
+              f.nodes.length ? el('div', {class: 'opm-muted',
+                text: `node${f.nodes.length > 1 ? 's' : ''}: ${f.nodes.join(', ')}`}) : null)))));
     }
 
     // Call sites.

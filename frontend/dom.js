@@ -107,7 +107,7 @@ export function kindWord(kind) {
  * @return {!Array<string>}
  */
 export function kernelNotes(kernel) {
-  const notes = [...(kernel.notes || []), ...(kernel.note ? [kernel.note] : [])];
+  const notes = [...(kernel.notes || [])];
   if (kernel.fused_into && kernel.fused_into.length) {
     notes.push(`fused into ${kernel.fused_into.slice(0, 3).join(', ')}`);
   }

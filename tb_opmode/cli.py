@@ -31,7 +31,7 @@ from .errors import DaskError, LogdirError, PublicError, ReportOutputError, Unkn
 from .model import RunModel
 from .present.contract import run_json, summary
 from .present.csv import render_csv
-from .present.report import DEFAULT_FOCUS, FORMATS, Redaction, build, focus_ops, render
+from .present.report import DEFAULT_FOCUS, FORMATS, MAX_SITES, Redaction, focus_ops, render, report_blocks
 from .present.workers import render_workers
 from .read import fs
 from .read.cache import load_summary, store_summary
@@ -55,33 +55,47 @@ def render_table(doc: dict[str, Any]) -> str:
     or a bidi override must not recolour, erase or reorder what is shown."""
     out = io.StringIO()
     for run in doc["runs"]:
-        onednn = {True: "on", False: "off", None: "unknown"}[run["onednn_enabled"]]
-        why = f" ({display(run['onednn_source'])})" if run["onednn_source"] else ""
-        out.write(f"run {display(run['run'])}  "
-                  f"TensorFlow {display(run['tensorflow_version']) or '?'}  "
-                  f"hosts {display(', '.join(run['hosts'])) or '?'}  oneDNN {onednn}{why}\n")
-        out.write(f"  counts from: {run['counts_from'] or 'nothing'}; sources: "
-                  + "; ".join(f"{k} {len(v)}" for k, v in run["sources"].items()) + "\n")
-        if run["functions"]:
-            out.write("  tf.function calls: " + ", ".join(
-                f"{display(f['name'])} x{f['calls']}" for f in run["functions"]) + "\n")
-        for f in run.get("xla_functions", []):
-            out.write(f"  XLA: {display(f['name'])} ({f['launches']} launches in the log): "
-                      f"{display(f['note'])}\n")
-        header = ["op type", "eager", "eager kernels", "graph", "graph kernels"]
-        rows = [[display(r["op_type"]), str(r["eager"]["executions"]),
-                 _kernel_text(r["eager"]["kernels"]),
-                 str(r["graph"]["executions"]), _kernel_text(r["graph"]["kernels"])]
-                for r in run["op_types"]]
-        widths = [max(len(x) for x in col) for col in zip(header, *rows)]
-        right = {1, 3}
-        for line in [header, ["-" * w for w in widths], *rows]:
-            cells = [c.rjust(w) if i in right else c.ljust(w)
-                     for i, (c, w) in enumerate(zip(line, widths))]
-            out.write("  " + "  ".join(cells).rstrip() + "\n")
+        out.write(_run_header(run))
+        out.write(_op_table(run))
         out.write(render_workers(run))
         out.write("\n")
     return out.getvalue()
+
+
+def _run_header(run: dict[str, Any]) -> str:
+    """The lines above a run's table: its versions and hosts, sources, functions, XLA."""
+    onednn = {True: "on", False: "off", None: "unknown"}[run["onednn_enabled"]]
+    why = f" ({display(run['onednn_source'])})" if run["onednn_source"] else ""
+    lines = [f"run {display(run['run'])}  "
+             f"TensorFlow {display(run['tensorflow_version']) or '?'}  "
+             f"hosts {display(', '.join(run['hosts'])) or '?'}  oneDNN {onednn}{why}",
+             f"  counts from: {run['counts_from'] or 'nothing'}; sources: "
+             + "; ".join(f"{k} {len(v)}" for k, v in run["sources"].items())]
+    if run["functions"]:
+        lines.append("  tf.function calls: " + ", ".join(
+            f"{display(f['name'])} x{f['calls']}" for f in run["functions"]))
+    lines += [f"  XLA: {display(f['name'])} ({f['launches']} launches in the log): "
+              f"{display(f['note'])}" for f in run.get("xla_functions", [])]
+    return "".join(line + "\n" for line in lines)
+
+
+_TABLE_HEADER = ["op type", "eager", "eager kernels", "graph", "graph kernels"]
+_RIGHT_ALIGNED = {1, 3}   # the columns of numbers
+
+
+def _op_table(run: dict[str, Any]) -> str:
+    """A run's op types as a table: executions and kernels per mode."""
+    rows = [[display(r["op_type"]), str(r["eager"]["executions"]),
+             _kernel_text(r["eager"]["kernels"]),
+             str(r["graph"]["executions"]), _kernel_text(r["graph"]["kernels"])]
+            for r in run["op_types"]]
+    widths = [max(len(x) for x in col) for col in zip(_TABLE_HEADER, *rows)]
+    out = []
+    for line in [_TABLE_HEADER, ["-" * w for w in widths], *rows]:
+        cells = [c.rjust(w) if i in _RIGHT_ALIGNED else c.ljust(w)
+                 for i, (c, w) in enumerate(zip(line, widths))]
+        out.append("  " + "  ".join(cells).rstrip() + "\n")
+    return "".join(out)
 
 
 def _nothing_readable(logdir: str, models: list[RunModel]) -> LogdirError:
@@ -147,25 +161,7 @@ def _signature(found: list[RunSources]) -> tuple[str, tuple[tuple[str, Any], ...
 
 
 def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    run = _run_name(args.run)
-    found = find_runs(args.logdir, run, tuple(args.log))
-    # The whole document is kept for a run of the program on a local logdir read here: not
-    # for main(argv) called from Python (the caller may have patched what reads the files,
-    # which the cache's code fingerprint cannot see), nor for --workers/--dask (whose
-    # reading is then not exercised), nor remotely (a stat per object).
-    keep = (args.program and not (args.workers or args.dask)
-            and not any(map(fs.is_remote, (args.logdir, *args.log))))
-    cache_args = ("" if run is None else run, *map(fs.absolute, args.log))
-    before = _signature(found) if keep else None
-    doc = load_summary(args.logdir, cache_args, before) if before is not None else None
-    if doc is None:
-        models = load(args.logdir, run, tuple(args.log), read=_reader(args), found=found)
-        if not any(m.counts_from for m in models):
-            raise _nothing_readable(args.logdir, models)
-        doc = summary(models, args.logdir)
-        # Only a document of files that did not change while they were read is kept.
-        if before is not None and _signature(found) == before:
-            store_summary(args.logdir, cache_args, before, doc, [p for p, _i in before[1]])
+    doc = _summary_doc(args)
     for warning in doc["warnings"]:
         stderr.write(f"tb-opmode: warning: {warning}\n")
     if args.format == "json":
@@ -178,11 +174,48 @@ def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return 0
 
 
-def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def _keeps_summary(args: argparse.Namespace) -> bool:
+    """Whether the whole document is kept in the cache: for a run of the program on a
+    local logdir read here; not for main(argv) called from Python (the caller may have
+    patched what reads the files, which the cache's code fingerprint cannot see), nor
+    for --workers/--dask (whose reading is then not exercised), nor remotely (a stat per
+    object)."""
+    return bool(args.program and not (args.workers or args.dask)
+                and not any(map(fs.is_remote, (args.logdir, *args.log))))
+
+
+def _summary_doc(args: argparse.Namespace) -> dict[str, Any]:
+    """The summary of the logdir: kept from a previous run of the program on the same
+    files, or read now (and kept if its files did not change while they were read)."""
+    run = _run_name(args.run)
+    found = find_runs(args.logdir, run, tuple(args.log))
+    cache_args = ("" if run is None else run, *map(fs.absolute, args.log))
+    before = _signature(found) if _keeps_summary(args) else None
+    kept: dict[str, Any] | None = (load_summary(args.logdir, cache_args, before)
+                                   if before is not None else None)
+    if kept is not None:
+        return kept
+    models = load(args.logdir, run, tuple(args.log), read=_reader(args), found=found)
+    if not any(m.counts_from for m in models):
+        raise _nothing_readable(args.logdir, models)
+    doc = summary(models, args.logdir)
+    if before is not None and _signature(found) == before:
+        store_summary(args.logdir, cache_args, before, doc, [p for p, _i in before[1]])
+    return doc
+
+
+def _readable_models(args: argparse.Namespace) -> list[RunModel]:
+    """The runs ``--run`` selects that have something to count, or the error saying why
+    there are none."""
     loaded = load(args.logdir, _run_name(args.run), tuple(args.log))
     models = [m for m in loaded if m.counts_from]
     if not models:
         raise _nothing_readable(args.logdir, loaded)
+    return models
+
+
+def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    models = _readable_models(args)
     if args.run is None and len(models) > 1:
         with_op = [m for m in models if args.op_type in m.op_types]
         models = with_op[:1] or models[:1]
@@ -213,59 +246,80 @@ def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) 
             stdout.write(textwrap.fill(display(reason["text"]), width=100, initial_indent="  - ",
                                        subsequent_indent="    ") + "\n")
         if stats.executions:
-            sites = call_sites(model, op_type, mode, limit=top, snippets=False)
-            if sites:
-                stdout.write("  call sites" + (" (where the graph op was traced)" if mode == "graph"
-                                               else "") + ":\n")
-            for site in sites:
-                stdout.write(f"    {site['count']:>7}  {display(site['file'])}:{site['line']}  "
-                             f"{display(site['function'])}\n")
-                user = site.get("user_code")
-                if user:
-                    stdout.write(f"             from {display(user['file'])}:{user['line']}  "
-                                 f"{display(user['function'])}\n")
+            _write_call_sites(call_sites(model, op_type, mode, limit=top, snippets=False),
+                              mode, stdout)
+
+
+def _write_call_sites(sites: list[dict[str, Any]], mode: str, stdout: TextIO) -> None:
+    """The call sites of an op type in one mode, with the user's code that led there."""
+    if sites:
+        stdout.write("  call sites" + (" (where the graph op was traced)" if mode == "graph"
+                                       else "") + ":\n")
+    for site in sites:
+        stdout.write(f"    {site['count']:>7}  {display(site['file'])}:{site['line']}  "
+                     f"{display(site['function'])}\n")
+        user = site.get("user_code")
+        if user:
+            stdout.write(f"             from {display(user['file'])}:{user['line']}  "
+                         f"{display(user['function'])}\n")
 
 
 def _report(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     """``report``: one run as Markdown or HTML to paste into an issue (``report.py`` writes
     it from the run's summary JSON; here only what that JSON lacks is gathered: call
     sites, the logs' CPU features, this machine's host name to hide)."""
-    loaded = load(args.logdir, _run_name(args.run), tuple(args.log))
-    models = [m for m in loaded if m.counts_from]
-    if not models:
-        raise _nothing_readable(args.logdir, loaded)
-    model = models[0]
-    if args.run is None and len(models) > 1:
-        # The run that has every op asked for, as `explain` picks the one with its op.
-        model = next((m for m in models if all(op in m.op_types for op in args.op)), model)
-        stderr.write(f"tb-opmode: several runs; reporting run {model.run!r} "
-                     f"(choose one with --run)\n")
+    models = _readable_models(args)
+    model = _report_model(args, models, stderr)
     logdir = fs.absolute(args.logdir)
     doc = run_json(model, logdir)
-    focus = focus_ops(doc, args.op)
-    sites = {op: {mode: call_sites(model, op, mode, limit=3, snippets=False) for mode in MODES}
-             for op in focus}
-    features = sorted(set().union(*(log.cpu_features for log in model.logs
-                                    if log.cpu_features is not None)))
+    sites = _focus_call_sites(model, focus_ops(doc, args.op))  # an unknown --op fails here
     for warning in doc["warnings"]:
         stderr.write(f"tb-opmode: warning: {display(model.run)}: {warning}\n")
     # This machine's name too: a profile or log may name it where the dump does not.
     redaction = Redaction(logdir=logdir, project=os.getcwd(),
                           hosts=(*doc["hosts"], socket.gethostname()), enabled=not args.no_redact)
-    blocks = build(doc, asked=args.op, call_sites=sites, cpu_features=features or None,
-                   redaction=redaction, other_runs=[m.run for m in models if m is not model])
-    text = render(blocks, args.format)
-    if args.output is None:
+    blocks = report_blocks(doc, asked=args.op, call_sites=sites, cpu_features=_cpu_features(model),
+                           redaction=redaction, other_runs=[m.run for m in models if m is not model])
+    _write_report(render(blocks, args.format), args.output, stdout, stderr)
+    return 0
+
+
+def _report_model(args: argparse.Namespace, models: list[RunModel], stderr: TextIO) -> RunModel:
+    """The run to report: the first, or without ``--run`` the first that has every op
+    asked for (as ``explain`` picks the one with its op), saying so when there are several."""
+    model = models[0]
+    if args.run is None and len(models) > 1:
+        model = next((m for m in models if all(op in m.op_types for op in args.op)), model)
+        stderr.write(f"tb-opmode: several runs; reporting run {model.run!r} "
+                     f"(choose one with --run)\n")
+    return model
+
+
+def _focus_call_sites(model: RunModel, focus: list[str]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Op type -> mode -> its first call sites, for the op types the report explains."""
+    return {op: {mode: call_sites(model, op, mode, limit=MAX_SITES, snippets=False)
+                 for mode in MODES} for op in focus}
+
+
+def _cpu_features(model: RunModel) -> list[str] | None:
+    """The instruction sets the run's logs name, or None when no log has TF's start-up line."""
+    features = sorted(set().union(*(log.cpu_features for log in model.logs
+                                    if log.cpu_features is not None)))
+    return features or None
+
+
+def _write_report(text: str, output: str | None, stdout: TextIO, stderr: TextIO) -> None:
+    """The report to ``output`` (saying where it went), or to stdout."""
+    if output is None:
         stdout.write(text)
-        return 0
+        return
     try:
-        with open(args.output, "w", encoding="utf-8") as f:
+        with open(output, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as err:
-        raise ReportOutputError(f"{args.output}: cannot write the report: "
+        raise ReportOutputError(f"{output}: cannot write the report: "
                                 f"{err.strerror or err}") from None
-    stderr.write(f"tb-opmode: report written to {display(args.output)}\n")
-    return 0
+    stderr.write(f"tb-opmode: report written to {display(output)}\n")
 
 
 def _positive_int(text: str) -> int:

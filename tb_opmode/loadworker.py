@@ -1,4 +1,4 @@
-"""A process that builds runs for the plugin's loader, so runs load on every core.
+"""A process that builds runs for the plugin's run store, so runs load on every core.
 
 In (stdin): length-prefixed pickles, one per job: ``("run", RunSources, signature,
 logdir, full)`` to build a run, or ``("tasks", paths)`` to read the cluster tasks of
@@ -15,10 +15,10 @@ Why a process of its own, started with ``python -m`` rather than by
 ``multiprocessing``: reading a run is CPU-bound Python (threads would share one
 core through the GIL), TensorBoard's process has threads (forking it could copy
 a held lock), and ``multiprocessing``'s spawn would import TensorBoard's main
-module, and with it TensorFlow, in every worker (two seconds each). Why a module
-outside ``plugin/``: ``python -m tb_opmode.plugin.loadworker`` ran ``plugin/__init__``,
-which imports the routes and with them TensorBoard and werkzeug (~90 ms of each
-worker's start, on the cores the runs load on); a worker needs neither.
+module, and with it TensorFlow, in every worker. Why a module outside ``plugin/``:
+running a module inside it runs ``plugin/__init__`` first, which imports the routes and
+with them TensorBoard and werkzeug, slowing each worker's start on the cores the runs
+load on; a worker needs neither.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def send(stream: IO[bytes], value: Any) -> None:
     stream.flush()
 
 
-def _exactly(stream: IO[bytes], n: int) -> Optional[bytes]:
+def _read_exactly(stream: IO[bytes], n: int) -> Optional[bytes]:
     chunks, got = [], 0
     while got < n:
         chunk = stream.read(n - got)
@@ -64,10 +64,10 @@ def _exactly(stream: IO[bytes], n: int) -> Optional[bytes]:
 
 def receive(stream: IO[bytes]) -> Any:
     """Read one message; raises EOFError when the other side has gone."""
-    head = _exactly(stream, _HEADER.size)
+    head = _read_exactly(stream, _HEADER.size)
     if head is None:
         raise EOFError("the other end closed the pipe")
-    body = _exactly(stream, _HEADER.unpack(head)[0])
+    body = _read_exactly(stream, _HEADER.unpack(head)[0])
     if body is None:
         raise EOFError("the pipe closed in the middle of a message")
     return pickle.loads(body)
@@ -76,10 +76,10 @@ def receive(stream: IO[bytes]) -> Any:
 def light_view(view: Any) -> Any:
     """The part of a ``RunView`` that the run list reads (its JSON document, row
     names, oneDNN facts, whether it has a profile), for a run whose full view is
-    not held in memory: a 23 MB dump's view takes 27 MB, 200 of them 5 GB.
-    Profiles keep their path, host and time source but no events; the timeline
-    is left out. Only the run list may be given one (the plugin's ``_view``
-    gives routes the full view)."""
+    not held in memory (``plugin.residency``: a full view is several times its dump's
+    size, and a logdir of many runs would not fit). Profiles keep their path, host and
+    time source but no events; the timeline is left out. Only the run list may be given
+    one (``RunStore.view`` gives routes the full view)."""
     model = view.model
     profiles = [Profile(path=p.path, host=p.host, start_ns=p.start_ns, end_ns=p.end_ns,
                         time_source=p.time_source) for p in model.profiles]
@@ -88,16 +88,16 @@ def light_view(view: Any) -> Any:
     return dataclasses.replace(view, model=light, timeline=None)
 
 
-def _build(sources: Any, logdir: str, full: bool = True) -> Any:
-    """The run's view; without ``full`` only its light form is wanted, so the timeline
-    (a tenth of a small run's build) is not made."""
+def _build_view(sources: Any, logdir: str, full: bool = True) -> Any:
+    """The run's view; without ``full`` only its light form is asked for, so the
+    timeline (a sizeable part of a small run's build) is not made."""
     # A build makes many objects that live until it ends and few cycles: the cyclic GC
-    # would scan them over and over (about a tenth of a small run's build). Off for the
-    # build, on again after it, which collects any cycle it left.
+    # would scan them over and over. Off for the build, on again after it, which collects
+    # any cycle it left.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return tab.prepare(build_run(sources, logdir), logdir, timeline=full)
+        return tab.build_view(build_run(sources, logdir), logdir, timeline=full)
     finally:
         if enabled:
             gc.enable()
@@ -123,23 +123,23 @@ def main() -> int:
         except EOFError:
             return 0
         # The cyclic GC stays off until the reply is sent and dropped: turned on after the
-        # build, its first collection scanned every object the run had made, all still
-        # alive (a twentieth of a small run's CPU); once they are freed it has little to see.
+        # build, its first collection would scan every object the run made, all still
+        # alive; once they are freed it has little to see.
         gc.disable()
         try:
-            send(out, _job(job, expected))
+            send(out, _reply_to(job, expected))
         finally:
             gc.enable()
 
 
-def _job(job: tuple[Any, ...], expected: tuple[type[BaseException], ...]) -> tuple[Any, ...]:
+def _reply_to(job: tuple[Any, ...], expected: tuple[type[BaseException], ...]) -> tuple[Any, ...]:
     """The reply to one job: a run's view (kept in the cache too) or the tasks of
     ``.graphs`` files, or why there is none."""
     try:
         if job[0] == "tasks":
             return ("tasks", [cached_dump_tasks({"graphs": path}) for path in job[1]])
         _kind, sources, signature, logdir, full = job
-        view = _build(sources, logdir, full)
+        view = _build_view(sources, logdir, full)
         light = light_view(view)
         store_view(logdir, sources.name, signature, light)
         return ("ok", view if full else light)

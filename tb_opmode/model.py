@@ -112,6 +112,9 @@ class OpKernel:
     dtype: str = ""
     note: str = ""
     fused_into: str = ""
+    # The name of the rule of ``analyze.kernels`` that decided the kernel, so that each
+    # rule's answers can be scored against TF's log; never written to any output.
+    rule: str = ""
 
 
 @dataclass

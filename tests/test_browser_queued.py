@@ -1,7 +1,7 @@
 """A run picked while a logdir of many runs loads is read next and shown, in a real browser.
 
 In: the session's BERT-like ``fit`` run (dump + profile + VLOG log, written by real
-TensorFlow), linked under one logdir as ``QUEUED`` runs of equal size, which the loader
+TensorFlow), linked under one logdir as ``QUEUED`` runs of equal size, which the run store
 reads in name order: unasked, the last name is read last. A real ``tensorboard`` with
 an empty cache (a cold start), headless Chromium via Playwright. Out: assertions on
 what a person sees (the loading run can be picked, the tab says it is read next, then

@@ -109,13 +109,8 @@ _FILE_SUFFIXES = {"py", "js", "cc", "h", "proto", "pb", "txt", "log", "json", "m
 # names in its own files): listed here so that this test checks every other name today.
 # An entry that is no longer stale fails the test: remove it.
 KNOWN_STALE = {
-    ("tb_opmode/present/tab.py", "``join.``"): "the tab's split names its own modules",
-    ("tb_opmode/present/tab.py", "``why.``"): "the tab's split names its own modules",
-    ("tb_opmode/present/tab.py", "``export.``"): "the tab's split names its own modules",
-    ("tb_opmode/present/tab.py", "plugin.py"): "the tab's split names its own modules",
     ("tb_opmode/read/partials.py", "``join.``"): "join.build_run is analyze.assemble.build_run",
     ("tb_opmode/read/partials.py", "``runs.``"): "runs.RunSources is read.discover.RunSources",
-    ("tb_opmode/loadworker.py", "tb_opmode.plugin.loadworker"): "history: where it was",
 }
 
 

@@ -43,10 +43,10 @@ from tensorboard.plugins import base_plugin
 from werkzeug import test as wtest
 from werkzeug.wrappers import Response
 
-from tb_opmode.plugin import loader
 from tb_opmode.plugin import routes as plugin_module
-from tb_opmode.plugin.loader import RunLoader
+from tb_opmode.plugin import run_store
 from tb_opmode.plugin.routes import STATIC_FILES, OpModePlugin
+from tb_opmode.plugin.run_store import RunStore
 from tb_opmode.read.tfrecord import encode_record
 
 from .conftest import dump_files, link_tree, needs_tensorflow, running_tensorboard
@@ -472,7 +472,7 @@ def test_fifty_clients_while_runs_load(tmp_path: Path, cnn_logdir: Path) -> None
           f"{len(runs_answers)} /runs answers")
 
 
-# A run whose build fails in a loader worker process: the worker imports this first
+# A run whose build fails in a load worker process: the worker imports this first
 # (Python imports ``sitecustomize`` from its path at start-up).
 _FAILING_WORKER = """
 import tb_opmode.analyze.assemble as assemble
@@ -489,25 +489,25 @@ assemble.build_run = build_run
 """
 
 
-@pytest.mark.parametrize("where", ["loader thread", "worker processes"])
+@pytest.mark.parametrize("where", ["store thread", "worker processes"])
 def test_one_unloadable_run_does_not_stop_the_others(tmp_path: Path, cnn_logdir: Path,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      where: str) -> None:
     logdir = tmp_path / "logdir"
     link_tree(cnn_logdir, logdir / "a_bad")
     link_tree(cnn_logdir, logdir / "b_good")
-    if where == "loader thread":
-        monkeypatch.setattr(RunLoader, "WORKERS", 1)
-        real_build = loader.build_run
+    if where == "store thread":
+        monkeypatch.setattr(RunStore, "WORKERS", 1)
+        real_build = run_store.build_run
 
         def build(sources: Any, logdir: str) -> Any:
             if sources.name == "a_bad":
                 raise OverflowError("cannot convert float infinity to integer")
             return real_build(sources, logdir)
 
-        monkeypatch.setattr(loader, "build_run", build)
+        monkeypatch.setattr(run_store, "build_run", build)
     else:
-        monkeypatch.setattr(RunLoader, "WORKERS", 2)
+        monkeypatch.setattr(RunStore, "WORKERS", 2)
         (tmp_path / "site").mkdir()
         (tmp_path / "site" / "sitecustomize.py").write_text(_FAILING_WORKER)
         monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))

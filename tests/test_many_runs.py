@@ -4,7 +4,7 @@ every run's entries while dropping those of deleted files.
 
 In: the session fixtures of conftest.py (the CNN custom loop and the BERT-like
 ``fit``, real TensorFlow files), copied into many run directories by hard
-links. Out: assertions on the order and state of what the loader published and
+links. Out: assertions on the order and state of what the run store published and
 on the cache directory. Nothing here is timed: the machine is shared.
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ import pytest
 
 from tb_opmode.analyze.assemble import build_run
 from tb_opmode.errors import StillLoading
-from tb_opmode.plugin.loader import RunLoader, file_signature
+from tb_opmode.plugin.pool import Job
+from tb_opmode.plugin.run_store import RunStore, file_signature
 from tb_opmode.present import tab
 from tb_opmode.read import cache
 from tb_opmode.read.discover import discover
@@ -31,8 +32,8 @@ from .conftest import link_tree
 SMALL_RUNS = 12
 
 
-class Recording(RunLoader):
-    """The plugin's loader, noting at each publication which runs were ready then, and
+class Recording(RunStore):
+    """The plugin's run store, noting at each publication which runs were ready then, and
     each worker process it starts."""
 
     RESIDENT_VIEWS = 3
@@ -43,24 +44,26 @@ class Recording(RunLoader):
         self.sent: list[str] = []  # the runs in the order they were sent to a worker
         self.workers_started = 0
         super().__init__(*args, **kwargs)
+        start_worker = self._pool.start_worker
 
-    def _publish(self, sources: Any, signature: Any, view: Any, full: bool) -> None:
+        def noted_worker() -> Any:
+            self.workers_started += 1
+            worker = start_worker()
+            if worker is not None:
+                send = worker.send
+
+                def noted(job: Job, *rest: Any) -> None:
+                    self.sent.append(job.name)
+                    send(job, *rest)
+                worker.send = noted  # type: ignore[method-assign]
+            return worker
+        self._pool.start_worker = noted_worker  # type: ignore[method-assign]
+
+    def _publish(self, job: Job, view: Any, full: bool) -> None:
         with self._lock:
             ready = set(self._runs)
-        self.published.append((sources.name, ready, full))
-        super()._publish(sources, signature, view, full)
-
-    def _start_worker(self) -> Any:
-        self.workers_started += 1
-        worker = super()._start_worker()
-        if worker is not None:
-            send = worker.send
-
-            def noted(sources: Any, *rest: Any) -> None:
-                self.sent.append(sources.name)
-                send(sources, *rest)
-            worker.send = noted  # type: ignore[method-assign]
-        return worker
+        self.published.append((job.name, ready, full))
+        super()._publish(job, view, full)
 
 
 @pytest.fixture()
@@ -106,7 +109,7 @@ def test_many_runs_all_ready_and_a_huge_one_last(many: Path, cache_env: Path) ->
         assert huge_at == len(names) - 1
         assert plugin.published[huge_at][1] == {f"small_{i:02d}" for i in range(SMALL_RUNS)}
         assert plugin._errors == {}
-        assert plugin._workers == []  # workers stop once the scan's loads are done
+        assert plugin._pool.workers == []  # workers stop once the scan's loads are done
         # More runs than RESIDENT_VIEWS: they arrived light, to be rebuilt on request.
         assert not any(full for _n, _r, full in plugin.published)
         progress = plugin.progress()
@@ -140,13 +143,13 @@ def test_a_run_asked_for_while_queued_is_read_next(
         assert plugin.wait_idle(600), "background load did not finish"
         order = [name for name, _ready, _full in plugin.published]
         assert sorted(order) == names and sorted(plugin.sent) == names and plugin._errors == {}
-        # Unasked it is sent last. Asked, it is the next run sent, but for those the loader
+        # Unasked it is sent last. Asked, it is the next run sent, but for those the store
         # may have sent in the pass it was in when asked (at most one per free slot: two
         # workers, two runs each). Its publication may come after runs the other worker
         # finishes meanwhile, so the order of sending is what is checked.
         assert plugin.sent.index(last) <= sent_before + 2 * Recording.WORKERS, (sent_before, plugin.sent)
         assert order.index(last) < len(names) - 1
-        assert plugin._wanted == {}
+        assert plugin._asked_next == {}
         assert plugin.view(last).doc["run"] == last
     finally:
         plugin.close()
@@ -159,7 +162,7 @@ def test_views_beyond_the_resident_ones_are_rebuilt_identically(
         for name in ["huge", *(f"small_{i:02d}" for i in range(SMALL_RUNS)), "huge"]:
             view = plugin.view(name)
             (sources,) = [r for r in discover(str(many)) if r.name == name]
-            direct = tab.prepare(build_run(sources, str(many)), str(many))
+            direct = tab.build_view(build_run(sources, str(many)), str(many))
             assert json.dumps(tab.overview(view), sort_keys=True) == \
                 json.dumps(tab.overview(direct), sort_keys=True), name
             assert tab.op_page(view, "total", True, (), "", 0, 50) == \

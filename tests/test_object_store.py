@@ -376,9 +376,9 @@ def test_opmode_logdir_flag_gives_the_tab_its_logdir(s3: S3Server, bert_url: str
     with _s3_env(s3, TB_OPMODE_CACHE="off"):
         plugin = loader.load(base_plugin.TBContext(logdir=flags.logdir, flags=flags))
         try:
-            assert plugin.loader.logdir == bert_url
+            assert plugin.store.logdir == bert_url
             assert plugin.wait_idle(120)
-            runs = plugin.loader._discovered
+            runs = plugin.store._discovered
         finally:
             plugin.close()
     assert list(runs) == ["."] and runs["."].logs[0].startswith(bert_url + "/")
@@ -433,7 +433,7 @@ def test_tab_says_why_an_unreachable_store_shows_nothing(s3: S3Server, bert_url:
         plugin = OpModePlugin(base_plugin.TBContext(logdir=bert_url))
         try:
             assert plugin.wait_idle(120)
-            error = plugin.loader.progress()["error"]
+            error = plugin.store.progress()["error"]
             active = plugin.is_active()
         finally:
             plugin.close()

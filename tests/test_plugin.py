@@ -5,7 +5,7 @@ loop with oneDNN on and off). Out: assertions on every route's answer, its
 errors (404 for unknown runs and ops, 400 for bad parameters, 503 for a run still
 loading, 500 with a logged traceback for a bug), the static
 route's refusal of path traversal, the 1 MB cap, the exports, and the
-background loader (reload on change, consistent answers while it reloads).
+background run store (reload on change, consistent answers while it reloads).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from werkzeug import test as wtest
 from werkzeug.wrappers import Response
 
 from tb_opmode.analyze.assemble import load
-from tb_opmode.plugin import loader, routes
+from tb_opmode.plugin import routes, run_store
 from tb_opmode.plugin.routes import MAX_RESPONSE_BYTES, STATIC_FILES, OpModePlugin
 from tb_opmode.present import tab, timeline
 from tb_opmode.present.contract import summary
@@ -444,13 +444,13 @@ def test_run_still_loading_is_503_then_200(bert_logdir: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A run found but not built yet answers 503 (with Retry-After), not 404; once built, 200."""
     release = threading.Event()
-    real_build = loader.build_run
+    real_build = run_store.build_run
 
     def slow_build(sources: Any, logdir: str) -> Any:
         assert release.wait(300), "the test never released the build"
         return real_build(sources, logdir)
 
-    monkeypatch.setattr(loader, "build_run", slow_build)
+    monkeypatch.setattr(run_store, "build_run", slow_build)
     plugin = OpModePlugin(base_plugin.TBContext(logdir=str(bert_logdir)))
     api = Api(plugin)
     try:

@@ -31,10 +31,10 @@ from tb_opmode.present.contract import run_json
 from tb_opmode.present.report import (
     MAX_ROWS,
     Redaction,
-    build,
     focus_ops,
     render_html,
     render_markdown,
+    report_blocks,
     select_op_types,
 )
 
@@ -334,8 +334,8 @@ def _hostile_run(bert_run: dict[str, Any]) -> dict[str, Any]:
 
 def test_names_full_of_markup_stay_text(bert_run: dict[str, Any], tmp_path: Path) -> None:
     run = _hostile_run(bert_run)
-    blocks = build(run, asked=[], call_sites={}, cpu_features=None,
-                   redaction=Redaction(logdir=str(tmp_path)))
+    blocks = report_blocks(run, asked=[], call_sites={}, cpu_features=None,
+                           redaction=Redaction(logdir=str(tmp_path)))
     text = render_markdown(blocks)
     (table,) = md_tables(text)
     assert all(len(row) == 5 for row in table)

@@ -25,7 +25,7 @@ from bench.ddr_counts import reference_device_counts
 from tb_opmode.analyze.assemble import load
 from tb_opmode.analyze.workers import NO_DEVICE
 from tb_opmode.cli import main
-from tb_opmode.present.tab import _device_splits, prepare, short_device
+from tb_opmode.present.tab import build_view, device_splits, short_device
 
 from .conftest import ROOT, link_tree, needs_tensorflow
 
@@ -203,7 +203,7 @@ def test_tab_devices_equal_debugdatareader_and_the_dump(mirrored_dir: Path) -> N
     of one dump on one device, which has no ``workers``)."""
     [model] = load(str(mirrored_dir))
     assert model.workers
-    view = prepare(model, str(mirrored_dir))
+    view = build_view(model, str(mirrored_dir))
     reference = _reference(mirrored_dir / "run")
     for mode in ("eager", "graph"):
         expected: Counter[tuple[str, str]] = Counter()
@@ -215,7 +215,7 @@ def test_tab_devices_equal_debugdatareader_and_the_dump(mirrored_dir: Path) -> N
                        for device, n in row[mode].get("devices", {}).items()})
         assert got == expected, mode
         assert len({device for _op, device in got}) > 1, mode
-    assert _device_splits(model) == _device_splits(replace(model, workers=[]))
+    assert device_splits(model) == device_splits(replace(model, workers=[]))
 
 
 def test_unreadable_worker_is_named_and_the_other_counted(job_dir: Path, tmp_path: Path) -> None:

@@ -1,21 +1,20 @@
 """Join dumps, profiles and logs into one model per run.
 
 In: a logdir (and optional extra log files), or one run's ``RunSources``. Out:
-``RunModel``s, one per run (``model.py``): per op type and mode, execution counts
+``RunModel``s, one per run (``model``): per op type and mode, execution counts
 and the kernels that ran, each with its evidence level. The JSON contract made
 of them is ``present.contract``.
 
-Counts come from the strongest source present: the tfdbg2 dump (eager
-``execution`` records; graph ``graph_execution_trace`` records of the lowest
-output slot traced per op, so an op with three traced outputs counts once per
-run of its graph), else the text log, else the profile. Kernels come from
-the evidence in hand: the log (``Instantiating kernel`` / ``Process node``)
-first, then the profile's ``<node>:<kernel>`` events.
+Counts come from the strongest source present (``_COUNT_SOURCES``): the tfdbg2
+dump (eager ``execution`` records; graph ``graph_execution_trace`` records of the
+lowest output slot traced per op, so an op with three traced outputs counts once per
+run of its graph), else the text log, else the profile (those two booked to op types
+by ``events``). Kernels come from the evidence in hand: the log (``Instantiating
+kernel`` / ``Process node``) first, then the profile's ``<node>:<kernel>`` events.
 """
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Callable
 
 from ..errors import LogdirError, NoSuchRun, Problem
@@ -26,37 +25,55 @@ from ..read.discover import RunSources, discover, display, dump_location, relpat
 from ..read.partials import Partial, Unit, read_serial, units_of
 from ..read.textlog import LogFacts
 from ..read.tfdbg import DumpSet
-from ..vocab import PLUMBING_KERNELS, is_debug_kernel, is_function, is_onednn
-from .explain import op_times
+from ..vocab import is_function, is_onednn
+from .events import (
+    is_user_op,
+    log_counts,
+    logged_graph_kernels,
+    op_times,
+    profile_counts,
+    profiled_graph_kernels,
+    row_op,
+)
 from .kernels import assign_eager, assign_graph, detect_onednn
-from .nodes import canonical_op
 from .workers import breakdown
 
 __all__ = ["build_run", "find_runs", "load", "row_op", "is_user_op"]
 
 
+def _count_eager_records(model: RunModel, dump: DumpSet) -> None:
+    for (op_type, graph_id), n in dump.executions.items():
+        if graph_id or is_function(op_type):
+            model.functions[op_type] += n
+        else:
+            model.row(op_type).eager.executions += n
+
+
+def _count_graph_traces(model: RunModel, dump: DumpSet) -> int:
+    """Adds each graph op's executions, the traces of its lowest traced output slot, to
+    its row; returns the executions of ops the dump's graphs do not define."""
+    lowest: dict[tuple[str, str], int] = {}
+    for (graph_id, op_name, slot) in dump.traces:
+        key = (graph_id, op_name)
+        if key not in lowest or slot < lowest[key]:
+            lowest[key] = slot
+    unknown = 0
+    for (graph_id, op_name, slot), n in dump.traces.items():
+        if slot != lowest[(graph_id, op_name)]:
+            continue
+        graph = dump.graphs.get(graph_id)
+        op = graph.ops.get(op_name) if graph else None
+        if op is None:
+            unknown += n
+        else:
+            model.row(op.op_type).graph.executions += n
+    return unknown
+
+
 def _dump_counts(model: RunModel) -> None:
     for dump in model.dumps:
-        for (op_type, graph_id), n in dump.executions.items():
-            if graph_id or is_function(op_type):
-                model.functions[op_type] += n
-            else:
-                model.row(op_type).eager.executions += n
-        lowest: dict[tuple[str, str], int] = {}
-        for (graph_id, op_name, slot) in dump.traces:
-            key = (graph_id, op_name)
-            if key not in lowest or slot < lowest[key]:
-                lowest[key] = slot
-        unknown = 0
-        for (graph_id, op_name, slot), n in dump.traces.items():
-            if slot != lowest[(graph_id, op_name)]:
-                continue
-            graph = dump.graphs.get(graph_id)
-            op = graph.ops.get(op_name) if graph else None
-            if op is None:
-                unknown += n
-                continue
-            model.row(op.op_type).graph.executions += n
+        _count_eager_records(model, dump)
+        unknown = _count_graph_traces(model, dump)
         if unknown:
             model.problems.append(Problem(
                 dump.files.get("graph_execution_traces", dump.prefix), 0,
@@ -94,62 +111,6 @@ def _cut_problem(cut: BufferCut) -> Problem:
         f"dump kept only the last {cut.records}, so its counts are a lower bound; {cut.fix}"))
 
 
-# Fused kernels stand for the op their pattern starts with (the fused node keeps the
-# name of the pattern's last op): a run without a dump names its rows after them.
-_FUSED_HEADS = (("FusedConv2D", "Conv2D"), ("FusedMatMul", "MatMul"),
-                ("FusedBatchMatMul", "BatchMatMulV2"), ("FusedDepthwiseConv2dNative",
-                                                        "DepthwiseConv2dNative"),
-                ("PadWithConv2D", "Conv2D"), ("PadWithFusedConv2D", "Conv2D"),
-                ("FusedConv3D", "Conv3D"), ("FusedBatchNormEx", "FusedBatchNormV3"))
-
-
-def row_op(kernel: str) -> str:
-    """The op type a kernel ran for: ``_MklNativeConv2D`` -> Conv2D, and a fused kernel
-    -> its pattern's first op (``_MklNativeFusedConv2D``, ``_FusedConv2D`` -> Conv2D)."""
-    base = canonical_op(kernel).lstrip("_")
-    for fused, head in _FUSED_HEADS:
-        if base.startswith(fused):
-            return head
-    if base.endswith("WithBias"):  # _MklNativeConv2DBackpropFilterWithBias
-        return base[:-len("WithBias")]
-    return canonical_op(kernel)
-
-
-def is_user_op(kernel: str) -> bool:
-    """Whether a kernel the log or profile names ran an op of the user's program, not
-    tfdbg's instrumentation or the executor's plumbing."""
-    return bool(kernel) and kernel not in PLUMBING_KERNELS and not is_debug_kernel(kernel)
-
-
-def _log_counts(model: RunModel) -> None:
-    for log in model.logs:
-        for dispatch, n in log.eager_dispatch.items():
-            if is_function(dispatch):
-                model.functions[dispatch] += n
-            elif not is_debug_kernel(dispatch):  # an eager NoOp is the user's, as in a dump
-                model.row(row_op(dispatch)).eager.executions += n
-        for kernel, n in log.kernel_executions.items():
-            if is_user_op(kernel):
-                model.row(row_op(kernel)).graph.executions += n
-
-
-def _profile_counts(model: RunModel) -> None:
-    for prof in model.profiles:
-        for op_type, is_func, _start, _dur in prof.eager_ops:
-            if is_func or is_function(op_type):
-                model.functions[op_type] += 1
-            elif not is_debug_kernel(op_type):
-                model.row(op_type).eager.executions += 1
-        for _node, kernel, _start, _dur in prof.graph_ops:
-            if is_user_op(kernel):
-                model.row(row_op(kernel)).graph.executions += 1
-        if prof.eager_ops or prof.graph_ops:
-            model.problems.append(Problem(prof.path, 0, (
-                "counts from this profile cover only the steps it profiled (the profiler's "
-                "window), not the whole run; a tfdbg dump (enable_dump_debug_info) counts "
-                "every execution")))
-
-
 def _add_kernel(stats: ModeStats, name: str, executions: int, evidence: str, note: str = "",
                 fused_into: str = "") -> None:
     for k in stats.kernels:
@@ -179,23 +140,13 @@ def _apply_kernels(model: RunModel) -> None:
 def _graph_kernels_without_dump(model: RunModel) -> None:
     """No dump: each kernel seen is its row's, with the executions its evidence counts
     (the log's Process node lines, else the profile's events)."""
-    counted: Counter[str] = Counter()
-    evidence: dict[str, str] = {}
-    for log in model.logs:
-        for kernel, n in log.kernel_executions.items():
-            if is_user_op(kernel):
-                counted[kernel] += n
-                evidence[kernel] = "log"
+    counted, evidence = logged_graph_kernels(model), "log"
     if not counted:
-        for prof in model.profiles:
-            for _node, kernel, _s, _d in prof.graph_ops:
-                if is_user_op(kernel):
-                    counted[kernel] += 1
-                    evidence[kernel] = "profile"
+        counted, evidence = profiled_graph_kernels(model), "profile"
     for kernel, n in counted.items():
         row = model.op_types.get(row_op(kernel))
         if row is not None and row.graph.executions:
-            _add_kernel(row.graph, kernel, n, evidence[kernel])
+            _add_kernel(row.graph, kernel, n, evidence)
     for row in model.op_types.values():
         # Counts from one source, kernels from another (a log with executions, and a
         # profile's kernels besides): one kernel takes the row's count.
@@ -267,11 +218,10 @@ def _log_run_checks(model: RunModel) -> list[Problem]:
     return out
 
 
-def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) -> RunModel:
-    """The model of one run. ``parts``: what reading its sources gave (``partials``: read
-    ahead on a pool or a cluster); a source it lacks is read here, by the same code."""
-    model = RunModel(run=sources.name, directory=sources.directory)
-    parts = parts if parts is not None else Partial()
+def _read_sources(model: RunModel, sources: RunSources,
+                  parts: Partial) -> tuple[list[DumpSet], list[Problem]]:
+    """Reads the run's profiles and logs into the model, and its dump sets: returns every
+    dump set (the model keeps those something was read from) and the logs' read errors."""
     prefetch_files(sources.profiles, sources.logs)  # remote only: in parallel
     # A job's run holds its workers' dumps from sub-directories (key "worker0/<prefix>").
     dumps = [parts.dump(*dump_location(sources, key), files)
@@ -282,6 +232,12 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
     # A dump set of which nothing could be read (all damaged, or files named like a
     # dump holding something else) counts nothing: its problems say why.
     model.dumps = [d for d in dumps if _dump_usable(d)]
+    return dumps, read_problems
+
+
+def _describe_sources(model: RunModel, dumps: list[DumpSet], sources: RunSources,
+                      logdir: str) -> None:
+    """The model's TF version, hosts and source paths."""
     versions = sorted({d.tensorflow_version for d in model.dumps if d.tensorflow_version})
     model.tensorflow_version = ", ".join(versions)
     model.hosts = sorted({display(d.host) for d in model.dumps}
@@ -291,31 +247,72 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
         "profile": [relpath(p, logdir) for p in sources.profiles],
         "logs": [relpath(p, logdir) for p in sources.logs],
     }
-    for path, why in sources.skipped:
-        model.problems.append(Problem(path, 0, f"{why}, not a regular file: not read"))
+
+
+def _source_problems(model: RunModel, dumps: list[DumpSet], sources: RunSources,
+                     read_problems: list[Problem]) -> list[Problem]:
+    """What discovery and the readers met, and what the sources say of each other."""
+    out = [Problem(path, 0, f"{why}, not a regular file: not read")
+           for path, why in sources.skipped]
     # What discovery could not read (or would not follow) changes the answer: say so,
     # here, so that the tab (which builds runs itself) says it too.
-    model.problems.extend(Problem(path, 0, message) for path, message in sources.warnings)
+    out.extend(Problem(path, 0, message) for path, message in sources.warnings)
     for dump in dumps:
-        model.problems.extend(dump.problems)
-        model.problems.extend(_dump_checks(dump))
+        out.extend(dump.problems)
+        out.extend(_dump_checks(dump))
     for prof in model.profiles:
-        model.problems.extend(prof.problems)
+        out.extend(prof.problems)
     for log in model.logs:
-        model.problems.extend(log.problems)
-    model.problems.extend(read_problems)
-    model.problems.extend(_log_run_checks(model))
-    if model.dumps:
-        model.counts_from = "debugger"
-        _dump_counts(model)
-        model.buffer_cuts = _buffer_checks(model)
-        model.problems.extend(_cut_problem(cut) for cut in model.buffer_cuts)
-    elif any(log.eager_dispatch or log.graph_executions for log in model.logs):
-        model.counts_from = "log"
-        _log_counts(model)
-    elif any(p.time_source for p in model.profiles):  # a host plane was read
-        model.counts_from = "profile"
-        _profile_counts(model)
+        out.extend(log.problems)
+    out.extend(read_problems)
+    out.extend(_log_run_checks(model))
+    return out
+
+
+def _count_from_dumps(model: RunModel) -> None:
+    _dump_counts(model)
+    model.buffer_cuts = _buffer_checks(model)
+    model.problems.extend(_cut_problem(cut) for cut in model.buffer_cuts)
+
+
+def _has_dump(model: RunModel) -> bool:
+    return bool(model.dumps)
+
+
+def _has_logged_executions(model: RunModel) -> bool:
+    return any(log.eager_dispatch or log.graph_executions for log in model.logs)
+
+
+def _has_host_plane(model: RunModel) -> bool:
+    return any(p.time_source for p in model.profiles)
+
+
+# Where a run's counts come from: the strongest source present, in this order.
+_COUNT_SOURCES: tuple[tuple[str, Callable[[RunModel], bool], Callable[[RunModel], None]],
+                      ...] = (
+    ("debugger", _has_dump, _count_from_dumps),
+    ("log", _has_logged_executions, log_counts),
+    ("profile", _has_host_plane, profile_counts),
+)
+
+
+def _count(model: RunModel) -> None:
+    for name, present, count in _COUNT_SOURCES:
+        if present(model):
+            model.counts_from = name
+            count(model)
+            return
+
+
+def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) -> RunModel:
+    """The model of one run. ``parts``: what reading its sources gave (``partials``: read
+    ahead on a pool or a cluster); a source it lacks is read here, by the same code."""
+    model = RunModel(run=sources.name, directory=sources.directory)
+    dumps, read_problems = _read_sources(model, sources,
+                                         parts if parts is not None else Partial())
+    _describe_sources(model, dumps, sources, logdir)
+    model.problems.extend(_source_problems(model, dumps, sources, read_problems))
+    _count(model)
     model.onednn_enabled, model.onednn_source = detect_onednn(model)
     _apply_kernels(model)
     model.times = op_times(model)
@@ -351,8 +348,8 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
          read: Callable[[list[Unit]], Partial] = read_serial,
          found: list[RunSources] | None = None) -> list[RunModel]:
     """Read every run under ``logdir`` (or only ``run``). ``read`` reads the runs' sources
-    (``partials.read_serial``, ``read_pool``, ``read_dask``), all before any run is built.
-    ``found``: the runs ``find_runs`` gave for these arguments (not looked for again)."""
+    (``partials.read_serial`` or ``read_pool``, ``daskread.read_dask``), all before any run
+    is built. ``found``: the runs ``find_runs`` gave for these arguments (not looked for again)."""
     if found is None:
         found = find_runs(logdir, run, extra_logs)
     if fs.is_remote(logdir):

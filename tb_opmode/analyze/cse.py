@@ -37,14 +37,23 @@ _DEDUPABLE = frozenset(("Shape", "Size", "Rank", "ExpandDims", "Reshape", "Trans
                         "BroadcastTo", "Tile", "Fill", "ZerosLike", "OnesLike"))
 
 
-def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
+_WHY = ("grappler's common-subexpression elimination merged identical ops (same type "
+        "on the same tensors, equal traces)")
+
+
+def _mergeable(name: str, op: OpCreation, ran: set[str], seen: set[str]) -> bool:
+    """A pure op counted or seen run, with inputs and none of them a control input (part
+    of what grappler compares: left out, to keep this simple)."""
+    if op.op_type not in _DEDUPABLE or not (name in ran or name in seen):
+        return False
+    return bool(op.inputs) and not any(t.startswith("^") for t in op.inputs)
+
+
+def _candidate_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
                       whole_tensors: bool, ran: set[str], seen: set[str],
-                      ) -> dict[str, tuple[str, str]]:
-    """op name -> (kernel, note): REMOVED for a duplicate grappler deleted, "" (keep its
-    kernel) for the one counted as run. ``digests``: (op name, slot) -> first trace's
-    digest, 0 or missing where not recorded; ``whole_tensors``: the digests hash whole
-    tensors, so two constants with equal digests hold one value."""
-    order = {name: k for k, name in enumerate(ops)}
+                      ) -> list[list[str]]:
+    """The mergeable ops grouped by device, type and inputs, constants of one value being
+    one input."""
 
     def canonical(tensor: str) -> str:
         name, slot = tensor_source(tensor)
@@ -56,36 +65,64 @@ def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str,
 
     groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for name, op in ops.items():
-        if op.op_type not in _DEDUPABLE or not (name in ran or name in seen):
-            continue
-        if any(t.startswith("^") for t in op.inputs) or not op.inputs:
-            continue  # a control input is part of what grappler compares: keep it simple
-        groups[(op.device, op.op_type, *map(canonical, op.inputs))].append(name)
+        if _mergeable(name, op, ran, seen):
+            groups[(op.device, op.op_type, *map(canonical, op.inputs))].append(name)
+    return list(groups.values())
+
+
+def _traced_alike(names: list[str], digests: Mapping[tuple[str, int], int],
+                  whole_tensors: bool) -> bool:
+    """Whether the ops' first traces are equal (else an attribute the dump does not show
+    differs)."""
+    traced = {digests.get((name, 0), 0) for name in names}
+    return len(traced) == 1 and not (0 in traced and whole_tensors)
+
+
+def _merged_into_observed(kept: str, others: list[str]) -> dict[str, tuple[str, str]]:
+    """Notes of a group whose one node a profile or log saw run."""
+    listed = ", ".join(others)
+    out = {kept: ("", f"{_WHY}: {listed} now read this node, which ran")}
+    for name in others:
+        out[name] = (REMOVED, f"{_WHY}: this op reads {kept}, which ran in its place")
+    return out
+
+
+def _merged_into_last(kept: str, others: list[str]) -> dict[str, tuple[str, str]]:
+    """Notes of a group counted as its op created last, which one ran not being known."""
+    listed = ", ".join(others)
+    out = {kept: ("", f"{_WHY}, {kept} and {listed}, and ran one node for them all: counted "
+                      f"here, as the one created last; which one it was the dump does not "
+                      f"record (TF's log does)")}
+    for name in others:
+        out[name] = (REMOVED, f"{_WHY}, this one and {kept}, and ran one node for them: "
+                              f"counted as {kept}, the one created last; which one ran "
+                              f"the dump does not record (TF's log does)")
+    return out
+
+
+def _group_notes(names: list[str], seen: set[str],
+                 order: dict[str, int]) -> dict[str, tuple[str, str]]:
+    """The notes of one merged group: the op that ran is the one a profile or log saw, else
+    the one created last; none where two were seen (grappler did not merge them)."""
+    observed = [name for name in names if name in seen]
+    if len(observed) > 1:
+        return {}
+    kept = observed[0] if observed else max(names, key=order.__getitem__)
+    others = sorted((n for n in names if n != kept), key=order.__getitem__)
+    notes = _merged_into_observed if observed else _merged_into_last
+    return notes(kept, others)
+
+
+def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
+                      whole_tensors: bool, ran: set[str], seen: set[str],
+                      ) -> dict[str, tuple[str, str]]:
+    """op name -> (kernel, note): REMOVED for a duplicate grappler deleted, "" (keep its
+    kernel) for the one counted as run. ``digests``: (op name, slot) -> first trace's
+    digest, 0 or missing where not recorded; ``whole_tensors``: the digests hash whole
+    tensors, so two constants with equal digests hold one value."""
+    order = {name: k for k, name in enumerate(ops)}
     out: dict[str, tuple[str, str]] = {}
-    for names in groups.values():
-        if len(names) < 2:
-            continue
-        traced = {digests.get((name, 0), 0) for name in names}
-        if len(traced) != 1 or (0 in traced and whole_tensors):
-            continue  # their traces differ (an attribute the dump does not show)
-        observed = [name for name in names if name in seen]
-        if len(observed) > 1:
-            continue  # two nodes of the group ran: grappler did not merge them
-        kept = observed[0] if observed else max(names, key=order.__getitem__)
-        others = sorted((n for n in names if n != kept), key=order.__getitem__)
-        listed = ", ".join(others)
-        why = ("grappler's common-subexpression elimination merged identical ops (same type "
-               "on the same tensors, equal traces)")
-        if observed:
-            out[kept] = ("", f"{why}: {listed} now read this node, which ran")
-            for name in others:
-                out[name] = (REMOVED, f"{why}: this op reads {kept}, which ran in its place")
-            continue
-        out[kept] = ("", f"{why}, {kept} and {listed}, and ran one node for them all: counted "
-                         f"here, as the one created last; which one it was the dump does not "
-                         f"record (TF's log does)")
-        for name in others:
-            out[name] = (REMOVED, f"{why}, this one and {kept}, and ran one node for them: "
-                                  f"counted as {kept}, the one created last; which one ran "
-                                  f"the dump does not record (TF's log does)")
+    for names in _candidate_groups(ops, digests, whole_tensors, ran, seen):
+        if len(names) >= 2 and _traced_alike(names, digests, whole_tensors):
+            out.update(_group_notes(names, seen, order))
     return out

@@ -57,6 +57,18 @@ def elements(ops: dict[str, OpCreation], specs: Sequence[tuple[str, str]]) -> di
     return out
 
 
+def _batch_kind(shapes: list[str]) -> str:
+    """The batch dimension the shapes of a dataset's elements tell: "dynamic", "static" or ""."""
+    firsts = [shape.strip("[]").split(",")[0] for shape in shapes if shape not in ("[]", "")]
+    if not firsts or any(not shape.startswith("[") for shape in shapes):
+        return ""  # only scalars, or a shape of unknown rank
+    if all(first == "?" for first in firsts):
+        return "dynamic"
+    if not any("?" in shape for shape in shapes):
+        return "static"
+    return ""
+
+
 def batch_dimension(ops: dict[str, OpCreation],
                     specs: Sequence[tuple[str, str]]) -> tuple[str, str]:
     """("dynamic" | "static" | "", the shapes that tell it) for one graph's dataset input:
@@ -67,13 +79,5 @@ def batch_dimension(ops: dict[str, OpCreation],
     found = list(elements(ops, specs).values())
     if not found:
         return "", ""
-    firsts = [shape.strip("[]").split(",")[0]
-              for element in found for shape in element.shapes if shape not in ("[]", "")]
     spec = "; ".join(sorted({element.spec for element in found}))
-    if not firsts or any(not shape.startswith("[") for e in found for shape in e.shapes):
-        return "", spec  # only scalars, or a shape of unknown rank
-    if all(first == "?" for first in firsts):
-        return "dynamic", spec
-    if not any("?" in shape for element in found for shape in element.shapes):
-        return "static", spec
-    return "", spec
+    return _batch_kind([shape for element in found for shape in element.shapes]), spec

@@ -43,38 +43,59 @@ _PURE = frozenset((
     "Range", "Equal", "NotEqual", "Greater", "Less", "Select", "SelectV2"))
 
 
-def bypassed_reshapes(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
+def _data_consumers(ops: dict[str, OpCreation]) -> dict[str, list[str]]:
+    """Op name -> the ops that read an output of it by a data edge."""
     consumers: dict[str, list[str]] = defaultdict(list)
     for op in ops.values():
-        for tensor in op.inputs:
-            if not tensor.startswith("^"):
-                consumers[tensor_source(tensor)[0]].append(op.op_name)
-    out: dict[str, tuple[str, str]] = {}
-    outer: dict[str, str] = {}
-    for op in ops.values():
-        data = data_inputs(op.inputs)
-        if op.op_type != "Reshape" or not data:
-            continue
-        name, slot = tensor_source(data[0])
-        inner = ops.get(name)
-        if inner is None or inner.op_type != "Reshape" or slot != 0 or consumers[name] != [op.op_name]:
-            continue
-        out[name] = (REMOVED, (
-            f"removed by grappler: its only consumer {op.op_name} is a Reshape too, which "
+        for tensor in data_inputs(op.inputs):
+            consumers[tensor_source(tensor)[0]].append(op.op_name)
+    return consumers
+
+
+def _bypassed_inner(op: OpCreation, ops: dict[str, OpCreation],
+                    consumers: dict[str, list[str]]) -> str | None:
+    """The Reshape a Reshape reads, where nothing else reads it: grappler bypasses it
+    (None: ``op`` is not such an outer Reshape)."""
+    data = data_inputs(op.inputs)
+    if op.op_type != "Reshape" or not data:
+        return None
+    name, slot = tensor_source(data[0])
+    inner = ops.get(name)
+    if inner is None or inner.op_type != "Reshape" or slot != 0:
+        return None
+    return name if consumers[name] == [op.op_name] else None
+
+
+def _bypassed_note(outer: str) -> str:
+    return (f"removed by grappler: its only consumer {outer} is a Reshape too, which "
             f"grappler's arithmetic optimizer makes read this Reshape's input directly "
             f"(RemoveRedundantReshapeOrBroadcastTo); a NO_TENSOR dump's debug op reads no "
             f"tensor, so it is no second consumer to stop that (inferred from the dump's "
-            f"graph)"))
-        outer[op.op_name] = name
-    for name, inner_name in outer.items():
-        if name in out:
-            continue  # bypassed in turn by its own consumer
-        out[name] = (UNKNOWN, (
-            f"unknown whether it ran: grappler bypassed its input {inner_name} (a Reshape "
+            f"graph)")
+
+
+def _outer_note(inner: str) -> str:
+    return (f"unknown whether it ran: grappler bypassed its input {inner} (a Reshape "
             f"with no other consumer), so it reads that Reshape's input, and removes it "
             f"where static shapes prove that input already has its target shape; a "
             f"NO_TENSOR dump records no shapes. To know, dump with FULL_HEALTH or SHAPE, "
-            f"or keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2)"))
+            f"or keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2)")
+
+
+def bypassed_reshapes(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
+    """Op name -> (kernel, note): REMOVED for a Reshape grappler bypassed, UNKNOWN for
+    the Reshape that reads its input instead, unless bypassed in turn."""
+    consumers = _data_consumers(ops)
+    out: dict[str, tuple[str, str]] = {}
+    outer: dict[str, str] = {}
+    for op in ops.values():
+        inner = _bypassed_inner(op, ops, consumers)
+        if inner is not None:
+            out[inner] = (REMOVED, _bypassed_note(op.op_name))
+            outer[op.op_name] = inner
+    for name, inner in outer.items():
+        if name not in out:  # else bypassed in turn by its own consumer
+            out[name] = (UNKNOWN, _outer_note(inner))
     return out
 
 
@@ -88,17 +109,21 @@ def _static_shape_of(op: OpCreation | None, slot: int, ops: dict[str, OpCreation
     return source is not None and source.op_type == "ReadVariableOp"
 
 
-def pruned_dead_ops(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
-    """Pure ops whose every reader (by data or control edge) is such an op too, or that
-    have none: TF prunes a function body to what its outputs and stateful ops need (only
-    a debug op reading the op's tensor, in the other modes, keeps it)."""
+def _readers(ops: dict[str, OpCreation]) -> dict[str, set[str]]:
+    """Op name -> the ops that read it, by data or control edge; an op that reads a
+    variable's shape reads the constant grappler made of it instead."""
     readers: dict[str, set[str]] = defaultdict(set)
     for op in ops.values():
         for tensor in op.inputs:
             source, slot = tensor_source(tensor)
             if not tensor.startswith("^") and _static_shape_of(ops.get(source), slot, ops):
-                continue  # it reads a constant grappler made of that shape instead
+                continue
             readers[source].add(op.op_name)
+    return readers
+
+
+def _dead(ops: dict[str, OpCreation], readers: dict[str, set[str]]) -> set[str]:
+    """The pure ops that only dead ops read, or none, grown until nothing changes."""
     dead: set[str] = set()
     changed = True
     while changed:
@@ -107,7 +132,14 @@ def pruned_dead_ops(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
             if name not in dead and op.op_type in _PURE and readers[name] <= dead:
                 dead.add(name)
                 changed = True
+    return dead
+
+
+def pruned_dead_ops(ops: dict[str, OpCreation]) -> dict[str, tuple[str, str]]:
+    """Pure ops whose every reader (by data or control edge) is such an op too, or that
+    have none: TF prunes a function body to what its outputs and stateful ops need (only
+    a debug op reading the op's tensor, in the other modes, keeps it)."""
     return {name: (REMOVED, (
         "not run: nothing its graph keeps reads it, and a NO_TENSOR debug op reads no "
         "tensor, so TF pruned it from the function as dead (inferred from the dump's graph)"))
-        for name in dead}
+        for name in _dead(ops, _readers(ops))}

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..vocab import MODES
@@ -407,8 +408,8 @@ MEASURED_STOCK_OPS: frozenset[str] = frozenset({
 # queries
 
 
-# Memoised: a run asks this thousands of times (per graph op and dtype, for its kernel and
-# its CPU dependence) of a few dozen distinct questions, and RULES never changes.
+# Memoised: a run asks this for every graph op and dtype (its kernel, its CPU dependence),
+# yet few distinct questions, and RULES never changes.
 @functools.lru_cache(maxsize=4096)
 def matching_rules(op_type: str, mode: str, tf_version: str, dtype: str = "DT_FLOAT",
                    onednn: bool = True) -> tuple[Rule, ...]:
@@ -470,74 +471,182 @@ def eager_dispatch_name(op_type: str, tf_version: str, dtype: str = "DT_FLOAT",
     return op_type
 
 
+# --------------------------------------------------------------------------
+# why a kernel stays stock
+
+
+class _StockQuestion:
+    """One :func:`stock_reason` question, with the rules that answer it: each list is
+    looked up once, and only when a reason needs it."""
+
+    def __init__(self, op_type: str, mode: str, tf_version: str, dtype: str,
+                 onednn: bool) -> None:
+        self.op_type, self.mode, self.tf_version, self.onednn = op_type, mode, tf_version, onednn
+        self.dtype = normalize_dtype(dtype)
+
+    @functools.cached_property
+    def rewrites(self) -> list[Rule]:
+        """The op's oneDNN rewrites in this mode, for any version and dtype (no fusion)."""
+        return [r for r in RULES if r.op_type == self.op_type and r.mode == self.mode
+                and r.onednn and r.mechanism != "remapper-fusion"]
+
+    @functools.cached_property
+    def in_version(self) -> list[Rule]:
+        """The rewrites that hold in this TF version."""
+        return [r for r in self.rewrites if _in_versions(r, self.tf_version)]
+
+    @functools.cached_property
+    def for_dtype(self) -> list[Rule]:
+        """The rewrites that hold in this TF version for this dtype."""
+        return [r for r in self.in_version if self.dtype in r.dtypes]
+
+    @functools.cached_property
+    def supported_dtypes(self) -> str:
+        return ", ".join(sorted(set().union(*(r.dtypes for r in self.in_version))))
+
+    @functools.cached_property
+    def fusion_note(self) -> str:
+        """A sentence on a remapper fusion that can still absorb the op, or ""."""
+        fusions = [r for r in matching_rules(self.op_type, self.mode, self.tf_version, self.dtype)
+                   if r.mechanism == "remapper-fusion"]
+        if not fusions:
+            return ""
+        return (f" In a graph a remapper fusion can still absorb it, e.g. into "
+                f"{fusions[0].kernel} when {fusions[0].condition}.")
+
+
+def _onednn_off(q: _StockQuestion) -> str | None:
+    if q.onednn:
+        return None
+    tail = ("; in graphs only the stock remapper fusions (_FusedMatMul, _FusedConv2D) remain"
+            if q.mode == "graph" else "")
+    return (f"oneDNN is off (TF_ENABLE_ONEDNN_OPTS=0, or a CPU without AVX512_VNNI/AVX512_BF16/"
+            f"AVX_VNNI/AMX where it is off by default): {q.op_type} runs its stock kernel{tail}.")
+
+
+def _version_unknown(q: _StockQuestion) -> str | None:
+    """No version to look rules up for: say what the newest table would say."""
+    if _VERSION_RE.match(q.tf_version):
+        return None
+    kernel, rule = expected_kernel(q.op_type, q.mode, LAST_VERSION, q.dtype)
+    verdict = (f"{q.op_type} would run {kernel} for {q.dtype}" if rule is not None else
+               f"no oneDNN rule renames {q.op_type} for {q.dtype}, so the stock kernel runs")
+    return (f"the TF version is unknown (no dump metadata); by the rules of TF {LAST_VERSION}, "
+            f"{verdict}.")
+
+
+def _version_outside_table(q: _StockQuestion) -> str | None:
+    if covers(q.tf_version):
+        return None
+    return (f"TF {q.tf_version} is outside the versions this table covers "
+            f"({FIRST_VERSION}-{LAST_VERSION}), so no oneDNN rule is known for {q.op_type}.")
+
+
+def _not_stock(q: _StockQuestion) -> str | None:
+    """An unconditional rule applies: the op runs another kernel."""
+    kernel, rule = expected_kernel(q.op_type, q.mode, q.tf_version, q.dtype)
+    if rule is None:
+        return None
+    return (f"{q.op_type} does not stay stock: in TF {q.tf_version} {q.mode} mode it runs "
+            f"{kernel} for {q.dtype} ({rule.mechanism}).")
+
+
+def _rewrite_needs_context(q: _StockQuestion) -> str | None:
+    """Only conditional rewrites hold for this version and dtype."""
+    if not q.for_dtype:
+        return None
+    rule = q.for_dtype[0]
+    return (f"{q.op_type} runs {rule.kernel} only when {rule.condition}; "
+            f"without that context it keeps the stock {q.op_type} kernel.")
+
+
+def _dtype_unsupported(q: _StockQuestion) -> str | None:
+    """An unconditional rewrite holds in this version, for other dtypes."""
+    if all(r.condition for r in q.in_version):
+        return None
+    return (f"{q.op_type} has a oneDNN kernel ({q.in_version[0].kernel}) in TF {q.tf_version} "
+            f"only for {q.supported_dtypes}; {_dtype_words(q.dtype)} is not supported, so the "
+            f"stock kernel runs.{q.fusion_note}")
+
+
+def _other_dtypes_need_context(q: _StockQuestion) -> str | None:
+    """Only conditional rewrites hold in this version, for other dtypes."""
+    if not q.in_version:
+        return None
+    return (f"{q.op_type} is rewritten to {q.in_version[0].kernel} in TF {q.tf_version} only "
+            f"for {q.supported_dtypes} and only when {q.in_version[0].condition}; {q.dtype} "
+            f"keeps the stock kernel.")
+
+
+def _other_versions(q: _StockQuestion) -> str | None:
+    if not q.rewrites:
+        return None
+    spans = ", ".join(sorted({f"{r.versions[0]}-{r.versions[1]}" for r in q.rewrites}))
+    return (f"{q.op_type} is not rewritten in TF {q.tf_version} {q.mode} mode; "
+            f"the oneDNN rule for it holds only in TF {spans}.")
+
+
+def _graph_rule_needs_context(q: _StockQuestion) -> str | None:
+    """Eagerly: the graph pass has a rule, which its one-node function cannot meet."""
+    if q.mode != "eager":
+        return None
+    graph_only = [r for r in RULES if r.op_type == q.op_type and r.mode == "graph" and r.onednn
+                  and r.mechanism == "graph-pass" and _in_versions(r, q.tf_version)
+                  and q.dtype in r.dtypes]
+    if not graph_only:
+        return None
+    return (f"{q.op_type} is not on MklEagerOpRewrite's eager rename list, and the graph pass "
+            f"that runs on its one-node __wrapped__{q.op_type} function does not rewrite it "
+            f"there: its graph rule needs context that function lacks "
+            f"({graph_only[0].condition}).")
+
+
+def _no_rule_known(q: _StockQuestion) -> str | None:
+    """An op the table has no rule for, and that was not measured stock."""
+    if q.op_type in MEASURED_STOCK_OPS:
+        return None
+    return (f"No oneDNN rule is known for {q.op_type} in TF {q.tf_version}: neither "
+            f"MklEagerOpRewrite (eager) nor MklLayoutRewritePass (graph, and eagerly via "
+            f"__wrapped__{q.op_type}) is known to rename it, so the stock kernel runs."
+            f"{q.fusion_note}")
+
+
+def _measured_stock(q: _StockQuestion) -> str:
+    measured = f" (measured stock in TF {FIRST_VERSION}-{LAST_VERSION})"
+    if q.mode == "eager":
+        return (f"No oneDNN kernel is registered for {q.op_type}{measured}: it is not on the "
+                f"eager rename list and the graph pass on its __wrapped__{q.op_type} function "
+                f"leaves it alone.")
+    return (f"No oneDNN kernel is registered for {q.op_type}{measured}: MklLayoutRewritePass "
+            f"leaves its node alone.{q.fusion_note}")
+
+
+# Why an op keeps its stock kernel, the first reason that answers (None: not this one);
+# the last answers always.
+_STOCK_REASONS: tuple[Callable[[_StockQuestion], str | None], ...] = (
+    _onednn_off,
+    _version_unknown,
+    _version_outside_table,
+    _not_stock,
+    _rewrite_needs_context,
+    _dtype_unsupported,
+    _other_dtypes_need_context,
+    _other_versions,
+    _graph_rule_needs_context,
+    _no_rule_known,
+    _measured_stock,
+)
+
+
 def stock_reason(op_type: str, mode: str, tf_version: str, dtype: str, *, onednn: bool = True) -> str:
     """A sentence saying why ``op_type`` runs its stock kernel.
 
-    Reasons, in the order checked: oneDNN off; version outside the table; a
-    rewrite that needs context (attrs, a neighbour, an environment variable,
+    Reasons, in the order checked (``_STOCK_REASONS``): oneDNN off; version outside the
+    table; a rewrite that needs context (attrs, a neighbour, an environment variable,
     a CPU feature); the dtype is not supported; the rule exists only in other
     versions; eagerly, the op is neither on the rename list nor rewritten in
     its ``__wrapped__`` function; no oneDNN kernel at all. If the op does not
     stay stock, the sentence says which kernel runs instead.
     """
-    dt = normalize_dtype(dtype)
-    if not onednn:
-        tail = ("; in graphs only the stock remapper fusions (_FusedMatMul, _FusedConv2D) remain"
-                if mode == "graph" else "")
-        return (f"oneDNN is off (TF_ENABLE_ONEDNN_OPTS=0, or a CPU without AVX512_VNNI/AVX512_BF16/"
-                f"AVX_VNNI/AMX where it is off by default): {op_type} runs its stock kernel{tail}.")
-    if not _VERSION_RE.match(tf_version):
-        kernel, rule = expected_kernel(op_type, mode, LAST_VERSION, dt)
-        return (f"the TF version is unknown (no dump metadata); by the rules of TF {LAST_VERSION}, "
-                + (f"{op_type} would run {kernel} for {dt}" if rule is not None else
-                   f"no oneDNN rule renames {op_type} for {dt}, so the stock kernel runs") + ".")
-    if not covers(tf_version):
-        return (f"TF {tf_version} is outside the versions this table covers "
-                f"({FIRST_VERSION}-{LAST_VERSION}), so no oneDNN rule is known for {op_type}.")
-    kernel, rule = expected_kernel(op_type, mode, tf_version, dt)
-    if rule is not None:
-        return (f"{op_type} does not stay stock: in TF {tf_version} {mode} mode it runs {kernel} "
-                f"for {dt} ({rule.mechanism}).")
-    rewrites = [r for r in RULES if r.op_type == op_type and r.mode == mode and r.onednn
-                and r.mechanism != "remapper-fusion"]
-    in_version = [r for r in rewrites if _in_versions(r, tf_version)]
-    for_dtype = [r for r in in_version if dt in r.dtypes]
-    fusions = [r for r in matching_rules(op_type, mode, tf_version, dt) if r.mechanism == "remapper-fusion"]
-    fusion_note = ""
-    if fusions:
-        fusion_note = (f" In a graph a remapper fusion can still absorb it, e.g. into {fusions[0].kernel} "
-                       f"when {fusions[0].condition}.")
-    if for_dtype:  # conditional rewrites only
-        r = for_dtype[0]
-        return (f"{op_type} runs {r.kernel} only when {r.condition}; "
-                f"without that context it keeps the stock {op_type} kernel.")
-    if in_version:
-        supported = ", ".join(sorted(set().union(*(r.dtypes for r in in_version))))
-        if any(not r.condition for r in in_version):
-            return (f"{op_type} has a oneDNN kernel ({in_version[0].kernel}) in TF {tf_version} only for "
-                    f"{supported}; {_dtype_words(dt)} is not supported, so the stock kernel "
-                    f"runs.{fusion_note}")
-        return (f"{op_type} is rewritten to {in_version[0].kernel} in TF {tf_version} only for "
-                f"{supported} and only when {in_version[0].condition}; {dt} keeps the stock kernel.")
-    if rewrites:
-        spans = ", ".join(sorted({f"{r.versions[0]}-{r.versions[1]}" for r in rewrites}))
-        return (f"{op_type} is not rewritten in TF {tf_version} {mode} mode; "
-                f"the oneDNN rule for it holds only in TF {spans}.")
-    if mode == "eager":
-        graph_only = [r for r in RULES if r.op_type == op_type and r.mode == "graph" and r.onednn
-                      and r.mechanism == "graph-pass" and _in_versions(r, tf_version) and dt in r.dtypes]
-        if graph_only:
-            return (f"{op_type} is not on MklEagerOpRewrite's eager rename list, and the graph pass "
-                    f"that runs on its one-node __wrapped__{op_type} function does not rewrite it "
-                    f"there: its graph rule needs context that function lacks "
-                    f"({graph_only[0].condition}).")
-    if op_type not in MEASURED_STOCK_OPS:
-        return (f"No oneDNN rule is known for {op_type} in TF {tf_version}: neither MklEagerOpRewrite "
-                f"(eager) nor MklLayoutRewritePass (graph, and eagerly via __wrapped__{op_type}) is "
-                f"known to rename it, so the stock kernel runs.{fusion_note}")
-    measured = f" (measured stock in TF {FIRST_VERSION}-{LAST_VERSION})"
-    if mode == "eager":
-        return (f"No oneDNN kernel is registered for {op_type}{measured}: it is not on the eager "
-                f"rename list and the graph pass on its __wrapped__{op_type} function leaves it alone.")
-    return (f"No oneDNN kernel is registered for {op_type}{measured}: MklLayoutRewritePass leaves "
-            f"its node alone.{fusion_note}")
+    question = _StockQuestion(op_type, mode, tf_version, dtype, onednn)
+    return next(text for reason in _STOCK_REASONS if (text := reason(question)) is not None)

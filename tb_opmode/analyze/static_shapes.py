@@ -28,6 +28,7 @@ static input (``drop_remainder=True``, a fixed input signature) grappler folds
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Optional
 
 from ..read.tfdbg import OpCreation
 from .nodes import data_inputs, tensor_source
@@ -54,6 +55,101 @@ SHAPE_NOT_FOLDED = ("the profile shows {pack} ran, so grappler did not fold that
                     "constant: the shapes were not fully static")
 
 
+_Tensor = tuple[str, int]  # (op name, output slot)
+# Tensors whose static shape is open in two dimensions -> the Pack it goes back to.
+_OpenShapes = dict[_Tensor, str]
+# How far an open shape is followed: through the loss's gradient, a few ops on.
+_SPREAD_PASSES = 6
+
+
+def _packed_at_run_time(op: OpCreation, ops: dict[str, OpCreation],
+                        is_constant: Callable[[str], bool]) -> str | None:
+    """The Pack a Reshape's target shape comes from, where its first element is a constant
+    and another is computed at run time (None: not such a Reshape)."""
+    inputs = data_inputs(op.inputs)
+    if op.op_type != "Reshape" or len(inputs) != 2:
+        return None
+    pack = ops.get(tensor_source(inputs[1])[0])
+    if pack is None or pack.op_type != "Pack":
+        return None
+    elements = data_inputs(pack.inputs)
+    if (len(elements) >= 2 and is_constant(elements[0])
+            and any(not is_constant(t) for t in elements[1:])):
+        return pack.op_name
+    return None
+
+
+_Spread = Callable[[OpCreation, list[_Tensor], dict[str, OpCreation], _OpenShapes],
+                   Optional[tuple[_Tensor, str]]]
+
+
+def _through_loss(op: OpCreation, sources: list[_Tensor], ops: dict[str, OpCreation],
+                  open_shapes: _OpenShapes) -> tuple[_Tensor, str] | None:
+    """The loss's backprop (output 1) is shaped like its logits input."""
+    if sources and sources[0] in open_shapes:
+        return (op.op_name, 1), open_shapes[sources[0]]
+    return None
+
+
+def _through_same_shape(op: OpCreation, sources: list[_Tensor], ops: dict[str, OpCreation],
+                        open_shapes: _OpenShapes) -> tuple[_Tensor, str] | None:
+    if sources and sources[0] in open_shapes:
+        return (op.op_name, 0), open_shapes[sources[0]]
+    return None
+
+
+def _through_broadcast(op: OpCreation, sources: list[_Tensor], ops: dict[str, OpCreation],
+                       open_shapes: _OpenShapes) -> tuple[_Tensor, str] | None:
+    """An open operand broadcast with an ExpandDims keeps its unknown dimensions."""
+    if len(sources) != 2:
+        return None
+    roots = [open_shapes[s] for s, o in ((sources[0], sources[1]), (sources[1], sources[0]))
+             if s in open_shapes and ops.get(o[0]) is not None
+             and ops[o[0]].op_type == "ExpandDims"]
+    return ((op.op_name, 0), roots[0]) if roots else None
+
+
+# The ops an open shape passes through, by op type, and which of their outputs it opens.
+_SPREADS: tuple[tuple[frozenset[str], _Spread], ...] = (
+    (frozenset(("SparseSoftmaxCrossEntropyWithLogits",)), _through_loss),
+    (_SAME_SHAPE, _through_same_shape),
+    (_BROADCASTING, _through_broadcast),
+)
+
+
+def _opened_output(op: OpCreation, ops: dict[str, OpCreation],
+                   open_shapes: _OpenShapes) -> tuple[_Tensor, str] | None:
+    """The output of ``op`` an open input leaves open too, with its Pack (None: none)."""
+    for types, spread in _SPREADS:
+        if op.op_type in types:
+            sources = [tensor_source(t) for t in data_inputs(op.inputs)]
+            return spread(op, sources, ops, open_shapes)
+    return None
+
+
+def _spread_open_shapes(ops: dict[str, OpCreation], open_shapes: _OpenShapes) -> None:
+    """Adds to ``open_shapes`` what the open shapes reach: through ops of their input's
+    shape and the gradient of SparseSoftmaxCrossEntropyWithLogits."""
+    for _ in range(_SPREAD_PASSES):
+        grown = False
+        for op in ops.values():
+            found = _opened_output(op, ops, open_shapes)
+            if found is not None and found[0] not in open_shapes:
+                open_shapes[found[0]] = found[1]
+                grown = True
+        if not grown:
+            break
+
+
+def _open_reshape_input(op: OpCreation, open_shapes: _OpenShapes) -> _Tensor | None:
+    """A Reshape's input, where its shape is open in two dimensions."""
+    inputs = data_inputs(op.inputs)
+    if op.op_type != "Reshape" or len(inputs) != 2:
+        return None
+    source = tensor_source(inputs[0])
+    return source if source in open_shapes else None
+
+
 def unprovable_reshapes(ops: dict[str, OpCreation],
                         is_constant: Callable[[str], bool]) -> dict[str, tuple[str, str]]:
     """Op name -> (note, the Pack the shape was packed by) for the Reshapes of one graph
@@ -61,60 +157,21 @@ def unprovable_reshapes(ops: dict[str, OpCreation],
     shows that Pack run shows the shape was not folded. ``is_constant(tensor)`` says
     whether a tensor is a Const or computed from constants only."""
     out: dict[str, tuple[str, str]] = {}
-    # Tensors whose static shape is open in 2 dimensions -> the Pack it goes back to.
-    open_shapes: dict[tuple[str, int], str] = {}
+    open_shapes: _OpenShapes = {}
     for op in ops.values():
-        if op.op_type != "Reshape":
-            continue
-        inputs = data_inputs(op.inputs)
-        if len(inputs) != 2:
-            continue
-        pack = ops.get(tensor_source(inputs[1])[0])
-        if pack is None or pack.op_type != "Pack":
-            continue
-        elements = data_inputs(pack.inputs)
-        if (len(elements) >= 2 and is_constant(elements[0])
-                and any(not is_constant(t) for t in elements[1:])):
-            open_shapes[(op.op_name, 0)] = pack.op_name
+        pack = _packed_at_run_time(op, ops, is_constant)
+        if pack is not None:
+            open_shapes[(op.op_name, 0)] = pack
             out[op.op_name] = (
-                f"ran (inferred): its target shape is packed ({pack.op_name}) from a value "
+                f"ran (inferred): its target shape is packed ({pack}) from a value "
                 f"computed at run time, so grappler's static shapes cannot prove it a no-op "
-                f"(its trace equals its input's)", pack.op_name)
+                f"(its trace equals its input's)", pack)
     if not open_shapes:
         return out
-    # What the open shapes reach: through ops of their input's shape and the gradient of
-    # SparseSoftmaxCrossEntropyWithLogits, a few ops on.
-    for _ in range(6):
-        grown = False
-        for op in ops.values():
-            inputs = data_inputs(op.inputs)
-            sources = [tensor_source(t) for t in inputs]
-            if op.op_type == "SparseSoftmaxCrossEntropyWithLogits" and sources and \
-                    sources[0] in open_shapes:
-                new, root = (op.op_name, 1), open_shapes[sources[0]]
-            elif op.op_type in _SAME_SHAPE and sources and sources[0] in open_shapes:
-                new, root = (op.op_name, 0), open_shapes[sources[0]]
-            elif op.op_type in _BROADCASTING and len(sources) == 2:
-                roots = [open_shapes[s] for s, o in ((sources[0], sources[1]),
-                                                     (sources[1], sources[0]))
-                         if s in open_shapes and ops.get(o[0]) is not None
-                         and ops[o[0]].op_type == "ExpandDims"]
-                if not roots:
-                    continue
-                new, root = (op.op_name, 0), roots[0]
-            else:
-                continue
-            if new not in open_shapes:
-                open_shapes[new] = root
-                grown = True
-        if not grown:
-            break
+    _spread_open_shapes(ops, open_shapes)
     for op in ops.values():
-        inputs = data_inputs(op.inputs)
-        if op.op_type != "Reshape" or op.op_name in out or len(inputs) != 2:
-            continue
-        source = tensor_source(inputs[0])
-        if source in open_shapes:
+        source = None if op.op_name in out else _open_reshape_input(op, open_shapes)
+        if source is not None:
             out[op.op_name] = (
                 f"ran (inferred): its input, {source[0]}, is computed from a Reshape to a "
                 f"shape packed at run time, so grappler's static shapes leave two of its "
@@ -126,6 +183,69 @@ def unprovable_reshapes(ops: dict[str, OpCreation],
 # Producers of tensors whose static shape is fully known: they cannot share a symbolic
 # (run-time) batch dimension with another tensor.
 _STATIC = frozenset(("Const", "ReadVariableOp", "VarHandleOp"))
+
+
+_Side = tuple[Optional[int], str]  # (rank a trace records or None, the operand's op type)
+
+
+def _reshapes_of_first_outputs(ops: dict[str, OpCreation]) -> dict[str, list[str]]:
+    """Op name -> the Reshapes that read its first output."""
+    reshapes_of: dict[str, list[str]] = {}
+    for reader in ops.values():
+        reader_inputs = data_inputs(reader.inputs)
+        if reader.op_type == "Reshape" and reader_inputs:
+            source = tensor_source(reader_inputs[0])
+            if source[1] == 0:
+                reshapes_of.setdefault(source[0], []).append(reader.op_name)
+    return reshapes_of
+
+
+def _axes_from(op: OpCreation, ops: dict[str, OpCreation]) -> OpCreation | None:
+    """The BroadcastGradientArgs a Sum's reduction axes come from (None: not such a Sum)."""
+    inputs = data_inputs(op.inputs)
+    if op.op_type != "Sum" or len(inputs) != 2:
+        return None
+    bga = ops.get(tensor_source(inputs[1])[0])
+    if bga is None or bga.op_type != "BroadcastGradientArgs" or len(bga.inputs) != 2:
+        return None
+    return bga
+
+
+def _operand_sides(bga: OpCreation, ops: dict[str, OpCreation],
+                   rank_of: Callable[[str], int | None]) -> list[_Side] | None:
+    """The rank and producer of each operand whose ``Shape`` a BroadcastGradientArgs
+    reads (None: an input is not such a Shape)."""
+    sides: list[_Side] = []
+    for tensor in bga.inputs:
+        shape = ops.get(tensor_source(tensor)[0])
+        if shape is None or shape.op_type != "Shape" or not shape.inputs:
+            return None
+        operand = ops.get(tensor_source(shape.inputs[0])[0])
+        sides.append((rank_of(shape.inputs[0]), operand.op_type if operand else ""))
+    return sides
+
+
+def _axes_stay_computed(sides: list[_Side]) -> bool:
+    """Whether grappler cannot fold the axes: one side carries the run-time batch
+    dimension, and the other has another rank or a static shape, so no dimension of it
+    is that same symbol."""
+    (rank_a, kind_a), (rank_b, kind_b) = sides
+    static_a, static_b = kind_a in _STATIC, kind_b in _STATIC
+    if static_a and static_b:
+        return False  # both fully known: the axes fold
+    if (static_a and rank_b) or (static_b and rank_a):
+        return True
+    return (rank_a is not None and rank_b is not None and rank_a != rank_b
+            and max(rank_a, rank_b) > 0)
+
+
+def _why_axes_unfolded(bga: OpCreation, sides: list[_Side], assumption: str) -> str:
+    (rank_a, _), (rank_b, _) = sides
+    return (f"the reduction axes come from {bga.op_name}, which grappler cannot fold into a "
+            f"constant: its operands' shapes do not line up dimension by dimension (one of "
+            f"rank {rank_a if rank_a is not None else 'fixed'}, one of rank "
+            f"{rank_b if rank_b is not None else 'fixed'}), and the run-time batch "
+            f"dimension is not known to be 1 or equal to the other side's; {assumption}")
 
 
 def unfolded_gradient_reductions(ops: dict[str, OpCreation],
@@ -146,45 +266,13 @@ def unfolded_gradient_reductions(ops: dict[str, OpCreation],
     ``assumption`` what the notes say of the batch dimension (``BATCH_SEEN`` where a
     profile showed it)."""
     out: dict[str, str] = {}
-    reshapes_of: dict[str, list[str]] = {}  # op name -> the Reshapes of its first output
-    for reader in ops.values():
-        reader_inputs = data_inputs(reader.inputs)
-        if reader.op_type == "Reshape" and reader_inputs:
-            source = tensor_source(reader_inputs[0])
-            if source[1] == 0:
-                reshapes_of.setdefault(source[0], []).append(reader.op_name)
+    reshapes_of = _reshapes_of_first_outputs(ops)
     for op in ops.values():
-        inputs = data_inputs(op.inputs)
-        if op.op_type != "Sum" or len(inputs) != 2:
+        bga = _axes_from(op, ops)
+        sides = _operand_sides(bga, ops, rank_of) if bga is not None else None
+        if bga is None or sides is None or not _axes_stay_computed(sides):
             continue
-        bga_name, _slot = tensor_source(inputs[1])
-        bga = ops.get(bga_name)
-        if bga is None or bga.op_type != "BroadcastGradientArgs" or len(bga.inputs) != 2:
-            continue
-        sides: list[tuple[int | None, str]] = []
-        for tensor in bga.inputs:
-            shape = ops.get(tensor_source(tensor)[0])
-            if shape is None or shape.op_type != "Shape" or not shape.inputs:
-                break
-            operand = ops.get(tensor_source(shape.inputs[0])[0])
-            sides.append((rank_of(shape.inputs[0]), operand.op_type if operand else ""))
-        if len(sides) != 2:
-            continue
-        (rank_a, kind_a), (rank_b, kind_b) = sides
-        static_a, static_b = kind_a in _STATIC, kind_b in _STATIC
-        if static_a and static_b:
-            continue  # both fully known: the axes fold
-        # One side carries the run-time batch dimension; the other has another rank or
-        # a static shape, so no dimension of it is that same symbol.
-        if not ((static_a and rank_b) or (static_b and rank_a)
-                or (rank_a is not None and rank_b is not None and rank_a != rank_b
-                    and max(rank_a, rank_b) > 0)):
-            continue
-        why = (f"the reduction axes come from {bga.op_name}, which grappler cannot fold into a "
-               f"constant: its operands' shapes do not line up dimension by dimension (one of "
-               f"rank {rank_a if rank_a is not None else 'fixed'}, one of rank "
-               f"{rank_b if rank_b is not None else 'fixed'}), and the run-time batch "
-               f"dimension is not known to be 1 or equal to the other side's; {assumption}")
+        why = _why_axes_unfolded(bga, sides, assumption)
         out[op.op_name] = f"ran (inferred): it reduces over axes computed at run time: {why}"
         for reader_name in reshapes_of.get(op.op_name, ()):
             out[reader_name] = (

@@ -1,11 +1,11 @@
-"""The TensorBoard plugin "opmode": its routes, over the runs its loader publishes.
+"""The TensorBoard plugin "opmode": its routes, over the runs its run store publishes.
 
 In: a ``TBContext`` whose ``logdir`` holds tfdbg2 dumps, profiles and logs, read
-by a ``loader.RunLoader`` in the background. Out: small JSON answers under
+by a ``run_store.RunStore`` in the background. Out: small JSON answers under
 ``/data/plugin/opmode/`` (runs, progress, overview, a page of the op table,
 one op's detail, a timeline window, a comparison of two runs, exports) and the
 tab's static files (``index.js`` and friends, from a fixed list). A request never
-loads anything: it reads what the loader published. It may only have the loader read
+loads anything: it reads what the store published. It may only have the store read
 a queued run next (``runs?want=RUN``, or any route asking for a run still queued).
 
 Errors are mapped to HTTP once, in ``_route``: ``errors.BadParameter`` is a 400, an
@@ -39,7 +39,7 @@ from werkzeug import wrappers
 from .. import vocab
 from ..errors import BadParameter, NoSuchFile, PublicError
 from ..present import tab, timeline
-from .loader import RunLoader
+from .run_store import RunStore
 
 __all__ = ["OpModePlugin", "OpModeLoader", "LOGDIR_ENV", "PLUGIN_NAME", "STATIC_FILES",
            "MAX_RESPONSE_BYTES"]
@@ -138,37 +138,37 @@ def _respond_text(request: wrappers.Request, text: str, code: int) -> wrappers.R
 class OpModePlugin(base_plugin.TBPlugin):
     """Which ops ran eagerly or in graphs, and which oneDNN or stock kernel ran them.
 
-    The runs come from a ``loader.RunLoader`` (``self.loader``; one is made for the
+    The runs come from a ``run_store.RunStore`` (``self.store``; one is made for the
     context's logdir unless given), started here unless ``start`` is False."""
 
     plugin_name = PLUGIN_NAME
 
     def __init__(self, context: base_plugin.TBContext, rescan_seconds: Optional[float] = None,
-                 start: bool = True, loader: Optional[RunLoader] = None) -> None:
+                 start: bool = True, store: Optional[RunStore] = None) -> None:
         flags = getattr(context, "flags", None)
         logdir = (getattr(flags, "opmode_logdir", None) or os.environ.get(LOGDIR_ENV)
                   or context.logdir or "")
-        self.loader = loader if loader is not None else RunLoader(logdir, rescan_seconds)
-        if start and self.loader.logdir:
-            self.loader.start()
+        self.store = store if store is not None else RunStore(logdir, rescan_seconds)
+        if start and self.store.logdir:
+            self.store.start()
 
-    # ------------------------------------------------------------ the loader's
+    # ------------------------------------------------------------ the store's
 
     def start(self) -> None:
-        """Start the background loader (once)."""
-        self.loader.start()
+        """Start the store's background thread (once)."""
+        self.store.start()
 
     def close(self) -> None:
-        """Stop the background loader (and its worker processes) and wait for it."""
-        self.loader.close()
+        """Stop the store's background thread (and its worker processes) and wait for it."""
+        self.store.close()
 
     def rescan(self) -> None:
-        """Ask the loader to scan now instead of at the next interval."""
-        self.loader.rescan()
+        """Have the store scan now instead of at the next interval."""
+        self.store.rescan()
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
         """Block until a full scan and all its loads finished (for tests and tools)."""
-        return self.loader.wait_idle(timeout)
+        return self.store.wait_idle(timeout)
 
     # ------------------------------------------------------------ TBPlugin
 
@@ -190,7 +190,7 @@ class OpModePlugin(base_plugin.TBPlugin):
         return apps
 
     def is_active(self) -> bool:
-        return self.loader.active
+        return self.store.active
 
     def frontend_metadata(self) -> base_plugin.FrontendMetadata:
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="Op Mode",
@@ -256,26 +256,26 @@ class OpModePlugin(base_plugin.TBPlugin):
     def _serve_runs(self, request: wrappers.Request) -> wrappers.Response:
         """All runs, loaded or not: ``[{run, status, tensorflow_version, ...}]`` plus progress.
         ``want``: a run the tab waits for, read next if it is still queued."""
-        want = self._text(request, "want")
-        if want:
-            self.loader.want(want)
-        return self._respond(request, self.loader.runs())
+        asked = self._text(request, "want")
+        if asked:
+            self.store.read_next(asked)
+        return self._respond(request, self.store.runs())
 
     @_route
     def _serve_progress(self, request: wrappers.Request) -> wrappers.Response:
         """Runs, files and bytes loaded of those found."""
-        return self._respond(request, self.loader.progress())
+        return self._respond(request, self.store.progress())
 
     @_route
     def _serve_overview(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=``: run facts, mode shares, oneDNN coverage, the mode x class matrix."""
-        view = self.loader.view(self._text(request, "run"))
+        view = self.store.view(self._text(request, "run"))
         return self._respond(request, tab.overview(view))
 
     @_route
     def _serve_optypes(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=&sort=&order=asc|desc&filter=a,b&q=&page=&page_size=``: a page of the op table."""
-        view = self.loader.view(self._text(request, "run"))
+        view = self.store.view(self._text(request, "run"))
         order = self._text(request, "order", "desc")
         if order not in ("asc", "desc"):
             raise BadParameter(f"order must be asc or desc; got {order[:40]!r}")
@@ -290,7 +290,7 @@ class OpModePlugin(base_plugin.TBPlugin):
     @_route
     def _serve_op(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=&op=&sites=``: kernels, evidence, call sites with source lines, graphs."""
-        view = self.loader.view(self._text(request, "run"))
+        view = self.store.view(self._text(request, "run"))
         op = self._text(request, "op")
         if not op:
             raise BadParameter("missing parameter 'op'")
@@ -301,7 +301,7 @@ class OpModePlugin(base_plugin.TBPlugin):
     @_route
     def _serve_timeline(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=&start=&end=&max_events=&debug=``: events or bins of a window (ns from start)."""
-        view = self.loader.view(self._text(request, "run"))
+        view = self.store.view(self._text(request, "run"))
         start, end = self._window(request)
         max_events = self._int(request, "max_events", 5000, 1, timeline.MAX_EVENTS)
         debug = self._bool(request, "debug", False)
@@ -311,8 +311,8 @@ class OpModePlugin(base_plugin.TBPlugin):
     @_route
     def _serve_compare(self, request: wrappers.Request) -> wrappers.Response:
         """``?a=&b=&changed_only=&page=&page_size=``: op types whose modes or kernels differ."""
-        a = self.loader.view(self._text(request, "a"), "a")
-        b = self.loader.view(self._text(request, "b"), "b")
+        a = self.store.view(self._text(request, "a"), "a")
+        b = self.store.view(self._text(request, "b"), "b")
         changed_only = self._bool(request, "changed_only", True)
         page = self._int(request, "page", 0, 0, 1_000_000)
         page_size = self._int(request, "page_size", 100, 1, tab.MAX_PAGE_SIZE)
@@ -322,7 +322,7 @@ class OpModePlugin(base_plugin.TBPlugin):
     @_route
     def _serve_export(self, request: wrappers.Request) -> wrappers.Response:
         """``?run=&format=csv|json|trace`` (trace also takes start, end, max_events, debug)."""
-        view = self.loader.view(self._text(request, "run"))
+        view = self.store.view(self._text(request, "run"))
         fmt = self._text(request, "format", "csv")
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", view.doc["run"]).strip("._") or "logdir"
         if fmt == "csv":

@@ -5,11 +5,15 @@ read from. Out: per run, JSON-ready dicts: per op type and mode the execution co
 the kernels that ran with their evidence and profiled time, the explanation; the
 run's facts (TF version, hosts, oneDNN state and source, where counts come from),
 warnings, tf.functions, ONEDNN_VERBOSE primitives, XLA functions, time shares.
+
+``summary_doc`` and ``run_doc`` build them typed (``payloads.SummaryDoc``,
+``payloads.RunDoc``); ``summary`` and ``run_json`` return the same documents typed as the
+plain dicts that ``csv.render_csv``, ``report`` and ``cli`` take.
 """
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 from .. import __version__
 from ..analyze.explain import explain, time_share
@@ -17,24 +21,47 @@ from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
 from ..read.discover import problem_text, relpath
+from .payloads import (
+    FunctionCalls,
+    KernelDoc,
+    ModeDoc,
+    OnednnVerbose,
+    OpTypeDoc,
+    Primitive,
+    RunDoc,
+    SummaryDoc,
+    TimeDoc,
+    TimeShare,
+    XlaFunction,
+)
 
-__all__ = ["summary", "run_json", "onednn_primitives", "xla_functions"]
+__all__ = ["summary", "run_json", "summary_doc", "run_doc", "onednn_primitives", "xla_functions",
+           "MAX_KERNEL_NOTES", "MAX_FUSED_NODES"]
+
+# How much of a kernel's lists the contract carries: its first notes, the first nodes
+# grappler fused it into.
+MAX_KERNEL_NOTES = 5
+MAX_FUSED_NODES = 20
 
 
-def _kernels_json(stats: ModeStats) -> list[dict[str, Any]]:
+def _time_json(events: int, ns: int) -> TimeDoc:
+    return {"events": events, "total_ms": ns / 1e6, "mean_us": ns / events / 1e3}
+
+
+def _kernels_json(stats: ModeStats) -> list[KernelDoc]:
     out = []
     for k in sorted(stats.kernels, key=lambda k: (-k.executions, k.name)):
-        item: dict[str, Any] = {"name": k.name, "executions": k.executions, "onednn": k.onednn,
-                                "evidence": k.evidence}
+        item: KernelDoc = {"name": k.name, "executions": k.executions, "onednn": k.onednn,
+                           "evidence": k.evidence}
         if k.notes:
-            item["notes"] = k.notes[:5]
+            item["notes"] = k.notes[:MAX_KERNEL_NOTES]
         if k.fused_into:
-            item["fused_into"] = k.fused_into[:20]
+            item["fused_into"] = k.fused_into[:MAX_FUSED_NODES]
         out.append(item)
     return out
 
 
-def _mode_json(m: RunModel, row: OpTypeRow, mode: str, explanation: str) -> dict[str, Any]:
+def _mode_json(m: RunModel, row: OpTypeRow, mode: str, explanation: str) -> ModeDoc:
     stats = row.mode(mode)
     kernels = _kernels_json(stats)
     total_events = total_ns = 0
@@ -47,23 +74,22 @@ def _mode_json(m: RunModel, row: OpTypeRow, mode: str, explanation: str) -> dict
         timed.add(k["name"])
         events, ns = m.times.get((row.op_type, mode, k["name"]), (0, 0))
         if events:
-            k["time"] = {"events": events, "total_ms": ns / 1e6, "mean_us": ns / events / 1e3}
+            k["time"] = _time_json(events, ns)
     # The mode's total holds every profiled event of the op type, also those of a kernel
     # no execution was labelled with, so that it adds up to the overview's.
     for (op_type, in_mode, _kernel), (events, ns) in m.times.items():
         if op_type == row.op_type and in_mode == mode:
             total_events += events
             total_ns += ns
-    out: dict[str, Any] = {"executions": stats.executions, "kernels": kernels}
+    out: ModeDoc = {"executions": stats.executions, "kernels": kernels}
     if total_events:
-        out["time"] = {"events": total_events, "total_ms": total_ns / 1e6,
-                       "mean_us": total_ns / total_events / 1e3}
+        out["time"] = _time_json(total_events, total_ns)
     if explanation:
         out["explanation"] = explanation
     return out
 
 
-def onednn_primitives(m: RunModel) -> dict[str, Any]:
+def onednn_primitives(m: RunModel) -> OnednnVerbose:
     """ONEDNN_VERBOSE primitives executed, by kind and implementation (ISA)."""
     counts: Counter[tuple[str, str, str]] = Counter()
     times: dict[tuple[str, str, str], float] = {}
@@ -71,7 +97,7 @@ def onednn_primitives(m: RunModel) -> dict[str, Any]:
         counts.update(log.onednn_primitives)
         for key, ms in log.onednn_time_ms.items():
             times[key] = times.get(key, 0.0) + ms
-    rows = [{"kind": kind, "implementation": impl, "prop_kind": prop, "count": n,
+    rows: list[Primitive] = [{"kind": kind, "implementation": impl, "prop_kind": prop, "count": n,
              "time_ms": round(times.get((kind, impl, prop), 0), 3)}
             for (kind, impl, prop), n in counts.most_common()]
     note = ""
@@ -83,7 +109,7 @@ def onednn_primitives(m: RunModel) -> dict[str, Any]:
     return {"primitives": rows, "note": note}
 
 
-def xla_functions(m: RunModel) -> list[dict[str, Any]]:
+def xla_functions(m: RunModel) -> list[XlaFunction]:
     """tf.functions XLA compiled (jit_compile=True), from the log's XLA launches: a mode
     of their own. Their ops run inside one XLA cluster, not as TF kernels, and tfdbg
     cannot instrument a cluster (its debug ops have no XLA kernel): with the dump on, TF
@@ -91,7 +117,7 @@ def xla_functions(m: RunModel) -> list[dict[str, Any]]:
     launches: Counter[str] = Counter()
     for log in m.logs:
         launches.update(log.xla_launches)
-    out = []
+    out: list[XlaFunction] = []
     for name, n in sorted(launches.items()):
         calls = m.functions.get(name, 0)
         if m.dumps:
@@ -106,12 +132,12 @@ def xla_functions(m: RunModel) -> list[dict[str, Any]]:
     return out
 
 
-def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, Any]:
+def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
     """One run of the summary contract."""
     warnings = [problem_text(p, logdir) for p in m.problems]
     rows = sorted(m.op_types.values(),
                   key=lambda r: (-(r.eager.executions + r.graph.executions), r.op_type))
-    op_types = []
+    op_types: list[OpTypeDoc] = []
     for r in rows:
         why = explain(m, r.op_type) if explanations else {}
         op_types.append({
@@ -121,7 +147,9 @@ def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, A
             "graph": _mode_json(m, r, "graph", why.get("graph", {}).get("explanation", "")
                                 if r.graph.executions else ""),
         })
-    return {
+    functions: list[FunctionCalls] = [
+        {"name": n, "calls": c} for n, c in sorted(m.functions.items(), key=lambda kv: (-kv[1], kv[0]))]
+    doc: RunDoc = {
         "run": m.run,
         "tensorflow_version": m.tensorflow_version,
         "hosts": m.hosts,
@@ -131,21 +159,32 @@ def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, A
         "sources": m.sources,
         "warnings": warnings,
         "notes": [f"{relpath(p.path, logdir)}: {n}" for p in m.profiles for n in p.notes],
-        "functions": [{"name": n, "calls": c} for n, c in sorted(
-            m.functions.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "functions": functions,
         "onednn_verbose": onednn_primitives(m),
         "xla_functions": xla_functions(m),
-        "time_share": time_share(m.times),
+        # analyze.explain builds it as a plain dict; payloads.TimeShare is its shape.
+        "time_share": cast(TimeShare, time_share(m.times)),
         "op_types": op_types,
-        # Only for a run of several workers or devices (analyze.workers.breakdown).
-        **({"workers": m.workers, "collectives": collectives_across(m.workers)}
-           if m.workers else {}),
     }
+    if m.workers:  # only for a run of several workers or devices (analyze.workers.breakdown)
+        doc["workers"] = m.workers
+        doc["collectives"] = collectives_across(m.workers)
+    return doc
+
+
+def summary_doc(models: list[RunModel], logdir: str, explanations: bool = True) -> SummaryDoc:
+    """The JSON contract of ``tb-opmode summary --format json``."""
+    logdir = fs.absolute(logdir)
+    runs = [run_doc(m, logdir, explanations) for m in models]
+    all_warnings = [f"{r['run']}: {w}" for r in runs for w in r["warnings"]]
+    return {"version": __version__, "warnings": all_warnings, "runs": runs}
+
+
+def run_json(m: RunModel, logdir: str, explanations: bool = True) -> dict[str, Any]:
+    """``run_doc``, typed as the plain dict its readers take."""
+    return cast(dict[str, Any], run_doc(m, logdir, explanations))
 
 
 def summary(models: list[RunModel], logdir: str, explanations: bool = True) -> dict[str, Any]:
-    """The JSON contract of ``tb-opmode summary --format json``."""
-    logdir = fs.absolute(logdir)
-    runs = [run_json(m, logdir, explanations) for m in models]
-    all_warnings = [f"{r['run']}: {w}" for r in runs for w in r["warnings"]]
-    return {"version": __version__, "warnings": all_warnings, "runs": runs}
+    """``summary_doc``, typed as the plain dict its readers take."""
+    return cast(dict[str, Any], summary_doc(models, logdir, explanations))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from typing import Any, Optional
 
 from ..analyze.explain import kernel_class
 from ..vocab import MODES
@@ -33,19 +33,37 @@ def render_csv(doc: dict[str, Any], with_time: bool = False) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS + (CSV_TIME_COLUMNS if with_time else ()))
     for run in doc["runs"]:
-        for r in run["op_types"]:
+        for row in run["op_types"]:
             for mode in MODES:
-                stats = r[mode]
-                if not stats["executions"] and not stats["kernels"]:
-                    continue
-                for i, k in enumerate(stats["kernels"] or [None]):
-                    line = [run["run"], r["op_type"], mode, stats["executions"],
-                            k["name"] if k else "", k["executions"] if k else "",
-                            str(k["onednn"]).lower() if k else "", k["evidence"] if k else ""]
-                    if with_time:
-                        own = (k or {}).get("time") or {}
-                        line += [kernel_class(k["name"]) if k else "unknown",
-                                 stats.get("time_ns", "") if i == 0 else "",
-                                 round(own["total_ms"] * 1e6) if "total_ms" in own else ""]
-                    writer.writerow(line)
+                writer.writerows(_mode_lines(run["run"], row, mode, with_time))
     return out.getvalue()
+
+
+def _mode_lines(run: str, row: dict[str, Any], mode: str, with_time: bool) -> list[list[Any]]:
+    """The lines of one op type in one mode: one per kernel, or one with the kernel cells
+    empty when it ran with none named; none when it did not run in that mode."""
+    stats = row[mode]
+    if not stats["executions"] and not stats["kernels"]:
+        return []
+    lines = []
+    for i, k in enumerate(stats["kernels"] or [None]):
+        line = [run, row["op_type"], mode, stats["executions"], *_kernel_cells(k)]
+        if with_time:
+            line += _time_cells(k, stats.get("time_ns", "") if i == 0 else "")
+        lines.append(line)
+    return lines
+
+
+def _kernel_cells(k: Optional[dict[str, Any]]) -> list[Any]:
+    """kernel, kernel_executions, onednn, evidence."""
+    if not k:
+        return ["", "", "", ""]
+    return [k["name"], k["executions"], str(k["onednn"]).lower(), k["evidence"]]
+
+
+def _time_cells(k: Optional[dict[str, Any]], mode_time: Any) -> list[Any]:
+    """kernel_class, time_ns (``mode_time``: the mode's, on its first line only),
+    kernel_time_ns."""
+    own = (k or {}).get("time") or {}
+    return [kernel_class(k["name"]) if k else "unknown", mode_time,
+            round(own["total_ms"] * 1e6) if "total_ms" in own else ""]

@@ -8,7 +8,7 @@ CSS, no script, no external resource).
 
 This is a present stage: it reads only that JSON-ready data, never the
 readers' internals, so what it says is what ``tb-opmode summary --format json``
-says. ``build`` turns it into a small document (headings, paragraphs, lists,
+says. ``report_blocks`` turns it into a small document (headings, paragraphs, lists,
 one table) whose text is already redacted but not yet escaped; each renderer
 escapes every string taken from the files for its own format (a run directory
 named ``<script>...`` stays text in both).
@@ -35,7 +35,7 @@ from ..vocab import MODES, REMOVED, UNKNOWN
 
 __all__ = ["Redaction", "Code", "Strong", "Inline", "Heading", "Para", "Bullets", "Table", "Block",
            "DEFAULT_FOCUS", "TOP_OP_TYPES", "MAX_ROWS", "focus_ops", "select_op_types",
-           "kernels_differ", "build", "render_markdown", "render_html", "render", "FORMATS"]
+           "kernels_differ", "report_blocks", "render_markdown", "render_html", "render", "FORMATS"]
 
 FORMATS = ("md", "html")
 # The seed question: is eager Transpose stock while graphs run _MklTranspose, and MatMul?
@@ -115,6 +115,10 @@ class Redaction:
             if not base:
                 return self._hosts_in(path)
             path = os.path.normpath(os.path.join(base, path))
+        return self._absolute_path(path)
+
+    def _absolute_path(self, path: str) -> str:
+        """An absolute path: under the logdir, in the project, or anywhere else."""
         logdir = self.logdir.rstrip("/\\")
         if path == logdir:
             return "LOGDIR"
@@ -268,54 +272,100 @@ def _kernels_cell(mode: dict[str, Any], red: Redaction) -> Inline:
 
 def _facts(run: dict[str, Any], cpu_features: Optional[list[str]], red: Redaction,
            other_runs: list[str]) -> list[Inline]:
-    onednn = {True: "on", False: "off", None: "unknown"}[run["onednn_enabled"]]
-    how = f" ({red.text(run['onednn_source'])})" if run["onednn_source"] else \
-        " (nothing in this run says)"
-    facts: list[Inline] = [
+    """The run's facts, one bullet each; those the run has nothing for are left out."""
+    facts: list[Optional[Inline]] = [
         ["Run: ", Code(red.name(run["run"])), " in ", Code(red.path(red.logdir))],
         ["TensorFlow: ", Code(red.name(run["tensorflow_version"]) or "?")
          if run["tensorflow_version"] else "unknown (no tfdbg dump)"],
-        [f"oneDNN: {onednn}{how}"],
-        # Which oneDNN kernels a CPU gets (AVX512_FP16 for f16, AMX, BF16) follows its ISA.
-        ["CPU features (TF's start-up line): " + ", ".join(red.name(f) for f in cpu_features)]
-        if cpu_features else ["CPU features: unknown (no TF start-up line in a log)"],
+        _onednn_fact(run, red),
+        _cpu_fact(cpu_features, red),
+        ["Hosts: " + ", ".join(red.name(h) for h in run["hosts"])] if run["hosts"] else None,
+        _evidence_fact(run, red),
+        _functions_fact(run["functions"], red),
+        _primitives_fact(run.get("onednn_verbose", {}).get("primitives", []), red),
+        _other_runs_fact(other_runs, red),
+        [f"Warnings: {len(run['warnings'])}"],
     ]
-    if run["hosts"]:
-        facts.append(["Hosts: " + ", ".join(red.name(h) for h in run["hosts"])])
-    kinds = (("debugger", "tfdbg dump"), ("profile", "profile"), ("logs", "TF log"))
+    return [fact for fact in facts if fact is not None]
+
+
+def _onednn_fact(run: dict[str, Any], red: Redaction) -> Inline:
+    onednn = {True: "on", False: "off", None: "unknown"}[run["onednn_enabled"]]
+    how = f" ({red.text(run['onednn_source'])})" if run["onednn_source"] else \
+        " (nothing in this run says)"
+    return [f"oneDNN: {onednn}{how}"]
+
+
+def _cpu_fact(cpu_features: Optional[list[str]], red: Redaction) -> Inline:
+    # Which oneDNN kernels a CPU gets (AVX512_FP16 for f16, AMX, BF16) follows its ISA.
+    if not cpu_features:
+        return ["CPU features: unknown (no TF start-up line in a log)"]
+    return ["CPU features (TF's start-up line): " + ", ".join(red.name(f) for f in cpu_features)]
+
+
+# The run's sources by kind, as the facts name them; the first few of each are named.
+_SOURCE_KINDS = (("debugger", "tfdbg dump"), ("profile", "profile"), ("logs", "TF log"))
+_SOURCES_NAMED = 3
+
+
+def _evidence_fact(run: dict[str, Any], red: Redaction) -> Inline:
+    """How many sources of each kind the run has, the first few named, and which kind
+    its counts come from."""
     evidence: Inline = ["Evidence: "]
-    for i, (key, label) in enumerate(kinds):
+    for i, (key, label) in enumerate(_SOURCE_KINDS):
         names = run["sources"].get(key, [])
         evidence.append(("; " if i else "") + f"{label} {len(names)}")
-        for j, name in enumerate(names[:3]):
-            # Source names are relative to the logdir; one that leaves it (a --log kept
-            # elsewhere) is an outside path.
-            evidence += [" (" if j == 0 else ", ", Code(red.path(name, red.logdir)
-                                                       if name.startswith("..") else red.name(name))]
-        if names:
-            evidence.append(f", +{len(names) - 3} more)" if len(names) > 3 else ")")
+        evidence += _source_names(names, red)
     evidence.append(f"; counts from: {run['counts_from'] or 'nothing'}")
-    facts.append(evidence)
-    if run["functions"]:
-        funcs: Inline = ["tf.function calls: "]
-        for i, f in enumerate(run["functions"][:MAX_FUNCTIONS]):
-            funcs += [", " if i else "", Code(red.name(f["name"])), f" x{f['calls']}"]
-        if len(run["functions"]) > MAX_FUNCTIONS:
-            funcs.append(f", {len(run['functions']) - MAX_FUNCTIONS} more")
-        facts.append(funcs)
-    prims = run.get("onednn_verbose", {}).get("primitives", [])
-    if prims:
-        kinds_n: dict[str, int] = {}
-        for p in prims:
-            kinds_n[p["kind"]] = kinds_n.get(p["kind"], 0) + int(p["count"])
-        facts.append(["ONEDNN_VERBOSE primitives: " + ", ".join(
-            f"{red.name(k)} x{n}" for k, n in sorted(kinds_n.items(), key=lambda kv: -kv[1]))])
-    if other_runs:
-        facts.append([f"{len(other_runs)} other run(s) in the logdir, not in this report: "
-                      + ", ".join(red.name(r) for r in other_runs[:5])
-                      + (" ..." if len(other_runs) > 5 else "") + " (choose one with --run)"])
-    facts.append([f"Warnings: {len(run['warnings'])}"])
-    return facts
+    return evidence
+
+
+def _source_names(names: list[str], red: Redaction) -> Inline:
+    """`` (a, b, c, +N more)``: the first sources of a kind, or nothing when there are none.
+    Source names are relative to the logdir; one that leaves it (a --log kept elsewhere)
+    is an outside path."""
+    if not names:
+        return []
+    out: Inline = []
+    for j, name in enumerate(names[:_SOURCES_NAMED]):
+        out += [" (" if j == 0 else ", ",
+                Code(red.path(name, red.logdir) if name.startswith("..") else red.name(name))]
+    more = len(names) - _SOURCES_NAMED
+    out.append(f", +{more} more)" if more > 0 else ")")
+    return out
+
+
+def _functions_fact(functions: list[dict[str, Any]], red: Redaction) -> Optional[Inline]:
+    if not functions:
+        return None
+    funcs: Inline = ["tf.function calls: "]
+    for i, f in enumerate(functions[:MAX_FUNCTIONS]):
+        funcs += [", " if i else "", Code(red.name(f["name"])), f" x{f['calls']}"]
+    if len(functions) > MAX_FUNCTIONS:
+        funcs.append(f", {len(functions) - MAX_FUNCTIONS} more")
+    return funcs
+
+
+def _primitives_fact(prims: list[dict[str, Any]], red: Redaction) -> Optional[Inline]:
+    """ONEDNN_VERBOSE's primitives by kind, the most created first."""
+    if not prims:
+        return None
+    kinds: dict[str, int] = {}
+    for p in prims:
+        kinds[p["kind"]] = kinds.get(p["kind"], 0) + int(p["count"])
+    return ["ONEDNN_VERBOSE primitives: " + ", ".join(
+        f"{red.name(k)} x{n}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))]
+
+
+_OTHER_RUNS_NAMED = 5
+
+
+def _other_runs_fact(other_runs: list[str], red: Redaction) -> Optional[Inline]:
+    if not other_runs:
+        return None
+    return [f"{len(other_runs)} other run(s) in the logdir, not in this report: "
+            + ", ".join(red.name(r) for r in other_runs[:_OTHER_RUNS_NAMED])
+            + (" ..." if len(other_runs) > _OTHER_RUNS_NAMED else "") + " (choose one with --run)"]
 
 
 def _n(count: int, noun: str) -> str:
@@ -364,23 +414,33 @@ def _explanations(run: dict[str, Any], focus: list[str],
     return out
 
 
-def build(run: dict[str, Any], *, asked: list[str], call_sites: dict[str, dict[str, list[dict[str, Any]]]],
-          cpu_features: Optional[list[str]], redaction: Redaction,
-          other_runs: Optional[list[str]] = None) -> list[Block]:
+def report_blocks(run: dict[str, Any], *, asked: list[str],
+                  call_sites: dict[str, dict[str, list[dict[str, Any]]]],
+                  cpu_features: Optional[list[str]], redaction: Redaction,
+                  other_runs: Optional[list[str]] = None) -> list[Block]:
     """The report of one run (``contract.run_json`` with explanations) as blocks.
     ``asked``: the ``--op`` op types (checked with ``focus_ops``); ``call_sites``: op
     type -> mode -> ``explain.call_sites`` of the op types explained; ``cpu_features``: the
     logs' instruction sets (None: no start-up line)."""
     red = redaction
     focus = focus_ops(run, asked)
-    blocks: list[Block] = [
+    shown, left = select_op_types(run, asked)
+    return [
         Heading(2, ["tb-opmode report"]),
         Para([f"Made by tb-opmode {__version__} (", Code("tb-opmode report"), ")"
               + (", paths and host names redacted." if red.enabled else ", not redacted.")]),
         Bullets(_facts(run, cpu_features, red, other_runs or [])),
+        Heading(3, ["Kernels per mode"]),
+        _kernel_table(shown, red),
+        Para([_table_note(left)]),
+        *_explanations(run, focus, call_sites, red),
+        *_xla_blocks(run.get("xla_functions", []), red),
+        *_unknown_kernel_blocks(run, red),
+        *_warning_blocks(run["warnings"], red),
     ]
-    shown, left = select_op_types(run, asked)
-    blocks.append(Heading(3, ["Kernels per mode"]))
+
+
+def _kernel_table(shown: list[dict[str, Any]], red: Redaction) -> Table:
     table_rows: list[list[Inline]] = []
     for row in shown:
         name: Inline = [Code(red.name(row["op_type"]))]
@@ -389,35 +449,47 @@ def build(run: dict[str, Any], *, asked: list[str], call_sites: dict[str, dict[s
         table_rows.append([name, [str(row["eager"]["executions"])],
                            _kernels_cell(row["eager"], red),
                            [str(row["graph"]["executions"])], _kernels_cell(row["graph"], red)])
-    blocks.append(Table(["op type", "eager", "eager kernels (evidence)", "graph",
-                         "graph kernels (evidence)"], table_rows, frozenset((1, 3))))
+    return Table(["op type", "eager", "eager kernels (evidence)", "graph",
+                  "graph kernels (evidence)"], table_rows, frozenset((1, 3)))
+
+
+def _table_note(left: list[dict[str, Any]]) -> str:
+    """What the table shows, and what it leaves out."""
     note = ("Shown: the asked op types, the busiest, and every one with a oneDNN kernel or "
             "whose kernels differ between the modes (marked \"differs\"). Evidence: log = seen "
             "in the TF log, profile = in the profiler's events, inferred = not observed.")
     if left:
         note += (f" {len(left)} more op type(s) with {sum(_total(r) for r in left)} executions "
                  f"are left out; tb-opmode summary LOGDIR lists them all.")
-    blocks.append(Para([note]))
-    blocks += _explanations(run, focus, call_sites, red)
-    xla = run.get("xla_functions", [])
-    if xla:
-        blocks.append(Heading(3, ["XLA functions"]))
-        blocks.append(Bullets(_capped(
-            [[Code(red.name(f["name"])), f": {f['launches']} launches in the log; ",
-              red.text(f["note"])] for f in xla[:MAX_LIST]], len(xla), "XLA functions")))
+    return note
+
+
+def _xla_blocks(xla: list[dict[str, Any]], red: Redaction) -> list[Block]:
+    if not xla:
+        return []
+    return [Heading(3, ["XLA functions"]),
+            Bullets(_capped([[Code(red.name(f["name"])), f": {f['launches']} launches in the log; ",
+                              red.text(f["note"])] for f in xla[:MAX_LIST]],
+                            len(xla), "XLA functions"))]
+
+
+def _unknown_kernel_blocks(run: dict[str, Any], red: Redaction) -> list[Block]:
     unknown = [(row, mode, k) for row in run["op_types"] for mode in MODES
                for k in row[mode]["kernels"] if k["name"] == UNKNOWN]
-    if unknown:
-        blocks.append(Heading(3, ["Unknown kernels"]))
-        blocks.append(Bullets(_capped(
-            [[Code(red.name(row["op_type"])), f" ({mode}, {_n(k['executions'], 'execution')}): ",
-              red.text("; ".join(k.get("notes", [])) or "no note")]
-             for row, mode, k in unknown[:MAX_LIST]], len(unknown), "op types with unknown kernels")))
-    if run["warnings"]:
-        blocks.append(Heading(3, ["Warnings"]))
-        blocks.append(Bullets(_capped([[red.text(w)] for w in run["warnings"][:MAX_LIST]],
-                                      len(run["warnings"]), "warnings")))
-    return blocks
+    if not unknown:
+        return []
+    return [Heading(3, ["Unknown kernels"]),
+            Bullets(_capped(
+                [[Code(red.name(row["op_type"])), f" ({mode}, {_n(k['executions'], 'execution')}): ",
+                  red.text("; ".join(k.get("notes", [])) or "no note")]
+                 for row, mode, k in unknown[:MAX_LIST]], len(unknown), "op types with unknown kernels"))]
+
+
+def _warning_blocks(warnings: list[str], red: Redaction) -> list[Block]:
+    if not warnings:
+        return []
+    return [Heading(3, ["Warnings"]),
+            Bullets(_capped([[red.text(w)] for w in warnings[:MAX_LIST]], len(warnings), "warnings"))]
 
 
 # ---------------------------------------------------------------- Markdown

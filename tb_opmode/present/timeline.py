@@ -1,7 +1,7 @@
 """The tab's timeline: a run's profiled events in lanes, windows of them, a Perfetto trace.
 
-In: a ``RunModel`` with profiles (``assemble.build_run``), turned once by ``build``
-into a ``Timeline``: per lane (tf.function calls, eager ops, graph ops) its
+In: a ``RunModel`` with profiles (``assemble.build_run``), turned once by
+``build_timeline`` into a ``Timeline``: per lane (tf.function calls, eager ops, graph ops) its
 events sorted by start, in ns from the run's first event. Out: ``timeline_window``
 (the events overlapping a window, or bins of them when there are too many) and
 ``export_trace`` (Chrome trace-event JSON that opens in Perfetto).
@@ -26,7 +26,7 @@ from ..errors import BadParameter
 from ..model import RunModel
 from ..vocab import PLUMBING_KERNELS, REMOVED, UNKNOWN, is_debug_kernel, is_function, is_onednn
 
-__all__ = ["Timeline", "build", "timeline_window", "export_trace", "LANES", "CLASSES",
+__all__ = ["Timeline", "build_timeline", "timeline_window", "export_trace", "LANES", "CLASSES",
            "MAX_EVENTS", "MAX_TRACE_EVENTS"]
 
 # Lanes, top to bottom.
@@ -38,6 +38,8 @@ _CLS = {name: i for i, name in enumerate(CLASSES)}
 _ONEDNN = frozenset((_CLS["eager_onednn"], _CLS["graph_onednn"]))
 MAX_EVENTS = 10000
 MAX_TRACE_EVENTS = 6000
+# Bins per lane at most, when a window holds more events than asked for.
+MAX_BINS = 1000
 _TRACKS = {"function": "tf.function calls (eager dispatch)", "eager": "eager ops",
            "graph": "graph ops (inside tf.function)"}
 _KIND = {"eager_onednn": "oneDNN", "graph_onednn": "oneDNN", "eager_stock": "stock",
@@ -71,54 +73,76 @@ class Timeline:
         return sum(len(lane.starts) for lane in self.lanes.values())
 
 
-def build(model: RunModel) -> Timeline:
+# One profiled event: start and duration (ns), label, kernel, op type, class code.
+_Event = tuple[int, int, str, str, str, int]
+
+
+def build_timeline(model: RunModel) -> Timeline:
     """Sort the run's profiled events into lanes (run once per load)."""
-    raw: dict[str, list[tuple[int, int, str, str, str, int]]] = {lane: [] for lane in LANES}
+    raw = _events_by_lane(model)
+    every = [e for events in raw.values() for e in events]
+    t0 = min((e[0] for e in every), default=0)
+    end = max((e[0] + e[1] for e in every), default=t0)
+    debug_time = sum(max(0, e[1]) for e in every if e[5] == _CLS["debug"])
+    lanes = {name: _lane(events, t0) for name, events in raw.items()}
+    return Timeline(lanes=lanes, t0_ns=t0, span_ns=end - t0, debug_time_ns=debug_time)
+
+
+def _events_by_lane(model: RunModel) -> dict[str, list[_Event]]:
+    """The run's profiled events per lane, as the profiles list them."""
+    raw: dict[str, list[_Event]] = {lane: [] for lane in LANES}
     eager_kernel = eager_kernels(model)
     op_of = node_op_types(model)
     for prof in model.profiles:
         for op_type, is_func, start, dur in prof.eager_ops:
-            if is_func or is_function(op_type):
-                raw["function"].append((start, dur, op_type, "", op_type, _CLS["function"]))
-                continue
-            kernel = eager_kernel.get(op_type, "")
-            if kernel in (REMOVED, UNKNOWN):
-                kernel = ""  # no kernel is known to have run it: the table's "unknown"
-            if is_debug_kernel(op_type):
-                cls = "debug"
-            elif not kernel:
-                cls = "eager_unknown"
-            else:
-                cls = "eager_onednn" if is_onednn(kernel) else "eager_stock"
-            raw["eager"].append((start, dur, op_type, kernel, op_type, _CLS[cls]))
-        for node, kernel, start, dur in prof.graph_ops:
-            if kernel in PLUMBING_KERNELS:
-                continue
-            if is_debug_kernel(kernel):
-                cls = "debug"
-            else:
-                cls = "graph_onednn" if is_onednn(kernel) else "graph_stock"
-            op_type = op_of.get(node) or canonical_op(kernel)
-            raw["graph"].append((start, dur, node, kernel, op_type, _CLS[cls]))
-    t0 = min((e[0] for events in raw.values() for e in events), default=0)
-    end = max((e[0] + e[1] for events in raw.values() for e in events), default=t0)
-    lanes: dict[str, _Lane] = {}
-    debug_time = 0
-    for name, events in raw.items():
-        events.sort(key=lambda e: (e[0], -e[1]))
-        lane = _Lane()
-        for start, dur, label, kernel, op_type, cls_id in events:
-            lane.starts.append(start - t0)
-            lane.durs.append(max(0, dur))
-            lane.names.append(label)
-            lane.kernels.append(kernel)
-            lane.ops.append(op_type)
-            lane.classes.append(cls_id)
-            if cls_id == _CLS["debug"]:
-                debug_time += max(0, dur)
-        lane.max_dur = max(lane.durs, default=0)
-        lanes[name] = lane
-    return Timeline(lanes=lanes, t0_ns=t0, span_ns=end - t0, debug_time_ns=debug_time)
+            lane, event = _eager_event(op_type, is_func, start, dur, eager_kernel)
+            raw[lane].append(event)
+        raw["graph"] += [_graph_event(node, kernel, start, dur, op_of)
+                         for node, kernel, start, dur in prof.graph_ops
+                         if kernel not in PLUMBING_KERNELS]
+    return raw
+
+
+def _eager_event(op_type: str, is_func: bool, start: int, dur: int,
+                 eager_kernel: dict[str, str]) -> tuple[str, _Event]:
+    """(lane, event) of an eager op or a tf.function call."""
+    if is_func or is_function(op_type):
+        return "function", (start, dur, op_type, "", op_type, _CLS["function"])
+    kernel = eager_kernel.get(op_type, "")
+    if kernel in (REMOVED, UNKNOWN):
+        kernel = ""  # no kernel is known to have run it: the table's "unknown"
+    if is_debug_kernel(op_type):
+        cls = "debug"
+    elif not kernel:
+        cls = "eager_unknown"
+    else:
+        cls = "eager_onednn" if is_onednn(kernel) else "eager_stock"
+    return "eager", (start, dur, op_type, kernel, op_type, _CLS[cls])
+
+
+def _graph_event(node: str, kernel: str, start: int, dur: int, op_of: dict[str, str]) -> _Event:
+    """The event of a graph node, put down to its op type."""
+    if is_debug_kernel(kernel):
+        cls = "debug"
+    else:
+        cls = "graph_onednn" if is_onednn(kernel) else "graph_stock"
+    op_type = op_of.get(node) or canonical_op(kernel)
+    return (start, dur, node, kernel, op_type, _CLS[cls])
+
+
+def _lane(events: list[_Event], t0: int) -> _Lane:
+    """A lane of ``events``, sorted by start (the longest first at a tie), from ``t0``."""
+    events.sort(key=lambda e: (e[0], -e[1]))
+    lane = _Lane()
+    for start, dur, label, kernel, op_type, cls_id in events:
+        lane.starts.append(start - t0)
+        lane.durs.append(max(0, dur))
+        lane.names.append(label)
+        lane.kernels.append(kernel)
+        lane.ops.append(op_type)
+        lane.classes.append(cls_id)
+    lane.max_dur = max(lane.durs, default=0)
+    return lane
 
 
 def _bounds(tl: Timeline, start: Optional[int], end: Optional[int]) -> tuple[int, int]:
@@ -145,6 +169,19 @@ def _overlapping(tl: Timeline, lo: int, hi: int, debug: bool) -> Iterator[tuple[
             yield li, i
 
 
+class _Names:
+    """The names a window's answer refers to by index, in the order first used."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def id(self, text: str) -> int:
+        found = self.ids.get(text)
+        if found is None:
+            found = self.ids[text] = len(self.ids)
+        return found
+
+
 def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int] = None,
                     max_events: int = 5000, debug: bool = False) -> dict[str, Any]:
     """Events (or bins when there are more than ``max_events``) overlapping [start, end) ns.
@@ -161,90 +198,117 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
         raise BadParameter(f"max_events must be between 1 and {MAX_EVENTS}")
     lo, hi = _bounds(tl, start, end)
     picked = list(_overlapping(tl, lo, hi, debug))
-    names: dict[str, int] = {}
-
-    def name_id(text: str) -> int:
-        found = names.get(text)
-        if found is None:
-            found = names[text] = len(names)
-        return found
-
+    names = _Names()
     out: dict[str, Any] = {"start": lo, "end": hi, "span_ns": tl.span_ns,
                            "t0_ns": tl.t0_ns, "lanes": list(LANES),
                            "classes": list(CLASSES), "total": len(picked)}
     fused: set[int] = set()
     if len(picked) <= max_events:
-        events = []
-        for li, i in picked:
-            lane = tl.lanes[LANES[li]]
-            kernel = lane.kernels[i]
-            events.append([li, lane.starts[i], lane.durs[i], name_id(lane.names[i]),
-                           name_id(kernel), lane.classes[i]])
-            if kernel and is_fused(kernel):
-                fused.add(names[kernel])
         out["level"] = "events"
-        out["events"] = events
+        out["events"] = _event_rows(tl, picked, names, fused)
     else:
-        nbins = max(1, min(1000, max_events // len(LANES)))
-        width = max(1, -(-(hi - lo) // nbins))
-        acc: dict[tuple[int, int], list[Any]] = {}
+        binning = _Binning(lo, hi, max_events)
         for li, i in picked:
-            lane = tl.lanes[LANES[li]]
-            s, d = lane.starts[i], lane.durs[i]
-            a, z = max(s, lo), min(s + d, hi)
-            # Every bin the event spans counts it, with the part of it that falls there:
-            # an event longer than a bin is drawn over all its bins, not as a 1-px tick.
-            first = max(0, min(nbins - 1, (a - lo) // width))
-            last = max(first, min(nbins - 1, (max(a, z - 1) - lo) // width))
-            for b in range(first, last + 1):
-                b_lo, b_hi = lo + b * width, lo + (b + 1) * width
-                part = max(0, min(z, b_hi) - max(a, b_lo))
-                entry = acc.get((li, b))
-                if entry is None:
-                    entry = acc[(li, b)] = [0, 0, Counter(), Counter(), 0]
-                entry[0] += 1
-                entry[1] += part
-                entry[2][lane.classes[i]] += max(1, part)
-                entry[3][lane.names[i]] += max(1, part)
-                entry[4] += 1 if lane.classes[i] in _ONEDNN else 0
-        bins = []
-        for (li, b), (count, busy, classes, labels, onednn) in sorted(acc.items()):
-            bstart = lo + b * width
-            bins.append([li, bstart, min(hi, bstart + width), count, busy,
-                         classes.most_common(1)[0][0], name_id(labels.most_common(1)[0][0]),
-                         onednn])
+            binning.add(li, tl.lanes[LANES[li]], i)
         out["level"] = "bins"
-        out["bin_ns"] = width
-        out["bins"] = bins
+        out["bin_ns"] = binning.width
+        out["bins"] = binning.rows(names)
     if not picked:
         out["nearest"] = _nearest(tl, lo, hi, debug)
-    out["names"] = list(names)
+    out["names"] = list(names.ids)
     out["fused"] = sorted(fused)
     return out
+
+
+def _event_rows(tl: Timeline, picked: list[tuple[int, int]], names: _Names,
+                fused: set[int]) -> list[list[int]]:
+    """The picked events as ``[lane, start, dur, name, kernel, class]``; the names of
+    fused kernels are added to ``fused``."""
+    rows = []
+    for li, i in picked:
+        lane = tl.lanes[LANES[li]]
+        kernel = lane.kernels[i]
+        rows.append([li, lane.starts[i], lane.durs[i], names.id(lane.names[i]),
+                     names.id(kernel), lane.classes[i]])
+        if kernel and is_fused(kernel):
+            fused.add(names.ids[kernel])
+    return rows
+
+
+@dataclass
+class _Bin:
+    """The events of one lane in one bin: how many, their time in it, and the class and
+    name that take most of it."""
+
+    count: int = 0
+    busy: int = 0
+    classes: Counter[int] = field(default_factory=Counter)
+    labels: Counter[str] = field(default_factory=Counter)
+    onednn: int = 0
+
+
+class _Binning:
+    """[lo, hi) cut into equal bins, as many as ``max_events`` allows per lane."""
+
+    def __init__(self, lo: int, hi: int, max_events: int) -> None:
+        self.lo, self.hi = lo, hi
+        self.count = max(1, min(MAX_BINS, max_events // len(LANES)))
+        self.width = max(1, -(-(hi - lo) // self.count))
+        self.bins: dict[tuple[int, int], _Bin] = {}
+
+    def add(self, li: int, lane: _Lane, i: int) -> None:
+        """Count event ``i`` of lane ``li`` in every bin it spans, with the part of it that
+        falls there: an event longer than a bin is drawn over all its bins, not as a
+        1-px tick."""
+        s, d = lane.starts[i], lane.durs[i]
+        a, z = max(s, self.lo), min(s + d, self.hi)
+        first = max(0, min(self.count - 1, (a - self.lo) // self.width))
+        last = max(first, min(self.count - 1, (max(a, z - 1) - self.lo) // self.width))
+        for b in range(first, last + 1):
+            b_lo = self.lo + b * self.width
+            part = max(0, min(z, b_lo + self.width) - max(a, b_lo))
+            entry = self.bins.setdefault((li, b), _Bin())
+            entry.count += 1
+            entry.busy += part
+            entry.classes[lane.classes[i]] += max(1, part)
+            entry.labels[lane.names[i]] += max(1, part)
+            entry.onednn += 1 if lane.classes[i] in _ONEDNN else 0
+
+    def rows(self, names: _Names) -> list[list[int]]:
+        """``[lane, start, end, count, busy_ns, class, name, onednn_count]`` per bin."""
+        out = []
+        for (li, b), entry in sorted(self.bins.items()):
+            start = self.lo + b * self.width
+            out.append([li, start, min(self.hi, start + self.width), entry.count, entry.busy,
+                        entry.classes.most_common(1)[0][0],
+                        names.id(entry.labels.most_common(1)[0][0]), entry.onednn])
+        return out
 
 
 def _nearest(tl: Timeline, lo: int, hi: int, debug: bool) -> dict[str, Optional[int]]:
     """Where the closest events are when [lo, hi) holds none: the latest end before ``lo``
     and the earliest start at or after ``hi`` (ns from the run's first event, or None)."""
-    before: Optional[int] = None
-    after: Optional[int] = None
+    ends: list[int] = []
+    starts: list[int] = []
     for lane_name in LANES:
         lane = tl.lanes.get(lane_name)
         if lane is None or not lane.starts:
             continue
-        i = bisect.bisect_left(lane.starts, hi)
-        while i < len(lane.starts) and not debug and lane.classes[i] == _CLS["debug"]:
-            i += 1
-        if i < len(lane.starts) and (after is None or lane.starts[i] < after):
-            after = lane.starts[i]
-        j = bisect.bisect_left(lane.starts, lo) - 1
-        while j >= 0 and not debug and lane.classes[j] == _CLS["debug"]:
-            j -= 1
-        if j >= 0:
-            end = lane.starts[j] + lane.durs[j]
-            if before is None or end > before:
-                before = end
-    return {"before": before, "after": after}
+        after = _next_shown(lane, bisect.bisect_left(lane.starts, hi), 1, debug)
+        if after < len(lane.starts):
+            starts.append(lane.starts[after])
+        before = _next_shown(lane, bisect.bisect_left(lane.starts, lo) - 1, -1, debug)
+        if before >= 0:
+            ends.append(lane.starts[before] + lane.durs[before])
+    return {"before": max(ends, default=None), "after": min(starts, default=None)}
+
+
+def _next_shown(lane: _Lane, i: int, step: int, debug: bool) -> int:
+    """The index of the first event from ``i`` on, going by ``step``, that is shown
+    (tfdbg's instrumentation only with ``debug``); past either end if none is."""
+    while 0 <= i < len(lane.starts) and not debug and lane.classes[i] == _CLS["debug"]:
+        i += step
+    return i
 
 
 def export_trace(tl: Timeline, run: str, tensorflow_version: str, start: Optional[int] = None,

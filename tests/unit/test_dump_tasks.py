@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_opmode.plugin.loader import RunLoader, _Worker
+from tb_opmode.plugin.pool import Worker
+from tb_opmode.plugin.run_store import RunStore
 from tb_opmode.read import discover as discover_module
 from tb_opmode.read import tasks
 from tb_opmode.read.discover import discover
@@ -117,7 +118,7 @@ def _renamed_graphs(source: Path, target: Path, device: str) -> None:
 
 def test_the_plugins_workers_scan_as_discovery_does(full_health: Fixture, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """A logdir of runs whose tasks the plugin's load workers read (``RunLoader._scan_tasks``
+    """A logdir of runs whose tasks the plugin's load workers read (``RunStore._read_cluster_tasks``
     as discovery's ``scan``): the same runs as discovery reading each itself, local runs
     apart and the two workers of a cluster job as one run; every file read by the
     workers, in one scan."""
@@ -132,27 +133,25 @@ def test_the_plugins_workers_scan_as_discovery_does(full_health: Fixture, tmp_pa
         _renamed_graphs(_graphs(full_health), graphs, f"/job:worker/replica:0/task:{task}/device:CPU:0")
     monkeypatch.setenv("TB_OPMODE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(discover_module, "_memo", {})
-    loader = RunLoader(str(logdir))
-    monkeypatch.setattr(loader, "WORKERS", 2)
-    monkeypatch.setattr(loader, "SCAN_IN_WORKERS", 2)
-    monkeypatch.setattr(loader, "SCAN_CHUNK", 4)
+    store = RunStore(str(logdir))
+    monkeypatch.setattr(store, "WORKERS", 2)
+    monkeypatch.setattr(store, "SCAN_IN_WORKERS", 2)
+    monkeypatch.setattr(store, "SCAN_CHUNK", 4)
     scans: list[list[str]] = []
     sent: list[int] = []
 
     def scan(paths: list[str]) -> list[frozenset[str]]:
         scans.append(list(paths))
-        return loader._scan_tasks(paths)
+        return store._read_cluster_tasks(paths)
 
-    real_send = _Worker.send_tasks
-    monkeypatch.setattr(_Worker, "send_tasks", lambda self, paths: (sent.append(len(paths)),
+    real_send = Worker.send_tasks
+    monkeypatch.setattr(Worker, "send_tasks", lambda self, paths: (sent.append(len(paths)),
                                                                      real_send(self, paths))[1])
     try:
         by_workers = discover(str(logdir), scan=scan)
     finally:
-        loader.close()  # stops the workers the scan started
-        for worker in loader._spare:
-            loader._retire(worker)
-    assert loader._workers == []
+        store.close()  # stops the workers the scan started, warm ones too
+    assert store._pool.workers == [] and store._pool.warm == []
     assert [len(s) for s in scans] == [6] and sorted(sent) == [2, 4]
     monkeypatch.setattr(discover_module, "_memo", {})
     monkeypatch.setenv("TB_OPMODE_CACHE", "off")

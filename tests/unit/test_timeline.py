@@ -1,4 +1,4 @@
-"""The tab's timeline (``timeline.build``, ``timeline_window``, ``export_trace``) on the
+"""The tab's timeline (``timeline.build_timeline``, ``timeline_window``, ``export_trace``) on the
 committed run's profile.
 
 In: ``full_model`` and the same ``.xplane.pb`` read by ``tests/xplane_reference.py``, a
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from tb_opmode.analyze.assemble import RunModel
-from tb_opmode.analyze.explain import PLUMBING_KERNELS, is_debug_kernel
 from tb_opmode.analyze.kernels import is_onednn
-from tb_opmode.present.timeline import CLASSES, LANES, Timeline, build, export_trace, timeline_window
+from tb_opmode.present.timeline import CLASSES, LANES, Timeline, build_timeline, export_trace, timeline_window
+from tb_opmode.vocab import PLUMBING_KERNELS, is_debug_kernel
 from tests.xplane_reference import reference_profile
 
 from .conftest import Fixture
@@ -34,7 +34,7 @@ def profile(full_health: Fixture) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def tl(full_model: RunModel) -> Timeline:
-    return build(full_model)
+    return build_timeline(full_model)
 
 
 def test_lanes_hold_the_profiles_events(tl: Timeline, profile: dict[str, Any]) -> None:
@@ -148,6 +148,6 @@ def test_bad_max_events(tl: Timeline, bad: int) -> None:
 
 
 def test_empty_model_has_an_empty_timeline() -> None:
-    tl = build(RunModel(run=".", directory="/run"))
+    tl = build_timeline(RunModel(run=".", directory="/run"))
     window = timeline_window(tl)
     assert tl.events == 0 and window["total"] == 0 and window["events"] == []

@@ -1,7 +1,7 @@
 """The tab's views (``present.tab``: overview, op table, detail, compare, CSV export) on the
 committed runs.
 
-In: ``tab.prepare`` of the FULL_HEALTH and NO_TENSOR runs (read without TF). Out: figures
+In: ``tab.build_view`` of the FULL_HEALTH and NO_TENSOR runs (read without TF). Out: figures
 that equal what TF's DebugDataReader counted (``reference.json``), filters and sorts that do
 what their names say, and a comparison of the two runs that shows what NO_TENSOR cannot tell.
 """
@@ -20,13 +20,13 @@ from tb_opmode.present.tab import (
     FILTERS,
     SORT_KEYS,
     RunView,
+    build_view,
     compare,
     export_csv,
     op_detail,
     op_page,
     op_rows,
     overview,
-    prepare,
 )
 
 from .conftest import Fixture
@@ -34,12 +34,12 @@ from .conftest import Fixture
 
 @pytest.fixture(scope="module")
 def view(full_model: RunModel, full_health: Fixture) -> RunView:
-    return prepare(full_model, str(full_health.directory))
+    return build_view(full_model, str(full_health.directory))
 
 
 @pytest.fixture(scope="module")
 def nt_view(no_tensor_model: RunModel, no_tensor: Fixture) -> RunView:
-    return prepare(no_tensor_model, str(no_tensor.directory))
+    return build_view(no_tensor_model, str(no_tensor.directory))
 
 
 def test_overview_counts_are_tfs(view: RunView, full_health: Fixture) -> None:
@@ -164,7 +164,7 @@ def test_counts_of_a_full_circular_buffer_are_a_lower_bound(
     assert (cut.mode, cut.kind, cut.records) == ("graph", "graph_execution_trace", traces)
     assert "default" in cut.how and "circular_buffer_size=-1" in cut.fix
     assert [p for p in model.problems if "lower bound" in p.message][0].path == cut.path
-    view = prepare(model, str(no_tensor.directory))
+    view = build_view(model, str(no_tensor.directory))
     assert view.lower_bound == {"graph": {"records": traces, "how": cut.how, "fix": cut.fix,
                                           "kind": "graph_execution_trace"}}
     rows = view.rows.values()

@@ -1,0 +1,109 @@
+"""The remapper's fusions found in a dump's graph: which fused node absorbed an op.
+
+In: an ``InferenceContext`` (each graph's readers, the executed nodes and the ops
+already resolved) and ops no evidence of their own resolved. Out: the ``Verdict`` of an
+op fused with a sibling or into a consumer whose node ran a fused kernel, and the
+Conv2DBackpropFilter + BiasAddGrad pairs fused with oneDNN on, filled in place.
+"""
+from __future__ import annotations
+
+from ...model import OpKernel, RunModel
+from .context import InferenceContext, OpSite
+from .remapper import FILTER_WITH_BIAS, FUSABLE, FUSION_DTYPES, SIBLING_FUSIONS, is_fused
+from .tensors import strip_slot
+from .verdict import Verdict
+
+__all__ = ["FILTER_BIAS_RULE", "infer_filter_bias_fusions", "fused_with_sibling",
+           "fused_into_consumer"]
+
+# The rule name the Conv2DBackpropFilter + BiasAddGrad pairs are decided by.
+FILTER_BIAS_RULE = "filter_bias_fusion"
+
+# How many fusable ops down from an op the search for the fused node that took it goes:
+# the remapper's longest chains (MatMul -> BiasAdd -> Add -> Relu) are that long.
+_FUSION_DEPTH = 3
+
+
+def infer_filter_bias_fusions(ctx: InferenceContext, unresolved: list[tuple[int, OpKernel]]) -> None:
+    """With oneDNN on, grappler's remapper fuses a Conv2DBackpropFilter with the
+    BiasAddGrad that reads the same gradient (remapper.cc, FuseConv2DBackpropFilterWithBias)
+    even in a dumped graph: tfdbg's debug ops read outputs, which the fusion keeps. No
+    observation needed: the pattern is in the dump's own graph."""
+    model = ctx.model
+    by_name = {(op.graph_id, op.op_name): op for _i, op in unresolved}
+    for i, op in unresolved:
+        if op.op_type != "Conv2DBackpropFilter" or op.kernel or op.dtype not in FUSION_DTYPES:
+            continue
+        sibling = _bias_gradient_sibling(ctx, model, i, op, by_name)
+        if sibling is None:
+            continue
+        Verdict(FILTER_WITH_BIAS, f"fused with its sibling {sibling.op_name} (BiasAddGrad of the "
+                                  f"same gradient) into {FILTER_WITH_BIAS} by grappler's remapper, "
+                                  f"as it does whenever oneDNN is on").apply(op, FILTER_BIAS_RULE)
+        Verdict(FILTER_WITH_BIAS, f"fused by grappler's remapper into {FILTER_WITH_BIAS} with "
+                                  f"{op.op_name}", fused_into=op.op_name).apply(sibling, FILTER_BIAS_RULE)
+
+
+def _bias_gradient_sibling(ctx: InferenceContext, model: RunModel, index: int, op: OpKernel,
+                           by_name: dict[tuple[str, str], OpKernel]) -> OpKernel | None:
+    """The unresolved BiasAddGrad that reads the gradient a Conv2DBackpropFilter reads."""
+    graph_ops = model.dumps[index].graphs[op.graph_id].ops
+    created = graph_ops[op.op_name]
+    if len(created.inputs) < 3:
+        return None
+    gradient = strip_slot(created.inputs[2])
+    for sibling in ctx.consumers((index, op.graph_id)).get(gradient, []):
+        other = by_name.get((op.graph_id, sibling))
+        sibling_inputs = graph_ops[sibling].inputs if sibling in graph_ops else ()
+        if (other is not None and not other.kernel and other.op_type == "BiasAddGrad"
+                and sibling_inputs and strip_slot(sibling_inputs[0]) == gradient):
+            return other
+    return None
+
+
+def fused_with_sibling(ctx: InferenceContext, site: OpSite) -> Verdict | None:
+    """An op the remapper fuses with a sibling reading the same input (BiasAddGrad with
+    its MatMul or Conv2DBackpropFilter), where that sibling ran a fused kernel."""
+    op, created = site.op, site.created
+    partners = SIBLING_FUSIONS.get(op.op_type)
+    if partners is None or created is None or not created.inputs:
+        return None
+    source = strip_slot(created.inputs[0])
+    for sibling in ctx.consumers(site.key).get(source, []):
+        other = site.graph_ops.get(sibling)
+        done = ctx.resolved_by_name.get((op.graph_id, sibling))
+        if (other is not None and other.op_type in partners
+                and done is not None and is_fused(done.kernel)):
+            return Verdict(done.kernel, f"fused by grappler's remapper into {done.kernel}",
+                           done.evidence, node=done.node, fused_into=done.node)
+    return None
+
+
+def fused_into_consumer(ctx: InferenceContext, site: OpSite) -> Verdict | None:
+    """A fusable op whose consumer, or a fusable consumer's consumer, ran a fused
+    kernel (MatMul -> BiasAdd -> Relu = _MklNativeFusedMatMul)."""
+    op = site.op
+    frontier = [op.op_name] if op.op_type in FUSABLE else []
+    consumers = ctx.consumers(site.key)
+    for _hop in range(_FUSION_DEPTH):
+        following = []
+        for name in frontier:
+            for consumer in consumers.get(name, []):
+                node = _fused_node(ctx, op.graph_id, consumer)
+                if node:
+                    kernel = ctx.nodes[node][0]
+                    return Verdict(kernel, f"fused by grappler's remapper into {kernel}",
+                                   ctx.nodes[node][2], node=node, fused_into=node)
+                created = site.graph_ops.get(consumer)
+                if created is not None and created.op_type in FUSABLE:
+                    following.append(consumer)
+        frontier = following
+    return None
+
+
+def _fused_node(ctx: InferenceContext, graph_id: str, op_name: str) -> str:
+    """The first executed node standing for the op that ran a fused kernel, or ""."""
+    for node in ctx.executed(graph_id, op_name):
+        if is_fused(ctx.nodes.get(node, ("", "", ""))[0]):
+            return node
+    return ""

@@ -1,0 +1,245 @@
+"""Grappler's removals, read from a dump's own graph and traces: predicates on one op.
+
+In: a ``DumpSet`` (graphs, stack frames, first-trace digests), one dump graph op
+(``OpKernel``) and its graph's ops. Out: whether grappler folded, forwarded or removed
+the op (a captured constant, a Cast to its own type, ``x * 1``, a Tile by ones, a
+constant-fed op), or, for a Mul in a loop's body, the ``Verdict`` itself.
+
+Each answers from what the dump recorded, following grappler's own conditions
+(constant folding, the dependency optimizer, the model pruner); which rule asks which
+predicate, and in what order, is ``graph_rules``'s.
+"""
+from __future__ import annotations
+
+import re
+
+from ...model import OpKernel
+from ...read.tfdbg import FULL_TENSOR, NO_TENSOR, DumpSet, OpCreation, digest_rank
+from ...vocab import REMOVED, UNKNOWN
+from ..nodes import data_inputs
+from .tensors import input_digest, lowest_digest, strip_slot
+from .verdict import FROM_GRAPH, Verdict
+
+__all__ = ["FoldingMemo", "DATASET_GRAPHS", "FORWARDERS", "SHAPE_ONLY", "REDUCTIONS",
+           "lifted_capture", "static_operand", "forwarded_rank", "same_tensor_as_input",
+           "times_ones", "tiles_once", "identity_in_loop", "all_inputs_constant",
+           "constant_input"]
+
+# (id of a graph's ops dict, op name) -> whether constant folding computes the op.
+FoldingMemo = dict[tuple[int, str], bool]
+
+# tf.data runs its functions (graphs "Dataset_map_...", "reduce_..._body") with their own
+# executors even when they are traced inside a tf.function.
+DATASET_GRAPHS = ("Dataset_", "reduce_")
+
+_CAPTURE_FRAMES = frozenset(("_capture_as_const", "capture_by_value"))
+
+# Ops that can forward their input unchanged, which grappler then removes (or replaces
+# by an Identity): an identity Reshape or Transpose, a reduction over no axes, a Cast to
+# the same type, a Tile by ones, a one-input Concat or AddN.
+FORWARDERS = frozenset((
+    "Reshape", "Squeeze", "ExpandDims", "Identity", "StopGradient", "Snapshot",
+    "PreventGradient", "Transpose", "ConjugateTranspose", "Sum", "Mean", "Prod", "Max", "Min",
+    "Cast", "Tile", "BroadcastTo", "Pad", "Slice", "StridedSlice", "ConcatV2", "AddN"))
+
+# Forwarders whose output shape is set by an operand (a Reshape's shape, a BroadcastTo's
+# target): for rank <= 1 an equal size fixes an equal shape, which static shape inference
+# sees where the operand is known; reductions of a scalar reduce over no axes.
+SHAPE_ONLY = frozenset(("Reshape", "BroadcastTo", "Squeeze"))
+REDUCTIONS = frozenset(("Sum", "Mean", "Prod", "Max", "Min"))
+
+# What ``tf.ones`` and a gradient tape's seed name their constant.
+_ONES = re.compile(r"(?:^|/)ones(?:_\d+)?$")
+
+_SHAPE_READERS = frozenset(("Shape", "ShapeN", "Size", "Rank"))
+
+# Ops grappler's constant folding never folds although their inputs may be constants:
+# stateful ones, and those whose value is not a function of their inputs' values.
+_NOT_FOLDED = frozenset((
+    "Placeholder", "PlaceholderWithDefault", "VarHandleOp", "ReadVariableOp", "VariableV2",
+    "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "RandomUniform",
+    "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "StatelessRandomUniformV2",
+    "StatelessRandomNormalV2", "StatelessRandomGetKeyCounter", "Identity", "IdentityN",
+    "NoOp", "StopGradient", "PreventGradient", "Snapshot", "Enter", "Exit", "Merge", "Switch",
+    "NextIteration", "LoopCond", "While", "StatelessWhile", "If", "StatelessIf",
+    "PartitionedCall", "StatefulPartitionedCall", "Print", "PrintV2", "Assert"))
+
+# How deep the search for constant inputs goes before it calls an op not constant.
+_FOLDING_DEPTH = 32
+
+
+def lifted_capture(dump: DumpSet, op: OpKernel) -> bool:
+    """Whether a Const of a tf.data function graph is a captured eager tensor: tf.data
+    functions capture by value, and the dataset op passes such captures as arguments."""
+    graph = dump.graphs.get(op.graph_id)
+    created = graph.ops.get(op.op_name) if graph is not None else None
+    if graph is None or created is None or not graph.name.startswith(DATASET_GRAPHS):
+        return False
+    return any(dump.stack_frames.get(f, (0, 0, ""))[2] in _CAPTURE_FRAMES for f in created.stack)
+
+
+def static_operand(graph_ops: dict[str, OpCreation], name: str, memo: FoldingMemo) -> bool:
+    """Whether a Reshape's (BroadcastTo's) target shape is a constant, which grappler's
+    shape inference sees; a shape computed at run time (``tf.shape(x)``) it may not
+    (TF 2.13 keeps such rank-1 Reshapes of HuggingFace BERT's LayerNorm gradients). A
+    Squeeze has no shape operand: its dims are an attribute."""
+    created = graph_ops.get(name)
+    inputs = data_inputs(created.inputs) if created is not None else []
+    return len(inputs) < 2 or constant_input(graph_ops, inputs[1], memo)
+
+
+def forwarded_rank(dump: DumpSet, op: OpKernel) -> int | None:
+    """The rank of the tensor the op's first trace records (None if not recorded)."""
+    return digest_rank(lowest_digest(dump.trace_digests, op.graph_id, op.op_name))
+
+
+def same_tensor_as_input(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
+    """Whether the op's first trace records the very tensor its first input's first trace
+    does (FULL_HEALTH/SHAPE/FULL_TENSOR digests): what a debug node reads when grappler
+    removed the op and fed its consumers (and its debug node) the input instead."""
+    created = graph_ops.get(op.op_name)
+    inputs = data_inputs(created.inputs) if created is not None else []
+    if not inputs:
+        return False
+    mine = lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
+    theirs = input_digest(dump, op.graph_id, inputs[0])
+    return bool(mine and theirs and mine == theirs)
+
+
+def times_ones(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
+    """Whether a Mul multiplies by a Const named ``ones`` (what ``tf.ones`` and a gradient
+    tape's seed create) and its first trace records the very tensor its other input's
+    does: ``x * 1``, which grappler's constant folding replaces by ``x``."""
+    created = graph_ops.get(op.op_name)
+    inputs = data_inputs(created.inputs) if created is not None else []
+    if len(inputs) != 2:
+        return False
+    mine = lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
+    for ones, other in (inputs, inputs[::-1]):
+        source = graph_ops.get(strip_slot(ones))
+        if source is None or source.op_type != "Const" or not _ONES.search(source.op_name):
+            continue
+        if mine and mine == input_digest(dump, op.graph_id, other):
+            return True
+    return False
+
+
+def tiles_once(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation],
+               memo: FoldingMemo) -> bool:
+    """Whether a Tile whose first trace records its input's very tensor (size included,
+    so the product of its multiples is 1) has constant multiples, outside a while loop's
+    body: constant folding's ``SimplifyTile`` then makes it an Identity, bypassed like
+    the Identity of ``x * 1`` outside loops (``times_ones``). Inside a loop the
+    multiples enter the frame by a control input, which may keep that Identity."""
+    graph = dump.graphs.get(op.graph_id)
+    created = graph_ops.get(op.op_name)
+    if graph is None or created is None or _in_loop_body(graph.name):
+        return False
+    inputs = data_inputs(created.inputs)
+    return len(inputs) == 2 and constant_input(graph_ops, inputs[1], memo)
+
+
+def identity_in_loop(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation],
+                     no_event: bool) -> Verdict | None:
+    """A Mul in a lowered while loop's body by a constant that left its other input's
+    trace unchanged (``x * 1``: Keras 2's sample weights of one under
+    steps_per_execution). Constant folding makes it ``Identity(x, ^const)``; the
+    constant enters the loop's frame by a control input, so the dependency optimizer
+    keeps that edge and removes the Identity only where bypassing it adds no edges
+    (2 inputs x outputs <= 2 + outputs: at most 2 readers, its debug op counted). The
+    Identity that runs leaves no profiler event, so the profile cannot tell which; but a
+    Mul that ran would have left one (``no_event``), which shows the constant was one."""
+    graph = dump.graphs.get(op.graph_id)
+    created = graph_ops.get(op.op_name)
+    if op.op_type != "Mul" or graph is None or created is None or not _in_loop_body(graph.name):
+        return None
+    const = _constant_leaving_other_unchanged(dump, op, data_inputs(created.inputs), graph_ops)
+    if const is None:
+        return None
+    fewest, outputs = _readers(dump, op, graph_ops)
+    proven = (no_event or _ONES.search(const) or set(dump.tensor_debug_modes) == {FULL_TENSOR})
+    if not proven:
+        # Equal health summaries (x * 2 has x's counts) do not make the constant one.
+        return None
+    return _loop_identity_verdict(const, fewest, outputs)
+
+
+def _readers(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> tuple[int, int]:
+    """(the fewest readers its output may have, its readers), its debug op counted."""
+    readers = [o.op_type for o in graph_ops.values() for t in o.inputs
+               if not t.startswith("^") and strip_slot(t) == op.op_name]
+    debug = 0 if set(dump.tensor_debug_modes) == {NO_TENSOR} else 1
+    # Readers of its shape only (Shape, Size) become constants where grappler knows
+    # the shape statically, which the dump does not record: they may not count.
+    fewest = debug + sum(1 for t in readers if t not in _SHAPE_READERS)
+    return fewest, debug + len(readers)
+
+
+def _in_loop_body(graph_name: str) -> bool:
+    """Whether a graph is a lowered while loop's body."""
+    return graph_name.startswith("while_body")
+
+
+def _constant_leaving_other_unchanged(dump: DumpSet, op: OpKernel, inputs: list[str],
+                                      graph_ops: dict[str, OpCreation]) -> str | None:
+    """The Const a two-input op multiplies by whose other input's first trace equals
+    the op's own, the first such of its inputs; None if neither."""
+    mine = lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
+    if len(inputs) != 2 or not mine:
+        return None
+    for const, other in (inputs, inputs[::-1]):
+        source = graph_ops.get(strip_slot(const))
+        if source is not None and source.op_type == "Const" and \
+                mine == input_digest(dump, op.graph_id, other):
+            return source.op_name
+    return None
+
+
+def _loop_identity_verdict(const: str, fewest: int, outputs: int) -> Verdict:
+    """Whether the Identity a loop's ``x * ones`` became stays, from how many read it."""
+    # Kept where bypassing adds edges: 2 inputs x n outputs > 2 + n, so n >= 3.
+    if fewest < 3 <= outputs:
+        return Verdict(UNKNOWN, f"unknown whether it ran: it multiplies by ones in a while "
+                                f"loop's body, which grappler turns into an Identity with a "
+                                f"control input; it keeps that Identity only if it has 3 readers "
+                                f"or more, and of its {outputs} readers (its debug op counted) "
+                                f"some read only its shape, which grappler makes a constant "
+                                f"where it knows the shape statically, which the dump does not "
+                                f"record. To know, keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2)")
+    if fewest >= 3:
+        return Verdict("Identity", f"ran as an Identity: it multiplies by ones in a while loop's "
+                                   f"body; grappler's constant folding makes it Identity(x, "
+                                   f"^{const}), whose control input (the loop's frame) stays, and "
+                                   f"with {outputs} readers bypassing it would add edges, so "
+                                   f"grappler keeps it", basis=FROM_GRAPH)
+    return Verdict(REMOVED, f"removed by grappler: it multiplies by ones in a while loop's body, "
+                            f"and with {outputs} readers its Identity is bypassed",
+                   basis=FROM_GRAPH)
+
+
+def all_inputs_constant(graph_ops: dict[str, OpCreation], name: str, memo: FoldingMemo,
+                        depth: int = 0) -> bool:
+    """Whether every data input of op ``name`` is a constant or computed from constants
+    only: grappler's constant folding then replaces the op by a Const."""
+    key = (id(graph_ops), name)  # one graph's ops dict lives as long as the memo
+    found = memo.get(key)
+    if found is not None:
+        return found
+    memo[key] = False  # a cycle (a while loop's back edge) is no constant
+    created = graph_ops.get(name)
+    inputs = data_inputs(created.inputs) if created is not None else []
+    result = bool(inputs) and depth < _FOLDING_DEPTH and created is not None \
+        and created.op_type not in _NOT_FOLDED and all(
+            graph_ops.get(strip_slot(t)) is not None and (
+                graph_ops[strip_slot(t)].op_type == "Const"
+                or all_inputs_constant(graph_ops, strip_slot(t), memo, depth + 1))
+            for t in inputs)
+    memo[key] = result
+    return result
+
+
+def constant_input(graph_ops: dict[str, OpCreation], tensor: str, memo: FoldingMemo) -> bool:
+    """Whether the tensor is a Const's, or one constant folding computes."""
+    source = graph_ops.get(strip_slot(tensor))
+    return source is not None and (source.op_type == "Const" or all_inputs_constant(
+        graph_ops, source.op_name, memo))
