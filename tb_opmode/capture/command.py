@@ -95,7 +95,10 @@ def _die_as(returncode: int) -> int:
         return returncode
     signum = -returncode
     if signum in _DIE_AS_THE_JOB:
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except OSError:
+            pass
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     return 128 + signum
@@ -131,14 +134,27 @@ def record_main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, render: Ren
     finally:
         manifest.end(plan.rundir, doc, returncode, time.monotonic() - started,
                      None if returncode is not None else "the recording stopped before the job ended")
-    stdout.flush()
+    _report_end(plan, request, returncode, render, stdout, stderr)
+    return _die_as(returncode)
+
+
+def _report_end(plan: Plan, request: _Request, returncode: int, render: Render,
+                stdout: TextIO, stderr: TextIO) -> None:
+    """The summary and the job's status; neither a second Ctrl-C nor a reader of our output
+    gone away (``record ... | head``) may change the status we exit with."""
     try:
+        stdout.flush()
         print_summary(plan.rundir, request.logdir, render, stdout)
     except KeyboardInterrupt:  # Ctrl-C again while reading: the run is there, the summary not
-        stdout.write(f"\n(summary skipped: tb-opmode summary {shlex.quote(plan.rundir)})\n")
-    stderr.write(f"tb-opmode record: {shlex.join(request.command)} exited with "
-                 f"{_status_text(returncode)}\n")
-    return _die_as(returncode)
+        stderr.write(f"\n(summary skipped: tb-opmode summary {shlex.quote(plan.rundir)})\n")
+    except BrokenPipeError:
+        pass
+    try:
+        stderr.write(f"tb-opmode record: {shlex.join(request.command)} exited with "
+                     f"{_status_text(returncode)}\n")
+        stderr.flush()
+    except BrokenPipeError:
+        pass
 
 
 def _status_text(returncode: int) -> str:

@@ -121,6 +121,19 @@ def test_the_job_passes_through_with_its_streams_status_and_directory(tmp_path: 
     assert "exited with status 3" in proc.stderr
 
 
+def test_a_reader_of_our_output_gone_away_does_not_change_the_status(tmp_path: Path) -> None:
+    """``tb-opmode record ... | head -1``: the job and its run are whole, the status the job's."""
+    proc = subprocess.Popen([PY, "-m", "tb_opmode.cli", "record", str(tmp_path / "logs"), "--",
+                             PY, JOBS, "streams", "5"], env=_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 5
+    rundir = _only_run(tmp_path / "logs")
+    assert (rundir / "stdout.log").read_text().startswith("out False")
+    assert _manifest(rundir)["exit_status"] == 5
+
+
 def test_a_shell_script_that_runs_python_is_a_command(tmp_path: Path) -> None:
     script = tmp_path / "train.sh"
     script.write_text(f"#!/bin/sh\ncd /\nexec {PY} {JOBS} streams 0\n")
