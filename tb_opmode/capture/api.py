@@ -101,6 +101,6 @@ def record(logdir: str, evidence: str = "kernels", steps: Union[str, tuple[int, 
             stop_waiting()
             recording.finish()
             manifest.end(plan.rundir, doc, 0 if failure is None else None, time.monotonic() - started,
-                         failure)
+                         problem=failure)
     if summary:
         print_summary(plan.rundir, plan.logdir, render_table, sys.stdout)

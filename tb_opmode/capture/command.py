@@ -28,7 +28,7 @@ from typing import NoReturn, Optional, TextIO
 from ..errors import BadParameter, CannotRecord
 from . import manifest
 from .inprocess import DEFAULT_STEPS, LEVELS
-from .job import run_job
+from .job import JobEnd, run_job
 from .plan import Plan, check_level, check_name, check_steps, make_plan
 from .summary import Render, print_summary
 
@@ -124,16 +124,18 @@ def record_main(argv: Sequence[str], stdout: TextIO, stderr: TextIO, render: Ren
     plan = make_plan(request.logdir, request.evidence, request.steps, request.name, environ)
     doc = manifest.begin(plan, request.command, environ)
     _started(plan, stderr)
-    returncode = None
+    ended: Optional[JobEnd] = None
     started = time.monotonic()
     try:
-        returncode = run_job(request.command, plan.job_environment(environ),
-                             os.path.join(plan.rundir, manifest.STDOUT),
-                             os.path.join(plan.rundir, manifest.STDERR), plan.hidden,
-                             shown=(_fileno(stdout), _fileno(stderr)))
+        ended = run_job(request.command, plan.job_environment(environ),
+                        os.path.join(plan.rundir, manifest.STDOUT),
+                        os.path.join(plan.rundir, manifest.STDERR), plan.hidden,
+                        shown=(_fileno(stdout), _fileno(stderr)))
     finally:
-        manifest.end(plan.rundir, doc, returncode, time.monotonic() - started,
-                     None if returncode is not None else "the recording stopped before the job ended")
+        manifest.end(plan.rundir, doc, None if ended is None else ended.returncode,
+                     time.monotonic() - started, cpu_s=None if ended is None else ended.cpu_s,
+                     problem=None if ended else "the recording stopped before the job ended")
+    returncode = ended.returncode
     _report_end(plan, request, returncode, render, stdout, stderr)
     return _die_as(returncode)
 

@@ -1,8 +1,9 @@
 """The user's command, run as it would run without us: its streams teed, its signals passed on.
 
 In: the command, its environment, the files its stdout and stderr are kept in, the lines
-kept off the terminal. Out: ``run_job``, the job's return code as ``subprocess`` gives it
-(negative: the signal that ended it).
+kept off the terminal. Out: ``run_job``, how the job ended (``JobEnd``: its return code as
+``subprocess`` gives it, negative for the signal that ended it; the CPU time it and the
+children it waited for used).
 
 The job runs in the working directory it was started from, in a process group of its own,
 so that a signal reaches it once: Ctrl-C (SIGINT), SIGTERM, SIGHUP and SIGQUIT sent to
@@ -19,13 +20,14 @@ import subprocess
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Callable, Optional
 
 from ..errors import CannotRecord
 from .tee import Hidden, Tee
 
-__all__ = ["run_job", "FORWARDED"]
+__all__ = ["run_job", "JobEnd", "FORWARDED"]
 
 # Signals a terminal or a scheduler sends to end a job: passed on to the job's group.
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -33,6 +35,19 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 _DRAIN_S = 5.0
 
 _Handler = Callable[[int, Optional[FrameType]], Any]
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    returncode: int
+    cpu_s: float  # user + system, the job's and its waited-for children's
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> JobEnd:
+    """Wait for the job (signal handlers still run) and take its resource usage."""
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return JobEnd(proc.returncode, usage.ru_utime + usage.ru_stime)
 
 
 def _own_group() -> dict[str, Any]:
@@ -82,7 +97,7 @@ def _passing_signals(pgid: int, tees: Sequence[Tee]) -> Iterator[None]:
 
 
 def run_job(command: Sequence[str], env: Mapping[str, str], stdout_path: str, stderr_path: str,
-            hidden: Hidden, shown: tuple[Optional[int], Optional[int]] = (1, 2)) -> int:
+            hidden: Hidden, shown: tuple[Optional[int], Optional[int]] = (1, 2)) -> JobEnd:
     """Run ``command`` to its end; its stdout and stderr kept whole in the two files and
     shown on ``shown`` (our stdout and stderr) less the ``hidden`` lines."""
     tees = [Tee(shown[0], stdout_path, hidden), Tee(shown[1], stderr_path, hidden)]
@@ -98,9 +113,9 @@ def run_job(command: Sequence[str], env: Mapping[str, str], stdout_path: str, st
         tee.close_writer()
         tee.start()
     with _passing_signals(proc.pid, tees):
-        code = proc.wait()
+        ended = _wait(proc)
     for tee in tees:
         if not tee.join(_DRAIN_S):
             sys.stderr.write(f"tb-opmode record: the job ended but a process it started still "
                              f"writes to {os.path.basename(tee.path)}; not waiting for it\n")
-    return code
+    return ended

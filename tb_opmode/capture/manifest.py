@@ -4,7 +4,7 @@ In: the recording's plan and command, how the job ended, and the facts each of t
 TensorFlow processes wrote (``job.<pid>.json``, folded in and removed). Out:
 ``RUNDIR/manifest.json``, written as the job starts (a run whose recorder was killed still
 says what it is) and again when it ends: the command, the working directory, the evidence
-level, the window of steps, start, end and the job's wall time, the exit status or signal, the TF and oneDNN
+level, the window of steps, start, end, the job's wall and CPU time, the exit status or signal, the TF and oneDNN
 environment variables (those the recording set and those the user had, by name and
 value), the TensorFlow version, the CPU's flags (``/proc/cpuinfo``) and TF's own line
 naming the instruction sets it was not built for, each process's facts, and the files.
@@ -86,7 +86,8 @@ def begin(plan: Plan, command: Sequence[str], environ: Mapping[str, str]) -> dic
         "evidence": plan.level.name, "evidence_means": plan.level.says,
         "dump_mode": plan.level.dump_mode, "steps": list(plan.settings.steps),
         "command": list(command), "cwd": os.getcwd(), "host": socket.gethostname(),
-        "started": _now(), "ended": None, "duration_s": None, "exit_status": None, "signal": None,
+        "started": _now(), "ended": None, "duration_s": None, "cpu_s": None,
+        "exit_status": None, "signal": None,
         "environment": {
             "set_by_record": dict(plan.variables),
             "from_the_user": {k: v for k, v in sorted(environ.items())
@@ -113,15 +114,17 @@ def _job_facts(rundir: str) -> list[dict[str, Any]]:
 
 
 def end(rundir: str, doc: dict[str, Any], returncode: Optional[int], duration_s: float,
-        problem: Optional[str] = None) -> dict[str, Any]:
+        cpu_s: Optional[float] = None, problem: Optional[str] = None) -> dict[str, Any]:
     """The manifest once the job has ended: ``returncode`` as ``subprocess`` gives it
     (negative: killed by that signal; None: no exit status, e.g. an exception in a
-    ``tb_opmode.record`` block, said in ``problem``); ``duration_s``, the job's wall time."""
+    ``tb_opmode.record`` block, said in ``problem``); ``duration_s``, the job's wall time;
+    ``cpu_s``, its CPU time (user + system, with the children it waited for), where known."""
     processes = doc["processes"] + _job_facts(rundir)
     recorded = next((p for p in processes if p.get("recording")), None)
     signum = -returncode if returncode is not None and returncode < 0 else None
     doc.update(
-        ended=_now(), duration_s=round(duration_s, 3), processes=processes,
+        ended=_now(), duration_s=round(duration_s, 3),
+        cpu_s=None if cpu_s is None else round(cpu_s, 3), processes=processes,
         exit_status=128 + signum if signum else returncode,
         signal=signal.Signals(signum).name if signum else None,
         tensorflow_version=(recorded or {}).get("tensorflow_version"),
