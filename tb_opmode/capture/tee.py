@@ -79,6 +79,20 @@ class Hidden:
         return (m.group("new") or m.group("old")) == b"I" and (self.all_info or source in self.files)
 
 
+# Linux's F_SETPIPE_SZ: a pipe that holds more lets the job write a burst of log lines
+# (its start-up, a function instantiated) without waiting for our thread to be scheduled,
+# which on a busy machine can take a while.
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_PIPE_BYTES = 1 << 20
+
+
+def _widen(pipe: int) -> None:
+    try:
+        fcntl.fcntl(pipe, _F_SETPIPE_SZ, _PIPE_BYTES)
+    except OSError:  # another OS, or above /proc/sys/fs/pipe-max-size: the default will do
+        pass
+
+
 def _terminal_pair(shown: int) -> tuple[int, int]:
     """(the job's end, ours) of a pseudo-terminal sized like ``shown``, output processing
     off so that bytes pass as the job wrote them (no newline made into CR LF)."""
@@ -108,6 +122,7 @@ class Tee:
             self.writer, self._reader = _terminal_pair(shown)
         else:
             self._reader, self.writer = os.pipe()
+            _widen(self.writer)
         self.terminal = terminal
         self._closed = False
         self._pending = b""      # a partial line not yet known to be shown or hidden
