@@ -113,6 +113,14 @@ def _job_facts(rundir: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda facts: facts.get("imported_at") or 0)
 
 
+def _status(returncode: Optional[int]) -> dict[str, Any]:
+    """``exit_status`` and ``signal`` of a return code as ``subprocess`` gives it: a
+    signal N as the shell says it, 128 + N."""
+    if returncode is None or returncode >= 0:
+        return {"exit_status": returncode, "signal": None}
+    return {"exit_status": 128 - returncode, "signal": signal.Signals(-returncode).name}
+
+
 def end(rundir: str, doc: dict[str, Any], returncode: Optional[int], duration_s: float,
         cpu_s: Optional[float] = None, problem: Optional[str] = None) -> dict[str, Any]:
     """The manifest once the job has ended: ``returncode`` as ``subprocess`` gives it
@@ -121,14 +129,9 @@ def end(rundir: str, doc: dict[str, Any], returncode: Optional[int], duration_s:
     ``cpu_s``, its CPU time (user + system, with the children it waited for), where known."""
     processes = doc["processes"] + _job_facts(rundir)
     recorded = next((p for p in processes if p.get("recording")), None)
-    signum = -returncode if returncode is not None and returncode < 0 else None
-    doc.update(
-        ended=_now(), duration_s=round(duration_s, 3),
-        cpu_s=None if cpu_s is None else round(cpu_s, 3), processes=processes,
-        exit_status=128 + signum if signum else returncode,
-        signal=signal.Signals(signum).name if signum else None,
-        tensorflow_version=(recorded or {}).get("tensorflow_version"),
-    )
+    doc.update(ended=_now(), duration_s=round(duration_s, 3), processes=processes,
+               cpu_s=None if cpu_s is None else round(cpu_s, 3),
+               tensorflow_version=(recorded or {}).get("tensorflow_version"), **_status(returncode))
     doc["cpu"] = {**(doc.get("cpu") or {}),
                   "tensorflow_cpu_feature_guard": tf_cpu_line(os.path.join(rundir, STDERR))}
     if problem:
