@@ -112,9 +112,11 @@ matrix: venv venv213 venv217
 	$(VENV213)/bin/python -m pytest -q tests/matrix
 
 # Every row of the bench's table, judged against its targets (docs/speed.md); the table
-# printed is also kept as bench/results/<date>-<short commit>.md.
+# printed is also kept as bench/results/<date>-<short commit>.md, and the record rows
+# (what tb-opmode record costs a job, per level) as <date>-<short commit>-record.md.
 bench: venv
 	$(VENV)/bin/python bench/bench.py --results-dir bench/results
+	$(VENV)/bin/python bench/bench_record.py --results-dir bench/results
 
 # Every row of the bench's table on small inputs (minutes, not judged, not kept).
 bench-quick: venv

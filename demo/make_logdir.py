@@ -13,6 +13,9 @@ Workloads (no downloads, a few seconds each on 2 cores):
 
 The script re-runs itself in a child process so that the TF environment
 variables are set before TensorFlow is imported and stderr lands in the log.
+``--bare`` runs the workload alone, in this process, as a user's training script
+would: no dump, no TensorBoard callback, no profile, no log (what ``tb-opmode record``
+records, in ``bench/bench_record.py``).
 """
 from __future__ import annotations
 
@@ -65,7 +68,7 @@ def _token_mixing(tf, seq: int):
     return TokenMixing(name="token_mixing")
 
 
-def _bert(tf, outdir: str, steps: int) -> None:
+def _bert(tf, outdir: str, steps: int, bare: bool = False) -> None:
     seq, vocab, dim, heads = 16, 64, 32, 2
     ids = tf.keras.Input(shape=(seq,), dtype="int32", name="input_ids")
     h = tf.keras.layers.Embedding(vocab, dim, name="embeddings")(ids)
@@ -87,11 +90,12 @@ def _bert(tf, outdir: str, steps: int) -> None:
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
     log_dir = os.path.join(outdir, datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
-    callback = tf.keras.callbacks.TensorBoard(log_dir=log_dir, histogram_freq=1, profile_batch=2)
-    model.fit(data, epochs=1, steps_per_epoch=steps, callbacks=[callback], verbose=0)
+    callbacks = [] if bare else [tf.keras.callbacks.TensorBoard(log_dir=log_dir, histogram_freq=1,
+                                                                profile_batch=2)]
+    model.fit(data, epochs=1, steps_per_epoch=steps, callbacks=callbacks, verbose=0)
 
 
-def _cnn(tf, outdir: str, steps: int) -> None:
+def _cnn(tf, outdir: str, steps: int, bare: bool = False) -> None:
     model = tf.keras.Sequential([
         tf.keras.layers.Conv2D(8, 3, padding="same", activation="relu", input_shape=(16, 16, 3)),
         tf.keras.layers.MaxPooling2D(),
@@ -117,13 +121,15 @@ def _cnn(tf, outdir: str, steps: int) -> None:
     graph_step = tf.function(step)
     log_dir = os.path.join(outdir, datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), "train")
     step(x, y)  # eager: builds variables and runs every op eagerly once
-    tf.profiler.experimental.start(log_dir)
+    if not bare:
+        tf.profiler.experimental.start(log_dir)
     for i in range(steps):
         if i % 2:
             step(x, y)
         else:
             graph_step(x, y)
-    tf.profiler.experimental.stop()
+    if not bare:
+        tf.profiler.experimental.stop()
 
 
 def _run_child(args: argparse.Namespace) -> None:
@@ -131,14 +137,16 @@ def _run_child(args: argparse.Namespace) -> None:
 
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.debugging.experimental.enable_dump_debug_info(
-        args.outdir, tensor_debug_mode=args.mode, circular_buffer_size=-1)
+    if not args.bare:
+        tf.debugging.experimental.enable_dump_debug_info(
+            args.outdir, tensor_debug_mode=args.mode, circular_buffer_size=-1)
     _eager_preprocessing(tf)
     if args.workload == "bert":
-        _bert(tf, args.outdir, args.steps)
+        _bert(tf, args.outdir, args.steps, args.bare)
     else:
-        _cnn(tf, args.outdir, args.steps)
-    tf.debugging.experimental.disable_dump_debug_info()
+        _cnn(tf, args.outdir, args.steps, args.bare)
+    if not args.bare:
+        tf.debugging.experimental.disable_dump_debug_info()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,9 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="FULL_HEALTH", help="tfdbg2 tensor_debug_mode")
     parser.add_argument("--onednn", choices=("on", "off"), default="on")
     parser.add_argument("--no-log", action="store_true", help="do not save the VLOG/ONEDNN_VERBOSE log")
+    parser.add_argument("--bare", action="store_true",
+                        help="the workload alone, here: no dump, callback, profile or log")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child:
+    if args.child or args.bare:
         _run_child(args)
         return 0
     os.makedirs(args.outdir, exist_ok=True)

@@ -25,6 +25,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from . import __version__
 from .analyze.assemble import find_runs, load
 from .analyze.explain import call_sites, explain
+from .capture.command import USAGE as RECORD_USAGE
+from .capture.command import record_main
 from .errors import DaskError, LogdirError, PublicError, ReportOutputError, UnknownOpType, did_you_mean
 from .model import RunModel
 from .present.contract import run_json, summary
@@ -370,6 +372,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="keep paths and host names (by default: LOGDIR, <path>/file.py, host1)")
     r.add_argument("--log", action="append", default=[], metavar="FILE")
     r.set_defaults(func=_report)
+    # Listed for --help only: main() hands `record ...` to capture.command before this parser
+    # (everything after its `--` is the user's command, which argparse would parse).
+    sub.add_parser("record", help="run a command with TensorFlow's evidence switched on, then "
+                                  "summarise it", usage=RECORD_USAGE)
     return parser
 
 
@@ -377,7 +383,11 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
          stderr: TextIO | None = None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    args = _parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["record"]:
+        args = argparse.Namespace(func=lambda _args, out, err: record_main(given[1:], out, err, render_table))
+    else:
+        args = _parser().parse_args(argv)
     args.program = argv is None  # run as the program (the command line), not called from Python
     try:
         status: int = args.func(args, stdout, stderr)

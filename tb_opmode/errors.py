@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 __all__ = ["did_you_mean", "Problem", "PublicError", "DaskError", "BadParameter", "UnknownOpType", "NoSuchRun",
            "UnloadableRun", "StillLoading", "NoSuchFile", "LogdirError", "UnreadableLogdir",
-           "ReportOutputError"]
+           "ReportOutputError", "CannotRecord"]
 
 
 @dataclass(frozen=True)
@@ -114,5 +114,11 @@ class ReportOutputError(PublicError, OSError):
 
 class DaskError(PublicError, RuntimeError):
     """``--dask ADDRESS``: dask.distributed is missing or the scheduler cannot be reached."""
+
+    http_status = 500
+
+
+class CannotRecord(PublicError, OSError):
+    """``tb-opmode record``: the command cannot be found, or the run cannot be written."""
 
     http_status = 500

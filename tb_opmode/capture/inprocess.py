@@ -1,0 +1,387 @@
+"""Inside the user's job: switch on the evidence a recording asks for, as TensorFlow loads.
+
+In: a recording's settings (``Settings``): from the environment variable
+``TB_OPMODE_RECORD``, which ``tb-opmode record`` sets and its ``sitecustomize`` reads
+(``start_from_environment``), or from ``tb_opmode.record(...)`` in the job itself
+(``Recording``). Out, in the run directory, what TensorFlow itself writes once asked:
+
+- a Debugger V2 dump (levels ``calls`` and ``full``), enabled right after TF's import;
+- a profile of a window of steps, a step being a call of an outermost ``tf.function``
+  (Keras ``fit``'s train function and a custom loop's step alike);
+- TF's own Python line for each new trace ("Creating new FuncGraph for Python function
+  ... (key: ...)"), in ``TRACE_LOG``, formatted as TF's default handler formats it;
+- ``job.<pid>.json``: what only the job knows (TF version, the steps it ran, the window
+  profiled, what could not be done).
+
+The C++ side (which modules log, oneDNN's verbose lines) is set through the environment
+before TensorFlow loads its library: ``environment()`` says what to set, per level.
+
+This module imports nothing else of tb_opmode and only the standard library at its top,
+and touches TensorFlow only once the job has imported it: it runs inside the user's job,
+which it must neither slow down nor change. Only the first process of a job that imports
+TensorFlow records; any other writes its facts and runs untouched.
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+__all__ = ["ENV_VAR", "TRACE_LOG", "JOB_FACTS", "Level", "LEVELS", "Settings", "Recording",
+           "environment", "parse_steps", "attach_when_imported", "start_from_environment",
+           "DEFAULT_STEPS"]
+
+# The variable that carries a recording's settings into the job (JSON).
+ENV_VAR = "TB_OPMODE_RECORD"
+TRACE_LOG = "tf_python.log"
+# The job's facts, one file per process that imported TensorFlow ({pid} filled in).
+JOB_FACTS = "job.{pid}.json"
+_CLAIM = ".recorded-by"
+# The first call of a step function traces it; the window starts after it, early enough
+# that TF's profiler still records small ops.
+DEFAULT_STEPS = (2, 4)
+
+# The modules whose log lines we read: ``execute`` (each eager op and each call of a
+# tf.function, as dispatched) and ``op_kernel`` (each kernel, once, as instantiated).
+_VMODULE = {"execute": 1, "op_kernel": 1}
+_TRACE_LINE = "Creating new FuncGraph for Python function"
+
+
+@dataclass(frozen=True)
+class Level:
+    """What one ``--evidence`` level asks of TensorFlow."""
+
+    name: str
+    dump_mode: Optional[str]          # tfdbg2 tensor_debug_mode, None for no dump
+    vmodule: Mapping[str, int]        # TF_CPP_VMODULE entries
+    variables: Mapping[str, str]      # other variables, set before TF loads
+    says: str                         # one line for --help and the manifest
+
+
+LEVELS: dict[str, Level] = {level.name: level for level in (
+    Level("kernels", None, _VMODULE, {},
+          "no dump: a profile of a few steps and the log of the modules we read"),
+    Level("calls", "NO_TENSOR", _VMODULE, {},
+          "adds a NO_TENSOR dump: exact counts and call sites, fusions kept"),
+    Level("full", "FULL_HEALTH", {}, {"TF_CPP_MAX_VLOG_LEVEL": "2", "ONEDNN_VERBOSE": "1"},
+          "FULL_HEALTH dump, VLOG 2, ONEDNN_VERBOSE=1 (the debug ops stop grappler's fusions)"),
+)}
+
+
+def _merged_vmodule(current: str, ours: Mapping[str, int]) -> str:
+    """``TF_CPP_VMODULE`` with our modules at least at our level, the user's kept."""
+    levels: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in current.split(","))):
+        name, _, text = item.partition("=")
+        levels[name] = int(text) if text.strip().isdigit() else 0
+    for name, level in ours.items():
+        levels[name] = max(levels.get(name, 0), level)
+    return ",".join(f"{name}={level}" for name, level in levels.items())
+
+
+def environment(level: Level, current: Mapping[str, str]) -> dict[str, str]:
+    """The variables to set for ``level`` in an environment now ``current``: the modules
+    we read added to any ``TF_CPP_VMODULE`` already set, the level's own variables, and
+    ``TF_CPP_MIN_LOG_LEVEL=0`` where a higher one would hide TF's INFO lines (the log we
+    read, the CPU and oneDNN banners)."""
+    wanted = dict(level.variables)
+    if level.vmodule:
+        wanted["TF_CPP_VMODULE"] = _merged_vmodule(current.get("TF_CPP_VMODULE", ""), level.vmodule)
+    if current.get("TF_CPP_MIN_LOG_LEVEL", "0").strip() not in ("", "0"):
+        wanted["TF_CPP_MIN_LOG_LEVEL"] = "0"
+    return {name: value for name, value in wanted.items() if current.get(name) != value}
+
+
+def parse_steps(text: str) -> tuple[int, int]:
+    """``A:B`` -> (A, B): the calls of an outermost tf.function to profile, counted from 1,
+    both included. ``A`` alone is ``A:A``. ValueError says what is wrong."""
+    first, sep, last = text.partition(":")
+    try:
+        a = int(first)
+        b = int(last) if sep else a
+    except ValueError:
+        raise ValueError(f"expected A:B, two step numbers (e.g. 2:4); got {text!r}") from None
+    if a < 1 or b < a:
+        raise ValueError(f"expected 1 <= A <= B; got {text!r}")
+    return a, b
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One recording: where, at which level, which steps to profile."""
+
+    rundir: str
+    evidence: str = "kernels"
+    steps: tuple[int, int] = DEFAULT_STEPS
+
+    def to_env(self) -> str:
+        return json.dumps({"rundir": self.rundir, "evidence": self.evidence, "steps": list(self.steps)})
+
+    @classmethod
+    def from_env(cls, text: str) -> Settings:
+        doc = json.loads(text)
+        first, last = doc.get("steps") or DEFAULT_STEPS
+        return cls(str(doc["rundir"]), str(doc.get("evidence", "kernels")), (int(first), int(last)))
+
+    @property
+    def level(self) -> Level:
+        return LEVELS[self.evidence]
+
+
+def _write_json(path: str, doc: Mapping[str, Any]) -> None:
+    """Whole or not at all: a reader never sees half a file."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+def _claim(rundir: str) -> bool:
+    """True for the first process of the job to ask (the one that records)."""
+    try:
+        fd = os.open(os.path.join(rundir, _CLAIM), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    return True
+
+
+class _StepWindow:
+    """Counts calls of outermost tf.functions (a call made while another runs or traces
+    is nested, not a step) and starts the profiler before call ``first``, stops it after
+    call ``last``."""
+
+    def __init__(self, first: int, last: int, start: Callable[[int], None],
+                 stop: Callable[[int], None]) -> None:
+        self.first, self.last = first, last
+        self.calls = 0
+        self._start, self._stop = start, stop
+        self._lock = threading.Lock()
+        self._inside = threading.local()
+
+    def wrap(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        window = self
+
+        @functools.wraps(call)
+        def __call__(fn: Any, *args: Any, **kwds: Any) -> Any:
+            if getattr(window._inside, "step", 0):
+                return call(fn, *args, **kwds)
+            step = window._begin()
+            window._inside.step = step
+            try:
+                return call(fn, *args, **kwds)
+            finally:
+                window._inside.step = 0
+                if step == window.last:
+                    window._stop(step)
+
+        return __call__
+
+    def _begin(self) -> int:
+        with self._lock:
+            self.calls += 1
+            step = self.calls
+        if step == self.first:
+            self._start(step)
+        return step
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``then(module)`` once ``name`` has been imported whole, whoever imports it.
+    It finds nothing itself: it asks the other finders, and has the loader they return
+    call ``then`` after executing the module (the loader is left as it was)."""
+
+    def __init__(self, name: str, then: Callable[[types.ModuleType], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None,
+                  target: Optional[types.ModuleType] = None) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname != self.name:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        execute = loader.exec_module
+        then = self.then
+
+        def exec_module(module: types.ModuleType) -> None:
+            try:
+                execute(module)
+            finally:
+                del loader.exec_module
+            then(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _warn(text: str) -> None:
+    sys.stderr.write(f"tb-opmode record: {text}\n")
+    sys.stderr.flush()
+
+
+@dataclass
+class Recording:
+    """The recording inside one process: what it switched on, what it saw, how to undo it.
+
+    ``attach(tf)`` once TensorFlow is imported (``start_from_environment`` arranges it);
+    ``finish()`` at the end (at exit, or when ``tb_opmode.record``'s block ends)."""
+
+    settings: Settings
+    recording: bool = False
+    facts: dict[str, Any] = field(default_factory=dict)
+    _undo: list[Callable[[], None]] = field(default_factory=list)
+    _window: Optional[_StepWindow] = None
+    _profiling: bool = False
+    _finished: bool = False
+    _tf: Any = None
+
+    @property
+    def facts_path(self) -> str:
+        return os.path.join(self.settings.rundir, JOB_FACTS.format(pid=os.getpid()))
+
+    def attach(self, tf: Any, claim: bool = True) -> None:
+        """Switch on what the level asks, in this process if it is the job's first to
+        import TensorFlow (``claim``); write this process's facts either way."""
+        self._tf = tf
+        self.recording = _claim(self.settings.rundir) if claim else True
+        self.facts.update(pid=os.getpid(), argv=list(sys.argv), recording=self.recording,
+                          tensorflow_version=getattr(tf, "__version__", None),
+                          imported_at=time.time(), problems=[])
+        if self.recording:
+            for step in (self._enable_dump, self._log_traces, self._count_steps):
+                self._attempt(step)
+            atexit.register(self.finish)
+        self._save()
+
+    def _attempt(self, step: Callable[[], None]) -> None:
+        """One part of the recording; its failure is a fact and one line, never the job's."""
+        try:
+            step()
+        except Exception as err:  # TF's own errors are many; none may stop the job
+            problem = f"{step.__name__.strip('_').replace('_', ' ')}: {type(err).__name__}: {err}"
+            self.facts["problems"].append(problem)
+            _warn(problem)
+
+    def _enable_dump(self) -> None:
+        mode = self.settings.level.dump_mode
+        if mode is None:
+            return
+        self._tf.debugging.experimental.enable_dump_debug_info(
+            self.settings.rundir, tensor_debug_mode=mode, circular_buffer_size=-1)
+        self.facts["dump"] = {"mode": mode, "circular_buffer_size": -1}
+        self._undo.append(self._tf.debugging.experimental.disable_dump_debug_info)
+
+    def _log_traces(self) -> None:
+        """TF's line for each new trace, written as TF's default handler would print it at
+        Python log level 1, into our file: the job's own log and terminal stay as they were
+        (the call goes on to TF's logger at the user's level)."""
+        from_tf = sys.modules["tensorflow.python.platform.tf_logging"]
+        vlog = from_tf.vlog
+        path = os.path.join(self.settings.rundir, TRACE_LOG)
+        lock = threading.Lock()
+
+        @functools.wraps(vlog)
+        def traced_vlog(level: int, msg: Any, *args: Any, **kwargs: Any) -> Any:
+            if level == 1 and isinstance(msg, str) and msg.startswith(_TRACE_LINE):
+                line = f"Level 1:tensorflow:{msg % args if args else msg}\n"
+                with lock, open(path, "a", encoding="utf-8") as f:
+                    f.write(line)
+            return vlog(level, msg, *args, **kwargs)
+
+        setattr(from_tf, "vlog", traced_vlog)  # noqa: B010 (a module attribute mypy cannot see)
+        self.facts["trace_log"] = TRACE_LOG
+        self._undo.append(lambda: setattr(from_tf, "vlog", vlog))
+
+    def _count_steps(self) -> None:
+        module = sys.modules["tensorflow.python.eager.polymorphic_function.polymorphic_function"]
+        function = module.Function
+        call = function.__call__
+        first, last = self.settings.steps
+        self._window = _StepWindow(first, last, self._start_profile, self._stop_profile)
+        function.__call__ = self._window.wrap(call)
+        self._undo.append(lambda: setattr(function, "__call__", call))
+
+    def _start_profile(self, step: int) -> None:
+        def start_profile() -> None:
+            self._tf.profiler.experimental.start(self.settings.rundir)
+            self._profiling = True
+            self.facts["profile"] = {"first_step": step, "last_step": None, "started": time.time()}
+        self._attempt(start_profile)
+
+    def _stop_profile(self, step: int) -> None:
+        if not self._profiling:
+            return
+
+        def stop_profile() -> None:
+            self._profiling = False
+            self._tf.profiler.experimental.stop()
+            self.facts["profile"].update(last_step=step, stopped=time.time())
+        self._attempt(stop_profile)
+        self._save()
+
+    def finish(self) -> None:
+        """Stop what still runs (a profile whose window the job did not reach the end of),
+        put back what was changed, and write the facts. Safe to call twice."""
+        if self._finished or self._tf is None:
+            return
+        self._finished = True
+        atexit.unregister(self.finish)
+        if self._window is not None and self._profiling:
+            self._stop_profile(self._window.calls)
+        while self._undo:
+            self._attempt(self._undo.pop())
+        if self._window is not None:
+            self.facts["steps_seen"] = self._window.calls
+        self.facts["finished_at"] = time.time()
+        self._save()
+
+    def _save(self) -> None:
+        try:
+            _write_json(self.facts_path, self.facts)
+        except OSError as err:
+            _warn(f"cannot write {self.facts_path}: {err.strerror or err}")
+
+
+def attach_when_imported(recording: Recording) -> Callable[[], None]:
+    """Attach ``recording`` once TensorFlow is imported (at once if it already is). The
+    function returned takes the import hook away again, if it is still waiting."""
+
+    def attach(module: types.ModuleType) -> None:
+        try:
+            recording.attach(module)
+        except Exception as err:  # never the job's failure
+            _warn(f"cannot record this process: {type(err).__name__}: {err}")
+
+    if "tensorflow" in sys.modules:
+        attach(sys.modules["tensorflow"])
+        return lambda: None
+    hook = _AfterImport("tensorflow", attach)
+    sys.meta_path.insert(0, hook)
+    return lambda: sys.meta_path.remove(hook) if hook in sys.meta_path else None
+
+
+def start_from_environment(environ: Mapping[str, str] = os.environ) -> Optional[Recording]:
+    """In a process that ``tb-opmode record`` started: the recording, to attach once
+    TensorFlow is imported. None without settings."""
+    text = environ.get(ENV_VAR)
+    if not text:
+        return None
+    recording = Recording(Settings.from_env(text))
+    attach_when_imported(recording)
+    return recording

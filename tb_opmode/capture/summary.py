@@ -1,0 +1,59 @@
+"""What ``record`` prints once the job has ended: the run's summary on one screen, and how
+to open the tab.
+
+In: the run directory and its LOGDIR, and the CLI's table renderer (``render``: the
+summary document as text, the same table ``tb-opmode summary`` prints). Out: text on
+``stdout``: the busiest op types of the run (the rest counted, with the command that
+lists them), then the ``tensorboard --logdir`` line. A run that cannot be read yet, or
+whose reading fails, is one line that says so: the job's exit status stands either way.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any, Callable, TextIO
+
+from ..analyze.assemble import load
+from ..errors import PublicError
+from ..present.contract import summary
+from ..read.discover import display
+
+__all__ = ["print_summary", "ROWS"]
+
+# Op types shown: with the run's header lines and the two below, one terminal screen.
+ROWS = 15
+
+Render = Callable[[dict[str, Any]], str]
+
+
+def _trimmed(doc: dict[str, Any], name: str) -> tuple[dict[str, Any], int]:
+    """The document with each run's busiest ``ROWS`` op types (they come busiest first),
+    named as in the logdir (not ``.``), and how many op types were left out."""
+    left = 0
+    runs = []
+    for run in doc["runs"]:
+        left += max(0, len(run["op_types"]) - ROWS)
+        named = name if run["run"] == "." else f"{name}/{run['run']}"
+        runs.append({**run, "run": named, "op_types": run["op_types"][:ROWS]})
+    return {**doc, "runs": runs}, left
+
+
+def print_summary(rundir: str, logdir: str, render: Render, stdout: TextIO) -> None:
+    """The summary of the one run in ``rundir``, then the line that opens the tab."""
+    stdout.write("\n")
+    try:
+        models = [m for m in load(rundir) if m.counts_from]
+        if models:
+            doc, left = _trimmed(summary(models, rundir, explanations=False), os.path.basename(rundir))
+            stdout.write(render(doc).rstrip("\n") + "\n")
+            if left:
+                stdout.write(f"  ... {left} more op types: tb-opmode summary {shlex.quote(rundir)}\n")
+        else:
+            stdout.write(f"tb-opmode record: nothing in {display(rundir)} gives counts yet\n")
+    except PublicError as err:
+        stdout.write(f"tb-opmode record: cannot summarise {display(rundir)}: {display(str(err))}\n")
+    except Exception as err:  # a bug in reading must not hide the job's own status
+        stdout.write(f"tb-opmode record: cannot summarise {display(rundir)}: unexpected "
+                     f"{type(err).__name__}: {display(str(err))[:300]}\n")
+    stdout.write(f"\nOpen the tab:  tensorboard --logdir {shlex.quote(logdir)}\n")
+    stdout.flush()

@@ -1,0 +1,113 @@
+"""Tiny jobs for the ``tb-opmode record`` tests, run as ``python tests/record_jobs.py JOB``.
+
+In: the job's name (and, for some, an argument). Out: what the job prints and its exit
+status; the TF jobs train for a few steps (seconds on two cores).
+
+- ``fit``: a Keras ``fit`` of Dense+ReLU (8 steps), after a few eager ops;
+- ``loop``: a custom loop, a ``tf.function`` step of Dense+ReLU (8 calls) beside eager ops;
+- ``fail``: the loop, then an exception (exit status 1);
+- ``api LOGDIR early|late``: the loop in ``with tb_opmode.record(LOGDIR, evidence="calls")``,
+  TensorFlow imported before the block or inside it;
+- ``forever``: a ``tf.function`` called until the job is interrupted, printing each step;
+- ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
+  stderr (is it a terminal), then exit N;
+- ``sleep``: no TF: prints ``ready PID`` and sleeps until a signal ends it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+__all__ = ["main"]
+
+
+def _fit() -> None:
+    import tensorflow as tf
+
+    x = tf.random.uniform((64, 8), seed=1)
+    y = tf.cast(tf.reduce_sum(x, axis=1) > 4.0, tf.int32)  # eager ops before the fit
+    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                                 tf.keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    print("fit done", flush=True)
+
+
+def _loop() -> None:
+    import tensorflow as tf
+
+    hidden = tf.keras.layers.Dense(16, activation="relu")
+    head = tf.keras.layers.Dense(2)
+    opt = tf.keras.optimizers.SGD(0.01)
+    x = tf.random.uniform((8, 8), seed=2)
+    y = tf.random.uniform((8,), maxval=2, dtype=tf.int32, seed=3)
+
+    @tf.function
+    def step(xb: tf.Tensor, yb: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            logits = head(hidden(xb))
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(yb, logits))
+        variables = hidden.trainable_variables + head.trainable_variables
+        opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return loss
+
+    for _ in range(8):
+        loss = step(x, y)
+        tf.nn.relu(x - 0.5)  # an eager op per step
+    print(f"loop done {float(loss):.3f}", flush=True)
+
+
+def _fail() -> None:
+    _loop()
+    raise RuntimeError("the job failed after its loop")
+
+
+def _api(logdir: str, early: str) -> None:
+    """The loop inside ``with tb_opmode.record(...)``; TF imported inside the block, or
+    before it (``early`` == "early")."""
+    import tb_opmode
+
+    if early == "early":
+        import tensorflow  # noqa: F401
+    with tb_opmode.record(logdir, evidence="calls", name="api-" + early) as rundir:
+        _loop()
+    print(f"recorded into {rundir}", flush=True)
+
+
+def _forever() -> None:
+    import tensorflow as tf
+
+    @tf.function
+    def step(x: tf.Tensor) -> tf.Tensor:
+        return tf.nn.relu(tf.matmul(x, x))
+
+    n = 0
+    while True:
+        n += 1
+        step(tf.ones((4, 4)))
+        print(f"step {n}", flush=True)
+        time.sleep(0.05)
+
+
+def _streams(status: str = "0") -> None:
+    print(f"out {os.isatty(1)} {os.getcwd()}", flush=True)
+    print(f"err {os.isatty(2)}", file=sys.stderr, flush=True)
+    sys.exit(int(status))
+
+
+def _sleep() -> None:
+    print(f"ready {os.getpid()}", flush=True)
+    time.sleep(600)
+
+
+JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
+        "streams": _streams, "sleep": _sleep}
+
+
+def main(argv: list[str]) -> None:
+    JOBS[argv[0]](*argv[1:])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,187 @@
+"""``tb-opmode record`` on real TensorFlow jobs (``tests/record_jobs.py``, this venv's TF):
+a Keras ``fit`` and a custom loop at each level, Ctrl-C, a failing job, the Python API.
+
+Each level leaves what it says: ``kernels`` no dump, ``calls`` a NO_TENSOR dump, ``full`` a
+FULL_HEALTH one; every level a profile of the window of steps (calls of the outermost
+tf.function), TF's line per new trace, the log of the modules we read, the manifest. Where
+there is a dump, our counts equal TensorFlow's ``DebugDataReader``'s. The NO_TENSOR run
+keeps grappler's MatMul fusion (the job's own kernels), the FULL_HEALTH run loses it, as
+TF's own log says.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tb_opmode.cli import main
+
+from .conftest import ddr_counts, needs_tensorflow
+
+ROOT = Path(__file__).resolve().parent.parent
+JOBS = str(ROOT / "tests" / "record_jobs.py")
+PY = sys.executable
+# The outermost tf.function a job calls once per step (Keras 3, Keras 2, the loop's own).
+STEP_FUNCTIONS = {"fit": ("multi_step_on_iterator", "train_function"), "loop": ("step",)}
+
+
+def _env() -> dict[str, str]:
+    path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
+
+
+def _record(logdir: Path, name: str, level: str, *job: str) -> subprocess.CompletedProcess[str]:
+    needs_tensorflow()
+    return subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", name,
+                           "--evidence", level, "--", PY, JOBS, *job], env=_env(),
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+
+
+def _summary(rundir: Path) -> dict[str, Any]:
+    out = io.StringIO()
+    assert main(["summary", str(rundir), "--format", "json"], out, io.StringIO()) == 0
+    doc: dict[str, Any] = json.loads(out.getvalue())
+    return doc
+
+
+def _manifest(rundir: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((rundir / "manifest.json").read_text())
+    return doc
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tuple[Path, Any]]:
+    """Each job at each level, recorded once: (run directory, the finished process)."""
+    logdir = tmp_path_factory.mktemp("record") / "logs"
+    runs = {}
+    for job in ("fit", "loop"):
+        for level in ("kernels", "calls", "full"):
+            proc = _record(logdir, f"{job}-{level}", level, job)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            runs[job, level] = (logdir / f"{job}-{level}", proc)
+    return runs
+
+
+CELLS = [(job, level) for job in ("fit", "loop") for level in ("kernels", "calls", "full")]
+
+
+@pytest.mark.parametrize(("job", "level"), CELLS)
+def test_each_level_leaves_its_evidence(recorded: dict[tuple[str, str], tuple[Path, Any]],
+                                        job: str, level: str) -> None:
+    rundir, proc = recorded[job, level]
+    doc = _manifest(rundir)
+    (process,) = doc["processes"]
+    assert doc["evidence"] == level and doc["exit_status"] == 0 and process["recording"]
+    assert doc["tensorflow_version"] == process["tensorflow_version"] and process["problems"] == []
+    # the window: steps 2 to 4 of the outermost tf.function, each of the job's 8 steps seen
+    assert process["profile"]["first_step"] == 2 and process["profile"]["last_step"] == 4
+    assert process["steps_seen"] == 8
+    assert len(list(rundir.glob("plugins/profile/*/*.xplane.pb"))) == 1
+    # TF's line for each new trace names the step function
+    traces = (rundir / "tf_python.log").read_text()
+    assert traces.startswith("Level 1:tensorflow:Creating new FuncGraph for Python function ")
+    assert any(f"<function {name} " in traces or f".{name} at " in traces for name in STEP_FUNCTIONS[job])
+    # the dump of the level, or none
+    dumps = {p.name.rsplit(".", 1)[-1] for p in rundir.glob("tfdbg_events.*")}
+    assert dumps == (set() if level == "kernels" else
+                     {"metadata", "source_files", "stack_frames", "graphs", "execution",
+                      "graph_execution_traces"})
+    assert doc["dump_mode"] == {"kernels": None, "calls": "NO_TENSOR", "full": "FULL_HEALTH"}[level]
+    # the log of the modules we read, kept whole in the run and off the terminal
+    log = (rundir / "stderr.log").read_text(errors="replace")
+    assert "Executing op " in log and "Instantiating kernel for node" in log
+    assert ("Process node: " in log) == (level == "full")
+    assert "Executing op " not in proc.stderr and "Instantiating kernel" not in proc.stderr
+    assert f"{job} done" in proc.stdout and f"{job} done" in (rundir / "stdout.log").read_text()
+    assert f"run {rundir.name} " in proc.stdout and "tensorboard --logdir" in proc.stdout
+
+
+@pytest.mark.parametrize(("job", "level"), [c for c in CELLS if c[1] != "kernels"])
+def test_counts_equal_debug_data_readers(recorded: dict[tuple[str, str], tuple[Path, Any]],
+                                         job: str, level: str) -> None:
+    rundir, _proc = recorded[job, level]
+    eager, graph, functions = ddr_counts(rundir)
+    (run,) = _summary(rundir)["runs"]
+    ours_eager = Counter({r["op_type"]: r["eager"]["executions"] for r in run["op_types"]})
+    ours_graph = Counter({r["op_type"]: r["graph"]["executions"] for r in run["op_types"]})
+    assert +ours_eager == eager and +ours_graph == graph
+    assert {f["name"]: f["calls"] for f in run["functions"]} == dict(functions)
+
+
+@pytest.mark.parametrize("job", ["fit", "loop"])
+def test_the_no_tensor_run_keeps_the_fusion_the_full_health_run_loses(
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str) -> None:
+    """Dense+ReLU's MatMul, BiasAdd and Relu run as one fused kernel in the job (NO_TENSOR
+    reads no tensor) and as three with a FULL_HEALTH dump: TF's log says which."""
+    def graph_kernels(level: str) -> set[str]:
+        (run,) = _summary(recorded[job, level][0])["runs"]
+        return {k["name"] for r in run["op_types"] if r["op_type"] in ("MatMul", "BiasAdd", "Relu")
+                for k in r["graph"]["kernels"] if k["evidence"] == "log"}
+
+    assert any("FusedMatMul" in k for k in graph_kernels("calls")), graph_kernels("calls")
+    assert not any("Fused" in k for k in graph_kernels("full")), graph_kernels("full")
+
+
+def test_ctrl_c_stops_the_job_and_leaves_a_readable_run(tmp_path: Path) -> None:
+    needs_tensorflow()
+    proc = subprocess.Popen([PY, "-m", "tb_opmode.cli", "record", str(tmp_path / "logs"), "--name", "int",
+                             "--evidence", "calls", "--", PY, JOBS, "forever"], env=_env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("step 6"):
+            break
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode in (-signal.SIGINT, 130), err[-3000:]
+    rundir = tmp_path / "logs" / "int"
+    doc = _manifest(rundir)
+    assert doc["signal"] == "SIGINT" and doc["exit_status"] == 130
+    (process,) = doc["processes"]
+    assert process["steps_seen"] >= 6 and process["profile"]["last_step"] == 4
+    (run,) = _summary(rundir)["runs"]
+    (function,) = run["functions"]
+    assert function["calls"] >= 6 and run["counts_from"] == "debugger"
+
+
+def test_a_failing_job_leaves_a_readable_run_and_its_status(tmp_path: Path) -> None:
+    proc = _record(tmp_path / "logs", "fail", "kernels", "fail")
+    assert proc.returncode == 1
+    rundir = tmp_path / "logs" / "fail"
+    assert "RuntimeError: the job failed after its loop" in (rundir / "stderr.log").read_text()
+    assert "RuntimeError: the job failed after its loop" in proc.stderr
+    assert _manifest(rundir)["exit_status"] == 1
+    (run,) = _summary(rundir)["runs"]
+    assert run["counts_from"]
+
+
+def test_the_python_api_records_a_block(tmp_path: Path) -> None:
+    """TF imported inside the block: the C++ log settings take effect; imported before it:
+    a warning says they cannot, and the rest is recorded."""
+    needs_tensorflow()
+    for when in ("late", "early"):
+        proc = subprocess.run([PY, JOBS, "api", str(tmp_path / "logs"), when], env=_env(),
+                              capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        rundir = tmp_path / "logs" / f"api-{when}"
+        doc = _manifest(rundir)
+        assert doc["in_process"] and doc["evidence"] == "calls" and doc["exit_status"] == 0
+        assert (rundir / "tf_python.log").read_text().count("Creating new FuncGraph") >= 1
+        assert "loop done" in (rundir / "stdout.log").read_text() and "loop done" in proc.stdout
+        log = (rundir / "stderr.log").read_text(errors="replace")
+        assert ("Executing op " in log) == (when == "late")
+        assert ("cannot take effect" in proc.stderr) == (when == "early")
+        assert ("not_applied" in doc) == (when == "early")
+        eager, graph, _functions = ddr_counts(rundir)
+        (run,) = _summary(rundir)["runs"]
+        assert sum(r["graph"]["executions"] for r in run["op_types"]) == sum(graph.values())
+        assert sum(r["eager"]["executions"] for r in run["op_types"]) == sum(eager.values())

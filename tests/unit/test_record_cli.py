@@ -1,0 +1,208 @@
+"""``tb-opmode record`` without TensorFlow: bad input is one line before anything runs, and a
+job passes through unchanged (its streams teed and kept apart, its exit status, its
+working directory, a terminal, Ctrl-C and SIGTERM, the user's own sitecustomize).
+
+The jobs here are Python without TensorFlow (``tests/record_jobs.py``), so the recording
+attaches to nothing: what is tested is the command around the job. The TF tier
+(``tests/test_record_levels.py``) records real TensorFlow jobs.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tb_opmode.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+JOBS = str(ROOT / "tests" / "record_jobs.py")
+PY = sys.executable
+
+
+def _record_in_process(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["record", *args], out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _env(**extra: str) -> dict[str, str]:
+    path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off", **extra}
+
+
+def _record(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "tb_opmode.cli", "record", *args], env=kwargs.pop("env", _env()),
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, **kwargs)
+
+
+def _only_run(logdir: Path) -> Path:
+    (rundir,) = [p for p in logdir.iterdir() if p.is_dir()]
+    return rundir
+
+
+def _manifest(rundir: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((rundir / "manifest.json").read_text())
+    return doc
+
+
+BAD_INPUT = [
+    (["--evidence", "tensors", "--", PY, "-c", "pass"], "--evidence: unknown level 'tensors'"),
+    (["--steps", "two", "--", PY, "-c", "pass"], "--steps: expected A:B"),
+    (["--steps", "0:2", "--", PY, "-c", "pass"], "--steps: expected 1 <= A <= B"),
+    (["--steps", "4:2", "--", PY, "-c", "pass"], "--steps: expected 1 <= A <= B"),
+    (["--name", "a/b", "--", PY, "-c", "pass"], "--name: a run name is one directory name"),
+    (["--"], "no command after '--'"),
+    ([PY, "-c", "pass"], "no command after '--'"),
+    (["--", "no-such-command-tb-opmode"], "no-such-command-tb-opmode: command not found"),
+    (["--evidnce", "calls", "--", PY], "unrecognized arguments: --evidnce calls"),
+]
+
+
+@pytest.mark.parametrize(("args", "says"), BAD_INPUT, ids=[s for _a, s in BAD_INPUT])
+def test_bad_input_is_one_line_before_anything_runs(tmp_path: Path, args: list[str], says: str) -> None:
+    logdir = tmp_path / "logs"
+    code, out, err = _record_in_process(str(logdir), *args)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("tb-opmode: error: ") and says in err, err
+    assert not logdir.exists() or not any(logdir.iterdir())
+
+
+def test_no_logdir_is_one_line(tmp_path: Path) -> None:
+    code, _out, err = _record_in_process("--", PY, "-c", "pass")
+    assert code == 2 and err.count("\n") == 1 and "LOGDIR" in err, err
+
+
+def test_a_logdir_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code, _out, err = _record_in_process(str(blocker / "logs"), "--", PY, "-c", "pass")
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"{blocker / 'logs'}: cannot create LOGDIR" in err
+    code, _out, err = _record_in_process("s3://bucket/logs", "--", PY, "-c", "pass")
+    assert code == 2 and "record writes a local directory" in err
+
+
+def test_a_run_name_taken_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "logs" / "run").mkdir(parents=True)
+    code, _out, err = _record_in_process(str(tmp_path / "logs"), "--name", "run", "--", PY, "-c", "pass")
+    assert code == 2 and "already exists; choose another --name" in err, err
+
+
+def test_the_job_passes_through_with_its_streams_status_and_directory(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = _record(str(tmp_path / "logs"), "--", PY, JOBS, "streams", "3", cwd=work)
+    assert proc.returncode == 3, proc.stderr
+    # teed, each stream to its own: the job's line on our stdout, its other one on stderr
+    assert f"out False {work}\n" in proc.stdout and "err False" not in proc.stdout
+    assert "err False\n" in proc.stderr and "out False" not in proc.stderr
+    rundir = _only_run(tmp_path / "logs")
+    assert (rundir / "stdout.log").read_text() == f"out False {work}\n"
+    assert (rundir / "stderr.log").read_text() == "err False\n"
+    doc = _manifest(rundir)
+    assert doc["exit_status"] == 3 and doc["signal"] is None
+    assert doc["command"] == [PY, JOBS, "streams", "3"] and doc["cwd"] == str(work)
+    assert doc["evidence"] == "kernels" and doc["steps"] == [2, 4]
+    assert doc["environment"]["set_by_record"]["TF_CPP_VMODULE"] == "execute=1,op_kernel=1"
+    assert doc["started"] and doc["ended"] and doc["duration_s"] > 0 and doc["cpu_s"] > 0
+    # the end: the tab's line, and the job's status
+    assert f"tensorboard --logdir {tmp_path / 'logs'}" in proc.stdout
+    assert "exited with status 3" in proc.stderr
+
+
+def test_a_reader_of_our_output_gone_away_does_not_change_the_status(tmp_path: Path) -> None:
+    """``tb-opmode record ... | head -1``: the job and its run are whole, the status the job's."""
+    proc = subprocess.Popen([PY, "-m", "tb_opmode.cli", "record", str(tmp_path / "logs"), "--",
+                             PY, JOBS, "streams", "5"], env=_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 5
+    rundir = _only_run(tmp_path / "logs")
+    assert (rundir / "stdout.log").read_text().startswith("out False")
+    assert _manifest(rundir)["exit_status"] == 5
+
+
+def test_a_shell_script_that_runs_python_is_a_command(tmp_path: Path) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text(f"#!/bin/sh\ncd /\nexec {PY} {JOBS} streams 0\n")
+    script.chmod(0o755)
+    proc = _record(str(tmp_path / "logs"), "--name", "sh", "--", str(script))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "logs" / "sh" / "stdout.log").read_text() == "out False /\n"
+
+
+def test_the_job_sees_a_terminal_where_record_has_one(tmp_path: Path) -> None:
+    """On a terminal, each stream of the job is a terminal too (as without record), and
+    what it writes reaches ours."""
+    masters, slaves = zip(*(pty.openpty() for _ in range(2)))
+    proc = subprocess.Popen([PY, "-m", "tb_opmode.cli", "record", str(tmp_path / "logs"), "--",
+                             PY, JOBS, "streams", "0"], env=_env(), stdin=subprocess.DEVNULL,
+                            stdout=slaves[0], stderr=slaves[1])
+    for fd in slaves:
+        os.close(fd)
+    shown = {fd: b"" for fd in masters}
+    reading = set(masters)
+    deadline = time.monotonic() + 60
+    while reading:  # until each terminal's other side is closed (the read fails or is empty)
+        assert time.monotonic() < deadline, shown
+        for fd in select.select(list(reading), [], [], 0.2)[0]:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            shown[fd] += data
+            if not data:
+                reading.discard(fd)
+    proc.wait(timeout=60)
+    for fd in masters:
+        os.close(fd)
+    shown_out, shown_err = (shown[fd] for fd in masters)
+    assert proc.returncode == 0
+    assert b"out True" in shown_out and b"err True" in shown_err, shown
+    rundir = _only_run(tmp_path / "logs")
+    assert (rundir / "stdout.log").read_text().startswith("out True")
+    assert (rundir / "stderr.log").read_text() == "err True\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_record_stops_the_job_and_record_ends_as_it_did(tmp_path: Path, signum: int) -> None:
+    proc = subprocess.Popen([PY, "-m", "tb_opmode.cli", "record", str(tmp_path / "logs"), "--",
+                             PY, JOBS, "sleep"], env=_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    ready = proc.stdout.readline()
+    assert ready.startswith("ready "), ready
+    job = int(ready.split()[1])
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode in (-signum, 128 + signum), err
+    with pytest.raises(ProcessLookupError):
+        os.kill(job, 0)
+    doc = _manifest(_only_run(tmp_path / "logs"))
+    assert doc["signal"] == signal.Signals(signum).name and doc["exit_status"] == 128 + signum
+    assert "tensorboard --logdir" in out
+
+
+def test_the_users_sitecustomize_still_runs_and_ours_waits_for_tensorflow(tmp_path: Path) -> None:
+    theirs = tmp_path / "site"
+    theirs.mkdir()
+    (theirs / "sitecustomize.py").write_text("print('their sitecustomize ran', flush=True)\n")
+    code = ("import sys; print([type(f).__name__ for f in sys.meta_path if "
+            "type(f).__name__ == '_AfterImport'], 'tensorflow' in sys.modules)")
+    proc = _record(str(tmp_path / "logs"), "--name", "site", "--", PY, "-c", code,
+                   env=_env(PYTHONPATH=f"{ROOT}{os.pathsep}{theirs}"))
+    assert proc.returncode == 0, proc.stderr
+    kept = (tmp_path / "logs" / "site" / "stdout.log").read_text()
+    assert kept == "their sitecustomize ran\n['_AfterImport'] False\n"
