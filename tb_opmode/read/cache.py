@@ -88,9 +88,10 @@ def cache_dir() -> str | None:
 
 
 # The modules whose code decides what each kind of entry holds (dotted, under the
-# package): an entry is stale once the content of any of them changes (other modules,
-# e.g. the plugin's, may change freely). A module listed here that does not exist is
-# an error, not a module skipped: a rename must not silently stop the invalidation.
+# package; a package stands for all its modules): an entry is stale once the content
+# of any of them changes (other modules, e.g. the plugin's, may change freely). A module
+# listed here that does not exist is an error, not a module skipped: a rename must not
+# silently stop the invalidation.
 _READERS: dict[str, tuple[str, ...]] = {
     "dump": ("read.tfdbg", "read.tfrecord", "read.schema", "read.cache", "errors"),
     "profile": ("read.xplane", "read.xevents", "read.xtypes", "read.wire", "read.tfrecord",
@@ -109,10 +110,21 @@ _fingerprints: dict[str, str] = {}
 def _reader_files(kind: str) -> list[str]:
     """The source files of the modules that read ``kind``, relative to the package."""
     names = _READERS[kind]
-    if names:
-        return [os.path.join(*name.split(".")) + ".py" for name in names]
+    if not names:
+        return _sources_under("")
+    files: list[str] = []
+    for name in names:
+        path = os.path.join(*name.split("."))
+        is_package = os.path.isdir(os.path.join(_PACKAGE_DIR, path))
+        files.extend(_sources_under(path) if is_package else [path + ".py"])
+    return files
+
+
+def _sources_under(directory: str) -> list[str]:
+    """The ``.py`` files under ``directory`` (relative to the package), sorted."""
+    top = os.path.join(_PACKAGE_DIR, directory)
     return sorted(os.path.relpath(os.path.join(d, n), _PACKAGE_DIR)
-                  for d, _dirs, files in os.walk(_PACKAGE_DIR) for n in files if n.endswith(".py"))
+                  for d, _dirs, files in os.walk(top) for n in files if n.endswith(".py"))
 
 
 def _code_fingerprint(kind: str) -> str:
