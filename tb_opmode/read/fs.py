@@ -3,9 +3,9 @@
 In: a path (``/data/logs/x``) or a URL (``s3://bucket/logs/x``, ``gs://...``, any
 scheme fsspec knows). Out: listings, stat results, file objects and byte ranges.
 
-Local paths go straight to ``os`` and ``open``, as they always did: a local
-logdir costs one string check (``"://" in path``) more per call, nothing else,
-and fsspec is not even imported.
+Local paths go straight to ``os`` and ``open``: a local logdir costs one string
+check (``"://" in path``) more per call, nothing else, and fsspec is not even
+imported.
 
 Remote paths go through fsspec (``s3fs`` for ``s3://``, ``gcsfs`` for ``gs://``),
 configured as fsspec configures itself: ``AWS_ENDPOINT_URL`` /
@@ -38,8 +38,9 @@ config files. How they are read:
   damage handling reports it like an unreadable file and the command line exits
   2 with one line.
 
-``stats()`` counts the requests and bytes of this process's remote reads (for
-the benchmark and the tests).
+All that is kept of object stores is in one ``RemoteState``, ``remote_state``
+(``clear()`` starts afresh); ``stats()`` counts the requests and bytes of this
+process's remote reads (for the benchmark and the tests).
 """
 from __future__ import annotations
 
@@ -57,8 +58,8 @@ from datetime import datetime
 from io import BufferedIOBase
 from typing import Any, BinaryIO, cast
 
-__all__ = ["RemoteError", "RemoteStat", "Entry", "is_remote", "absolute", "real", "relpath",
-           "scan", "forget", "list_entries", "listdir", "stat", "isdir", "open_read", "head",
+__all__ = ["RemoteError", "RemoteStat", "RemoteState", "remote_state", "Entry", "is_remote", "absolute",
+           "real", "relpath", "scan", "forget", "list_entries", "listdir", "stat", "isdir", "open_read", "head",
            "size_of", "preader", "prefetch", "stats", "SMALL_BYTES"]
 
 # Objects up to this size are fetched whole, in one request.
@@ -124,30 +125,118 @@ def relpath(path: str, start: str) -> str:
 
 # ---------------------------------------------------------------- remote filesystems
 
-_lock = threading.RLock()
-_filesystems: dict[str, Any] = {}
-# Full URL -> fsspec info dict, from the last ``scan`` (or ``info``) that saw it.
-_infos: dict[str, dict[str, Any]] = {}
-# Full URL of a directory -> the full URLs of its entries, from ``scan``.
-_children: dict[str, list[str]] = {}
-# Roots scanned: a path under one is answered from ``_infos``.
-_scanned: set[str] = set()
-# (URL, identity) -> bytes of a small object.
-_small: OrderedDict[tuple[str, Any], bytes] = OrderedDict()
-_small_bytes = 0
-_stats = {"requests": 0, "bytes": 0, "list_requests": 0}
+# Pieces of big objects kept (``RemoteState.pieces``), and how much of each.
+_PIECES_KEEP = 4096
+_PIECE_TAIL = 4096
+_PIECE_HEAD = 1 << 16
+
+
+class RemoteState:
+    """All this process keeps of object stores, behind one lock (the readers run in
+    threads): the fsspec filesystem of each scheme, what the last scans listed, the bytes
+    of small objects and pieces of big ones, and the count of requests made. ``clear()``
+    drops what is kept (the counts stay: they are of requests made, not kept)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.filesystems: dict[str, Any] = {}
+        # Full URL -> fsspec info dict, from the last ``scan`` (or ``info``) that saw it.
+        self.infos: dict[str, dict[str, Any]] = {}
+        # Full URL of a directory -> the full URLs of its entries, from ``scan``.
+        self.children: dict[str, list[str]] = {}
+        # Roots scanned: a path under one is answered from ``infos``.
+        self.scanned: set[str] = set()
+        # (URL, identity) -> bytes of a small object, least recently used first.
+        self.small: OrderedDict[tuple[str, Any], bytes] = OrderedDict()
+        self.small_bytes = 0
+        # (URL, identity) -> [(start, bytes)]: the head and the last bytes of what was
+        # fetched of a big object, so that a log's head read by discovery and the tail
+        # that ``tfdbg`` checks after reading are not fetched again.
+        self.pieces: OrderedDict[tuple[str, Any], list[tuple[int, bytes]]] = OrderedDict()
+        self.counts = {"requests": 0, "bytes": 0, "list_requests": 0}
+
+    def clear(self) -> None:
+        """Forget every filesystem, listing and object kept: the next read starts afresh."""
+        with self.lock:
+            self.filesystems.clear()
+            self.forget_listings()
+            self.small.clear()
+            self.small_bytes = 0
+            self.pieces.clear()
+
+    def forget_listings(self) -> None:
+        with self.lock:
+            self.infos.clear()
+            self.children.clear()
+            self.scanned.clear()
+
+    def count(self, kind: str, n: int = 1) -> None:
+        with self.lock:
+            self.counts[kind] += n
+
+    def under_scan(self, url: str) -> bool:
+        """Whether ``url`` is under a root scanned (the caller holds the lock)."""
+        return any(url == r or url.startswith(r + "/") for r in self.scanned)
+
+    def replace_scan(self, root: str, path: str, infos: dict[str, dict[str, Any]],
+                     children: dict[str, set[str]]) -> None:
+        """What a scan of ``root`` (fsspec path ``path``) listed, instead of the last one's."""
+        with self.lock:
+            for url in [u for u in self.infos if u == root or u.startswith(root + "/")]:
+                del self.infos[url]
+            for url in [u for u in self.children if u == root or u.startswith(root + "/")]:
+                del self.children[url]
+            self.infos.update(infos)
+            self.children.update({d: sorted(c) for d, c in children.items()})
+            self.infos.setdefault(root, {"name": path, "type": "directory", "size": 0})
+            self.scanned.add(root)
+
+    def keep_small(self, url: str, ident: Any, data: bytes) -> None:
+        with self.lock:
+            key = (url, ident)
+            if key in self.small:
+                return
+            self.small[key] = data
+            self.small_bytes += len(data)
+            while self.small_bytes > _SMALL_KEEP and self.small:
+                _key, old = self.small.popitem(last=False)
+                self.small_bytes -= len(old)
+
+    def kept_small(self, url: str, ident: Any) -> bytes | None:
+        with self.lock:
+            data = self.small.get((url, ident))
+            if data is not None:
+                self.small.move_to_end((url, ident))
+            return data
+
+    def pieces_of(self, key: tuple[str, Any]) -> list[tuple[int, bytes]]:
+        with self.lock:
+            return list(self.pieces.get(key, ()))
+
+    def remember_piece(self, key: tuple[str, Any], start: int, data: bytes) -> None:
+        """Keep the head of an object (a fetch from 0) and the tail of its last fetch."""
+        tail = (start + max(0, len(data) - _PIECE_TAIL), data[-_PIECE_TAIL:])
+        with self.lock:
+            pieces = self.pieces.setdefault(key, [])
+            heads = [(0, data[:_PIECE_HEAD])] if start == 0 else [p for p in pieces if p[0] == 0]
+            pieces[:] = heads + [tail]
+            self.pieces.move_to_end(key)
+            while len(self.pieces) > _PIECES_KEEP:
+                self.pieces.popitem(last=False)
+
+
+remote_state = RemoteState()
 
 
 def stats() -> dict[str, int]:
     """Requests made and bytes fetched by this process's remote reads so far:
     ``requests`` (GETs and HEADs: reads, stats), ``list_requests`` (listings), ``bytes``."""
-    with _lock:
-        return dict(_stats)
+    with remote_state.lock:
+        return dict(remote_state.counts)
 
 
 def _count(kind: str, n: int = 1) -> None:
-    with _lock:
-        _stats[kind] += n
+    remote_state.count(kind, n)
 
 
 def _scheme(url: str) -> str:
@@ -198,23 +287,28 @@ def _call(url: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     except RemoteError:
         raise
     except OSError as err:
-        reason = err.strerror or str(err) or type(err).__name__
-        if isinstance(err, FileNotFoundError):
-            if "bucket" not in reason.lower():
-                reason = "no such file or directory"
-            raise FileNotFoundError(err.errno or 2, reason, url) from err
-        if isinstance(err, PermissionError):
-            raise PermissionError(err.errno or 13, f"permission denied ({reason})", url) from err
-        raise RemoteError(url, reason) from err
+        raise _with_url(url, err) from err
     except _errors() as err:
         raise _explain(url, err) from err
+
+
+def _with_url(url: str, err: OSError) -> OSError:
+    """The store's own OSError, of the same kind, saying ``url``."""
+    reason = err.strerror or str(err) or type(err).__name__
+    if isinstance(err, FileNotFoundError):
+        if "bucket" not in reason.lower():
+            reason = "no such file or directory"
+        return FileNotFoundError(err.errno or 2, reason, url)
+    if isinstance(err, PermissionError):
+        return PermissionError(err.errno or 13, f"permission denied ({reason})", url)
+    return RemoteError(url, reason)
 
 
 def _filesystem(url: str) -> tuple[Any, str]:
     """(fsspec filesystem for ``url``'s scheme, the path it takes)."""
     scheme = _scheme(url)
-    with _lock:
-        fs = _filesystems.get(scheme)
+    with remote_state.lock:
+        fs = remote_state.filesystems.get(scheme)
     if fs is None:
         # The optional extra is imported here, where a URL chose it (see objstore).
         try:
@@ -229,9 +323,8 @@ def _filesystem(url: str) -> tuple[Any, str]:
                                    "for s3:// pip install 'tb_opmode[s3]'") from err
         except ValueError as err:  # fsspec: "Protocol not known"
             raise RemoteError(url, f"unknown URL scheme {scheme}:// ({err})") from err
-        with _lock:
-            _filesystems.setdefault(scheme, fs)
-            fs = _filesystems[scheme]
+        with remote_state.lock:
+            fs = remote_state.filesystems.setdefault(scheme, fs)
     return fs, fs._strip_protocol(url)
 
 
@@ -239,18 +332,11 @@ def _url(scheme: str, path: str) -> str:
     return f"{scheme}://{path.rstrip('/')}"
 
 
-def _under(url: str) -> bool:
-    return any(url == r or url.startswith(r + "/") for r in _scanned)
-
-
 def forget() -> None:
     """Drop what was learnt of remote objects (sizes, ETags, listings): the next
     ``stat`` asks the store again. Small objects kept in memory stay, under the
     identity they had (a changed object has another)."""
-    with _lock:
-        _infos.clear()
-        _children.clear()
-        _scanned.clear()
+    remote_state.forget_listings()
 
 
 def scan(root: str) -> None:
@@ -262,13 +348,25 @@ def scan(root: str) -> None:
         return
     root = absolute(root)
     fs, path = _filesystem(root)
-    scheme = _scheme(root)
     # The listing is the one source of truth for what exists: drop s3fs's own cache.
     fs.invalidate_cache(path)
     _count("list_requests")
     # Files only: the directories are their keys' prefixes (s3fs's ``withdirs`` answer
     # depends on what its own cache saw before, and left out a directory on a rescan).
     found = _call(root, fs.find, path, detail=True)
+    infos, children = _tree(fs, root, found)
+    if not infos:
+        info = _call(root, fs.info, path)  # FileNotFoundError if nothing is there
+        if info.get("type") != "directory":
+            infos[root] = info
+    remote_state.replace_scan(root, path, infos, children)
+
+
+def _tree(fs: Any, root: str, found: dict[str, dict[str, Any]]
+          ) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
+    """(URL -> info of every object and directory under ``root``, directory URL -> its
+    entries' URLs), from the objects a recursive listing of ``root`` found."""
+    scheme = _scheme(root)
     infos: dict[str, dict[str, Any]] = {}
     children: dict[str, set[str]] = {}
     for name, info in found.items():
@@ -276,44 +374,39 @@ def scan(root: str) -> None:
         if url == root or info.get("type") == "directory":
             continue
         infos[url] = info
-        child = url
-        while child != root and child.startswith(root + "/"):
-            parent = posixpath.dirname(child)
-            known = parent in children
-            children.setdefault(parent, set()).add(child)
-            if parent != root and parent not in infos:
-                infos[parent] = {"name": fs._strip_protocol(parent), "type": "directory", "size": 0}
-            if known:
-                break  # its ancestors are recorded already
-            child = parent
-    if not infos:
-        info = _call(root, fs.info, path)  # FileNotFoundError if nothing is there
-        if info.get("type") != "directory":
-            infos[root] = info
-    with _lock:
-        for url in [u for u in _infos if u == root or u.startswith(root + "/")]:
-            del _infos[url]
-        for url in [u for u in _children if u == root or u.startswith(root + "/")]:
-            del _children[url]
-        _infos.update(infos)
-        _children.update({d: sorted(c) for d, c in children.items()})
-        _infos.setdefault(root, {"name": path, "type": "directory", "size": 0})
-        _scanned.add(root)
+        _add_directories(fs, root, url, infos, children)
+    return infos, children
+
+
+def _add_directories(fs: Any, root: str, url: str, infos: dict[str, dict[str, Any]],
+                     children: dict[str, set[str]]) -> None:
+    """Record ``url`` as an entry of its directory, and each directory up to ``root`` as
+    an entry of its own, until one already recorded."""
+    child = url
+    while child != root and child.startswith(root + "/"):
+        parent = posixpath.dirname(child)
+        known = parent in children
+        children.setdefault(parent, set()).add(child)
+        if parent != root and parent not in infos:
+            infos[parent] = {"name": fs._strip_protocol(parent), "type": "directory", "size": 0}
+        if known:
+            break  # its ancestors are recorded already
+        child = parent
 
 
 def _info(url: str) -> dict[str, Any]:
     url = absolute(url)
-    with _lock:
-        found = _infos.get(url)
-        if found is None and _under(url) and url not in _children:
+    with remote_state.lock:
+        found = remote_state.infos.get(url)
+        if found is None and remote_state.under_scan(url) and url not in remote_state.children:
             raise FileNotFoundError(2, "no such file or directory", url)
     if found is not None:
         return found
     fs, path = _filesystem(url)
     _count("requests")
     info: dict[str, Any] = _call(url, fs.info, path)
-    with _lock:
-        _infos[url] = info
+    with remote_state.lock:
+        remote_state.infos[url] = info
     return info
 
 
@@ -400,30 +493,44 @@ class Entry:
 
 def list_entries(directory: str) -> list[Any]:
     """The entries of ``directory`` sorted by name: ``os.DirEntry``s for a local one
-    (one ``scandir``, as before), ``Entry``s for a remote one (from the last ``scan``
+    (one ``scandir``), ``Entry``s for a remote one (from the last ``scan``
     covering it, else one listing). Raises OSError if it cannot be listed."""
     if not is_remote(directory):
         with os.scandir(directory) as it:
             return sorted(it, key=lambda e: e.name)
     url = absolute(directory)
-    with _lock:
-        known = _children.get(url) if _under(url) else None
-        if known is None and _under(url):
-            if url not in _infos:
-                raise FileNotFoundError(2, "no such file or directory", url)
-            known = []
-        infos = [(u, _infos[u]) for u in known] if known is not None else None
+    infos = _scanned_entries(url)
     if infos is None:
-        fs, path = _filesystem(url)
-        _count("list_requests")
-        listed = _call(url, fs.ls, path, detail=True)
-        scheme = _scheme(url)
-        infos = [(_url(scheme, i["name"]), i) for i in listed]
-        infos = [(u, i) for u, i in infos if u != url]
-        with _lock:
-            _infos.update(infos)
+        infos = _listed_entries(url)
     entries = [Entry(posixpath.basename(u), u, i.get("type") == "directory") for u, i in infos]
     return sorted(entries, key=lambda e: e.name)
+
+
+def _scanned_entries(url: str) -> list[tuple[str, dict[str, Any]]] | None:
+    """(URL, info) of the entries of directory ``url`` from the scan covering it; None
+    if no scan does. Raises FileNotFoundError if the scan found nothing there."""
+    with remote_state.lock:
+        if not remote_state.under_scan(url):
+            return None
+        known = remote_state.children.get(url)
+        if known is None:
+            if url not in remote_state.infos:
+                raise FileNotFoundError(2, "no such file or directory", url)
+            known = []
+        return [(u, remote_state.infos[u]) for u in known]
+
+
+def _listed_entries(url: str) -> list[tuple[str, dict[str, Any]]]:
+    """(URL, info) of the entries of directory ``url``, in one listing request."""
+    fs, path = _filesystem(url)
+    _count("list_requests")
+    listed = _call(url, fs.ls, path, detail=True)
+    scheme = _scheme(url)
+    infos = [(_url(scheme, i["name"]), i) for i in listed]
+    infos = [(u, i) for u, i in infos if u != url]
+    with remote_state.lock:
+        remote_state.infos.update(infos)
+    return infos
 
 
 def listdir(directory: str) -> list[str]:
@@ -438,27 +545,6 @@ def listdir(directory: str) -> list[str]:
 
 def _identity(info: dict[str, Any]) -> tuple[int, str]:
     return int(info.get("size") or 0), _version(info) or str(_mtime(info))
-
-
-def _keep(url: str, ident: Any, data: bytes) -> None:
-    global _small_bytes
-    with _lock:
-        key = (url, ident)
-        if key in _small:
-            return
-        _small[key] = data
-        _small_bytes += len(data)
-        while _small_bytes > _SMALL_KEEP and _small:
-            _key, old = _small.popitem(last=False)
-            _small_bytes -= len(old)
-
-
-def _kept(url: str, ident: Any) -> bytes | None:
-    with _lock:
-        data = _small.get((url, ident))
-        if data is not None:
-            _small.move_to_end((url, ident))
-        return data
 
 
 class _Bytes(io.BytesIO):
@@ -504,25 +590,15 @@ class _RemoteFile(io.RawIOBase):
             super().close()
 
 
-# (URL, identity) -> [(start, bytes)]: the head and the last bytes of what was fetched of
-# a big object, so that a log's head read by discovery and the tail that ``tfdbg`` checks
-# after reading are not fetched again.
-_pieces: OrderedDict[tuple[str, Any], list[tuple[int, bytes]]] = OrderedDict()
-_PIECES_KEEP = 4096
-_PIECE_TAIL = 4096
-_PIECE_HEAD = 1 << 16
-
-
 class _Fetcher:
     """Fetches byte ranges of one big object, counting requests and bytes, and serves
-    a range again from the pieces kept of earlier fetches (``_pieces``)."""
+    a range again from the pieces kept of earlier fetches (``RemoteState.pieces``)."""
 
     def __init__(self, url: str, ident: Any, fetch: Callable[[int, int], bytes]) -> None:
         self.url, self.key, self._fetch = url, (url, ident), fetch
 
     def __call__(self, start: int, end: int) -> bytes:
-        with _lock:
-            kept = list(_pieces.get(self.key, ()))
+        kept = remote_state.pieces_of(self.key)
         prefix = b""
         for pstart, data in kept:
             if pstart <= start < pstart + len(data):
@@ -534,18 +610,8 @@ class _Fetcher:
         data = bytes(_call(self.url, self._fetch, begin, end))
         _count("requests")
         _count("bytes", len(data))
-        self._remember(begin, data)
+        remote_state.remember_piece(self.key, begin, data)
         return prefix + data if prefix else data
-
-    def _remember(self, start: int, data: bytes) -> None:
-        tail = (start + max(0, len(data) - _PIECE_TAIL), data[-_PIECE_TAIL:])
-        with _lock:
-            pieces = _pieces.setdefault(self.key, [])
-            heads = [(0, data[:_PIECE_HEAD])] if start == 0 else [p for p in pieces if p[0] == 0]
-            pieces[:] = heads + [tail]
-            _pieces.move_to_end(self.key)
-            while len(_pieces) > _PIECES_KEEP:
-                _pieces.popitem(last=False)
 
 
 def open_read(path: str) -> BinaryIO:
@@ -562,13 +628,13 @@ def open_read(path: str) -> BinaryIO:
     ident = _identity(info)
     size = ident[0]
     if size <= SMALL_BYTES:
-        data = _kept(url, ident)
+        data = remote_state.kept_small(url, ident)
         if data is None:
             fs, key = _filesystem(url)
             _count("requests")
             data = _call(url, fs.cat_file, key)
             _count("bytes", len(data))
-            _keep(url, ident, data)
+            remote_state.keep_small(url, ident, data)
         return _Bytes(data, url)
     fs, key = _filesystem(url)
     f = _call(url, fs.open, key, "rb", block_size=_BLOCK, cache_type="readahead", size=size)
@@ -628,27 +694,37 @@ def prefetch(paths: Iterable[str]) -> None:
     are left to be read when they are opened. Errors are not raised here: the object
     is then opened as usual and its reader reports what fails."""
     todo: dict[str, list[tuple[str, Any]]] = {}
-    for path in paths:
-        if not is_remote(path):
-            continue
-        url = absolute(path)
-        try:
-            info = _info(url)
-        except OSError:
-            continue  # reported when the reader opens it
-        ident = _identity(info)
-        if info.get("type") == "directory" or ident[0] > SMALL_BYTES or _kept(url, ident) is not None:
-            continue
-        todo.setdefault(_scheme(url), []).append((url, ident))
+    for url in (absolute(p) for p in paths if is_remote(p)):
+        ident = _small_not_kept(url)
+        if ident is not None:
+            todo.setdefault(_scheme(url), []).append((url, ident))
     for items in todo.values():
-        fs, _ = _filesystem(items[0][0])
-        keys = {fs._strip_protocol(u): (u, i) for u, i in items}
-        # on_error="return": a failing object comes back as its exception, which we drop
-        # here on purpose (its reader opens it again and reports the error by name).
-        _count("requests", len(keys))
-        got = _call(items[0][0], fs.cat, list(keys), on_error="return")
-        for key, value in got.items():
-            if isinstance(value, bytes) and key in keys:
-                _count("bytes", len(value))
-                url, ident = keys[key]
-                _keep(url, ident, value)
+        _fetch_small(items)
+
+
+def _small_not_kept(url: str) -> tuple[int, str] | None:
+    """The identity of the object ``url`` if it is small and not kept yet, else None
+    (also when it cannot be stat'ed: its reader reports that when it opens it)."""
+    try:
+        info = _info(url)
+    except OSError:
+        return None
+    ident = _identity(info)
+    if info.get("type") == "directory" or ident[0] > SMALL_BYTES:
+        return None
+    return ident if remote_state.kept_small(url, ident) is None else None
+
+
+def _fetch_small(items: list[tuple[str, Any]]) -> None:
+    """Fetch the small objects (URL, identity) of one scheme in parallel, and keep them."""
+    fs, _ = _filesystem(items[0][0])
+    keys = {fs._strip_protocol(u): (u, i) for u, i in items}
+    # on_error="return": a failing object comes back as its exception, which we drop
+    # here on purpose (its reader opens it again and reports the error by name).
+    _count("requests", len(keys))
+    got = _call(items[0][0], fs.cat, list(keys), on_error="return")
+    for key, value in got.items():
+        if isinstance(value, bytes) and key in keys:
+            _count("bytes", len(value))
+            url, ident = keys[key]
+            remote_state.keep_small(url, ident, value)
