@@ -306,23 +306,69 @@ def prune(directory: str, keep: str = "") -> None:
     used first, entries until the disk has its reserve free and the optional
     bounds hold; the entry ``keep`` (just written) stays."""
     swept = _sweep_due(directory)
-    if not swept and MAX_BYTES is None and MAX_ENTRIES is None:
-        free, reserve = _free_bytes(directory)
-        if free >= reserve:
-            # Nothing to sweep or evict: the directory is not listed (a store per file of
-            # hundreds of runs listed the hundreds of entries each time).
-            return
-    try:
-        names = [n for n in os.listdir(directory) if n.endswith(_SUFFIX) and not n.startswith(".")]
-    except OSError as err:
-        logger.warning("opmode cache: cannot list %s: %s", directory, err)
+    if not swept and MAX_BYTES is None and MAX_ENTRIES is None and _has_reserve(directory):
+        # Nothing to sweep or evict: the directory is not listed (a store per file of
+        # hundreds of runs would list the hundreds of entries each time).
+        return
+    names = _entry_names(directory)
+    if names is None:
         return
     if swept:
         gone = _sweep(directory, names, keep)
         names = [n for n in names if n not in gone]
+    _evict_past_bounds(directory, names, keep, swept)
+
+
+def _has_reserve(directory: str) -> bool:
     free, reserve = _free_bytes(directory)
-    if free >= reserve and MAX_BYTES is None and (MAX_ENTRIES is None or len(names) <= MAX_ENTRIES):
+    return free >= reserve
+
+
+def _entry_names(directory: str) -> Optional[list[str]]:
+    """The names of the entries in the cache directory; None (logged) if it cannot be listed."""
+    try:
+        return [n for n in os.listdir(directory) if n.endswith(_SUFFIX) and not n.startswith(".")]
+    except OSError as err:
+        logger.warning("opmode cache: cannot list %s: %s", directory, err)
+        return None
+
+
+def _evict_past_bounds(directory: str, names: list[str], keep: str, swept: bool) -> None:
+    """Evict, least recently used first, entries among ``names`` until the disk has its
+    reserve free and the optional bounds hold (``swept``: the dead entries are gone)."""
+    free, reserve = _free_bytes(directory)
+    if _within_bounds(free, reserve, len(names)):
         return  # nothing to evict: no need to stat every entry (a store per run of hundreds)
+    aged = _by_age(directory, names, keep)
+    excess = _excess_bytes(aged, free, reserve)
+    count = len(aged) - MAX_ENTRIES if MAX_ENTRIES is not None else 0
+    if excess <= 0 and count <= 0:
+        return
+    if not swept:
+        # Before a live entry goes, the dead ones do, whenever they were last looked for.
+        gone = _sweep(directory, [n for *_r, n in aged], keep)
+        excess -= _bytes_of(aged, gone)
+        count -= len(gone)
+        aged = [a for a in aged if a[3] not in gone]
+    _evict(directory, aged, excess, count)
+
+
+def _within_bounds(free: int, reserve: int, entries: int) -> bool:
+    """Whether the disk has its reserve free and no bound is set that ``entries`` could pass."""
+    return free >= reserve and MAX_BYTES is None and (MAX_ENTRIES is None or entries <= MAX_ENTRIES)
+
+
+def _bytes_of(aged: list[_Aged], names: set[str]) -> int:
+    return sum(size for _k, _m, size, n in aged if n in names)
+
+
+# An entry as eviction sees it: (whether it is the one to keep, mtime, size, name).
+_Aged = tuple[bool, float, int, str]
+
+
+def _by_age(directory: str, names: list[str], keep: str) -> list[_Aged]:
+    """The entries ``names`` that can be stat'ed, the one to keep first, then the most
+    recently used: those stay."""
     aged = []
     for name in names:
         try:
@@ -332,24 +378,23 @@ def prune(directory: str, keep: str = "") -> None:
         except OSError as err:
             logger.warning("opmode cache: cannot stat %s: %s", name, err)
             continue
-        # The entry just written first, then the most recently used: those stay.
         aged.append((name == keep, st.st_mtime, st.st_size, name))
     aged.sort(reverse=True)
-    total = sum(size for _k, _m, size, _n in aged)
+    return aged
+
+
+def _excess_bytes(aged: list[_Aged], free: int, reserve: int) -> int:
+    """Bytes to free: what the disk lacks of its reserve, or the entries' bytes past
+    ``MAX_BYTES``, whichever is more."""
     excess = max(0, reserve - free)
     if MAX_BYTES is not None:
-        excess = max(excess, total - MAX_BYTES)
-    count = len(aged) - MAX_ENTRIES if MAX_ENTRIES is not None else 0
-    if excess <= 0 and count <= 0:
-        return
-    if not swept:
-        # Before a live entry goes, the dead ones do, whenever they were last looked for.
-        gone = _sweep(directory, [n for *_r, n in aged], keep)
-        if gone:
-            freed = sum(size for _k, _m, size, n in aged if n in gone)
-            aged = [a for a in aged if a[3] not in gone]
-            excess -= freed
-            count -= len(gone)
+        excess = max(excess, sum(size for _k, _m, size, _n in aged) - MAX_BYTES)
+    return excess
+
+
+def _evict(directory: str, aged: list[_Aged], excess: int, count: int) -> None:
+    """Remove entries, least recently used first (never ``aged[0]``, the one to keep or
+    the last used), until ``excess`` bytes and ``count`` entries are gone."""
     for _kept, _mtime, size, name in reversed(aged[1:]):
         if excess <= 0 and count <= 0:
             break
