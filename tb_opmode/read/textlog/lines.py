@@ -69,25 +69,13 @@ class LineReader(LineHandlers):
         route = self.locations.get(location)
         if route is None:
             route = self._route_of(location)
-        if route is NOT_A_LOCATION:
-            self._read_unprefixed_line(line, off)
-            return
         if not self.tf_format:
-            m = PREFIX.match(line)
-            if m is not None:
-                self.take_format(m)
+            self._take_format_of(line)  # (a line with no location before "] " has no prefix)
         if not line.startswith(route[0], j + 2):
-            # A location or message we do not read. Not searched for lines written into
-            # it: TF writes whole lines, so a cut line starts with a oneDNN line (stdout)
-            # or has a location we read.
-            self.last_prefixed = line
-            if CPU_GUARD in line:
-                self.cpu_blocks = CPU_LINE_BLOCKS
+            self._read_unrouted_line(line, off, route)
             return
-        self._read_routed_line(line, off, j, route)
-
-    def _read_routed_line(self, line: bytes, off: int, j: int, route: Route) -> None:
-        """A line carrying a message its file's handler reads (``j``: its first "] ")."""
+        # A line carrying a message its file's handler reads (read on from here, not by
+        # a function of its own: this runs for every such line).
         m = PREFIX.match(line)
         if m is None:  # a line written into the start of this one
             self.split_garbled(line, off)
@@ -97,6 +85,23 @@ class LineReader(LineHandlers):
         if ((line.find(b"] ", j + 2) < 0 and b"_verbose," not in line)
                 or not self.split_garbled(line, off)):
             route[1](line, m.end(), m.group(6), off, False)
+
+    def _take_format_of(self, line: bytes) -> None:
+        m = PREFIX.match(line)
+        if m is not None:
+            self.take_format(m)
+
+    def _read_unrouted_line(self, line: bytes, off: int, route: Route) -> None:
+        """A line whose text before "] " is no source location (``NOT_A_LOCATION``), or of a
+        location or message we do not read: then only its time counts, and it is not
+        searched for lines written into it (TF writes whole lines, so a cut line starts
+        with a oneDNN line, from stdout, or has a location we read)."""
+        if route is NOT_A_LOCATION:
+            self._read_unprefixed_line(line, off)
+            return
+        self.last_prefixed = line
+        if CPU_GUARD in line:
+            self.cpu_blocks = CPU_LINE_BLOCKS
 
     def _read_line_without_location(self, line: bytes, off: int) -> None:
         """A line holding no "] ": a oneDNN line (perhaps with another written into it),

@@ -13,7 +13,19 @@ import re
 from collections import Counter
 from typing import Optional
 
-from .format import BINARY, NON_UTF8, TF213_STYLE, TF221_STYLE, Route, prefix_time
+from .format import (
+    BINARY,
+    DEAD_NODE,
+    DEBUG_KERNEL,
+    NON_UTF8,
+    PLUMBING_KERNELS,
+    PLUMBING_NODES,
+    T_ATTR,
+    TF213_STYLE,
+    TF221_STYLE,
+    Route,
+    prefix_time,
+)
 
 __all__ = ["ParseState", "EagerOp", "OpenStep", "ProcessText", "KIND_RAN", "KIND_PLUMBING",
            "KIND_DEAD", "KIND_DEBUG", "MAX_TEXTS", "MAX_OPEN_STEPS"]
@@ -35,13 +47,25 @@ class ProcessText:
 
     __slots__ = ("name", "kernel", "pair", "kind", "text")
 
-    def __init__(self, name: bytes, kernel: bytes, pair: tuple[bytes, bytes], kind: int,
-                 text: bytes) -> None:
+    def __init__(self, text: bytes, name_end: int, kernel_end: int) -> None:
+        """``text``, from "{{node " to the end of the line: its NAME ends at ``name_end``
+        (the "}} = " after it), its KERNEL at ``kernel_end`` (the "[" or "(" after it)."""
+        name = text[7:name_end]
+        kernel = text[name_end + 5:kernel_end]
+        t = T_ATTR.search(text, kernel_end)
         self.name = name
         self.kernel = kernel
-        self.pair = pair  # (kernel, its T= dtype or b"")
-        self.kind = kind  # KIND_RAN, KIND_PLUMBING, KIND_DEAD or KIND_DEBUG
-        self.text = text  # from "{{node " to the end of the line
+        self.pair = (kernel, t.group(1) if t is not None else b"")  # (kernel, its T= dtype or b"")
+        self.text = text
+        self.kind: int  # KIND_RAN, KIND_PLUMBING, KIND_DEAD or KIND_DEBUG
+        if (kernel in PLUMBING_KERNELS and kernel != b"_Arg") or name in PLUMBING_NODES:
+            self.kind = KIND_PLUMBING  # _Arg stays: a graph's arguments, which dump ops name
+        elif DEAD_NODE in text:
+            self.kind = KIND_DEAD
+        elif kernel.startswith(DEBUG_KERNEL):
+            self.kind = KIND_DEBUG
+        else:
+            self.kind = KIND_RAN
 
 
 class EagerOp:

@@ -18,26 +18,20 @@ from operator import itemgetter
 from typing import Optional
 
 from .format import (
-    DEAD_NODE,
     DEBUG_BUFFER,
     DEBUG_CONTEXT,
-    DEBUG_KERNEL,
     DEBUG_MODE,
     DEBUG_OP_NAME,
     DEBUG_RUN_ID,
     DEBUG_SLOT,
     EMBEDDED_LINE_START,
     KERNEL_END,
-    PLUMBING_KERNELS,
-    PLUMBING_NODES,
-    T_ATTR,
     first_input,
 )
 from .state import (
     KIND_DEAD,
     KIND_DEBUG,
     KIND_PLUMBING,
-    KIND_RAN,
     MAX_OPEN_STEPS,
     MAX_TEXTS,
     OpenStep,
@@ -52,16 +46,6 @@ _Filing = tuple[dict[bytes, tuple[bytes, bytes]], frozenset[bytes], dict[bytes, 
 # Sets of texts whose filing is kept (``ParseState.filing_of_texts``).
 _MAX_FILINGS = 256
 _step_id_of = itemgetter(0)  # of a (step id, text, ...) the scan found
-
-
-def _kind_of(name: bytes, kernel: bytes, text: bytes) -> int:
-    if (kernel in PLUMBING_KERNELS and kernel != b"_Arg") or name in PLUMBING_NODES:
-        return KIND_PLUMBING  # _Arg stays: a graph's arguments, which dump ops name
-    if DEAD_NODE in text:
-        return KIND_DEAD
-    if kernel.startswith(DEBUG_KERNEL):
-        return KIND_DEBUG
-    return KIND_RAN
 
 
 def _last_line_nodes(texts: list[ProcessText]) -> dict[bytes, tuple[bytes, bytes]]:
@@ -80,30 +64,26 @@ class StepFiling(ParseState):
         if (b"] " in text or b"_verbose," in text) and EMBEDDED_LINE_START.search(text) is not None:
             return None
         j = text.find(b"}} = ")
-        name = text[7:j]
         k = KERNEL_END.search(text, j + 5)
         if k is None:  # not in a text the scan matched; for the type checker
             return None
-        kernel = text[j + 5:k.start()]
-        t = T_ATTR.search(text, k.start())
-        node = ProcessText(name, kernel, (kernel, t.group(1) if t is not None else b""),
-                           _kind_of(name, kernel, text), text)
-        self._keep_text(node)
-        return node
-
-    def _keep_text(self, node: ProcessText) -> None:
-        """Keep a new text's node, and note it where another line may hide in its text or
-        where it is a debug node whose input is still wanted."""
+        node = ProcessText(text, j, k.start())
         if len(self.texts) >= MAX_TEXTS:
             self.texts.clear()  # texts that vary per line: memory stays bounded
             self.odd_texts.clear()
-        self.texts[node.text] = node
-        if b"] " in node.text or b"_verbose," in node.text:
+        self.texts[text] = node
+        if b"] " in text or b"_verbose," in text:
             self.odd_texts.add(node)
         if node.kind == KIND_DEBUG and node.name not in self.debug_inputs:
-            if len(self.debug_texts_pending) >= MAX_TEXTS:
-                self.debug_texts_pending.clear()  # such texts only: inputs then taken per line
-            self.debug_texts_pending.add(node)
+            self._await_debug_input(node)
+        return node
+
+    def _await_debug_input(self, node: ProcessText) -> None:
+        """Note a debug node's text whose name has no input recorded yet: its first line
+        counted gives it."""
+        if len(self.debug_texts_pending) >= MAX_TEXTS:
+            self.debug_texts_pending.clear()  # such texts only: inputs then taken per line
+        self.debug_texts_pending.add(node)
 
     # -- lines whose texts are known ------------------------------------------------------
     def count_process_lines(self, found: Sequence[tuple[bytes, ...]], step_ids: dict[bytes, None],
@@ -151,6 +131,7 @@ class StepFiling(ParseState):
 
     def _add_to_steps(self, found: Sequence[tuple[bytes, ...]], step_ids: dict[bytes, None],
                       texts: list[ProcessText]) -> None:
+        """Each open step keeps the texts of its lines, in line order."""
         steps = self.open_steps
         if len(step_ids) == 1:
             (step_id,) = step_ids
