@@ -15,11 +15,10 @@ file that cannot be read (corrupt, foreign, from another version) is ignored
 and rewritten; a cache directory that cannot be written is not used. Cache
 files are only loaded when owned by the current user (they are pickles).
 
-Size: the cache holds an entry for every file of every logdir read (a logdir of
-200 runs needs 800: per run a dump set, the cluster tasks its ``.graphs`` names
-(``cached_dump_tasks``, asked by discovery), a profile and the run's light view; the
-command line adds one summary document per logdir and arguments, ``load_summary``),
-bounded by the disk rather
+Size: the cache holds an entry for every file of every logdir read (per run a dump
+set, the cluster tasks its ``.graphs`` names (``cached_dump_tasks``, asked by
+discovery), a profile and the run's light view; the command line adds one summary
+document per logdir and arguments, ``load_summary``), bounded by the disk rather
 than by a count: entries go, least recently used first, only when the disk's
 free space would fall under ``MIN_FREE_FRACTION`` of it (at least
 ``MIN_FREE_BYTES``), or past ``MAX_BYTES``/``MAX_ENTRIES`` when those are set.
@@ -56,9 +55,9 @@ _OFF = ("", "0", "off", "none", "false", "no")
 _FORMAT = 2
 _SUFFIX = ".pickle"
 _SWEPT = ".swept"
-# No bound by count or total size unless set (tests set them): a count of 256 made a
-# logdir of 200 runs (400 entries) evict, in order, the very entries the next read of
-# the logdir needed, so nothing was ever a hit.
+# No bound by count or total size unless set (tests set them): a count below what a
+# logdir needs evicts, in order, the very entries the next read of the logdir needs,
+# so nothing is ever a hit.
 MAX_ENTRIES: Optional[int] = None
 MAX_BYTES: Optional[int] = None
 # The bound that holds: leave the disk this much free (the larger of the two).
@@ -129,8 +128,7 @@ def _sources_under(directory: str) -> list[str]:
 
 def _code_fingerprint(kind: str) -> str:
     """The version and a hash of the content of the modules that read ``kind`` (once per
-    process: about 1 ms for the whole package). Raises ``FileNotFoundError`` if a module
-    ``_READERS`` names is missing."""
+    process). Raises ``FileNotFoundError`` if a module ``_READERS`` names is missing."""
     found = _fingerprints.get(kind)
     if found is None:
         h = hashlib.sha256(__version__.encode())

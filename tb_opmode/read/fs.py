@@ -66,7 +66,8 @@ __all__ = ["RemoteError", "RemoteStat", "RemoteState", "remote_state", "Entry", 
 SMALL_BYTES = 4 << 20
 # At most this many bytes of small objects are kept in memory.
 _SMALL_KEEP = 256 << 20
-# Read-ahead of a big object's reader: the readers read 1-16 MiB windows.
+# Read-ahead of a big object's reader: about what the readers read at a time, so that a
+# window costs about one request.
 _BLOCK = 8 << 20
 
 

@@ -81,9 +81,9 @@ def _add(runs: dict[str, RunSources], owner: str, path: str) -> None:
 def _attach_by_content(runs: dict[str, RunSources], path: str, given: bool, logdir: str,
                        dump_dirs: list[str], warnings: _Warnings) -> None:
     """A log outside every dump run's directory: attached where its content proves it
-    belongs (attaching by file times alone once gave a oneDNN-off run the log, and so the
-    oneDNN banner, of the oneDNN-on run beside it); a ``--log`` file (``given``) to the
-    only run if there is one; else a run of its own."""
+    belongs (file times alone would give a oneDNN-off run the log, and so the oneDNN
+    banner, of a oneDNN-on run made beside it); a ``--log`` file (``given``) to the only
+    run if there is one; else a run of its own."""
     try:
         evidence = _log_evidence(path)
     except OSError as err:  # vanished or unreadable since it was found
