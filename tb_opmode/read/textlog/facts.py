@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ...errors import Problem
-from .format import PREFIX, PROBLEM_KINDS, as_text, prefix_time
+from . import format as log_format
+from .format import PROBLEM_KINDS, as_text, prefix_time
 from .steps import StepFiling
 
 __all__ = ["EagerKernel", "LogFacts", "log_facts"]
@@ -118,7 +119,7 @@ def log_facts(state: StepFiling) -> LogFacts:
 def _last_time(state: StepFiling) -> Optional[float]:
     """The time of the last line with a TF location, or if that was no TF line after all
     (or a piece of a garbled line came later) of the last line read by a handler."""
-    times = [prefix_time(m) for m in (PREFIX.match(x) for x in
+    times = [prefix_time(m) for m in (log_format.PREFIX.match(x) for x in
              (state.last_prefixed, state.last_matched) if x is not None) if m is not None]
     known = [t for t in times if t is not None]
     return max(known) if known else None

@@ -4,6 +4,9 @@ In: nothing (constants, and small functions on one line's bytes). Out: the regex
 and message markers of every kind of line read, the problem kinds a log can show, and
 the parsing of a line's prefix time, a node's ``{{node NAME}} = KERNEL[...]`` and a
 wrapper function's name. ``looks_like_log`` asks whether a file's head holds such lines.
+The other modules call the patterns through this module (``log_format.PREFIX.match``),
+not by a name imported from it: CPython 3.11 compiles a method call on an imported name
+as an attribute lookup that makes a bound method at every call.
 
 A log is the stderr (and stdout) of a run with ``TF_CPP_MAX_VLOG_LEVEL=2`` (or
 ``TF_CPP_VMODULE=execute=1,executor=1,op_kernel=1,process_function_library_runtime=1``)

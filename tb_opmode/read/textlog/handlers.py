@@ -21,12 +21,12 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from . import format as log_format
 from .format import (
     COMPONENT_SUCCEEDED,
     CPU_FEATURES,
     DEAD_NODE,
     DEBUG_KERNEL,
-    EMBEDDED_LINE_START,
     EXECUTING_OP,
     FOLDED_NODE,
     FOLDING_STEP,
@@ -34,10 +34,8 @@ from .format import (
     IN_DEVICE,
     INSTANTIATING_KERNEL,
     ONEDNN_BANNER,
-    ONEDNN_LINE_START,
     PLUMBING_KERNELS,
     PLUMBING_NODES,
-    PREFIX,
     PROCESS_NODE,
     RUNNING_COMPONENT,
     WRAPPED,
@@ -51,6 +49,12 @@ from .state import EagerOp
 from .steps import StepFiling
 
 __all__ = ["LineHandlers"]
+
+
+def _is_wrapped_op(op: EagerOp, name: bytes) -> bool:
+    """Whether node ``name``, instantiated while ``op`` runs, is the op in its wrapper."""
+    return (not op.is_function and not op.kernel and name == op.dispatch
+            and (op.key is None or op.depth > 0))
 
 
 class LineHandlers(StepFiling):
@@ -138,7 +142,7 @@ class LineHandlers(StepFiling):
             return
         name, kernel, dtype = parsed
         op = self.eager_ops.get(tid)
-        if op is not None and self._is_wrapped_op(op, name):
+        if op is not None and _is_wrapped_op(op, name):
             op.kernel, op.dtype = kernel, dtype
             key = op.key if op.key is not None else (op.dispatch, op.device)
             self.wrapper_kernels[key] = (kernel, dtype)
@@ -146,12 +150,6 @@ class LineHandlers(StepFiling):
         self.instantiated[name] = (kernel, dtype)
         if kernel.startswith(DEBUG_KERNEL) and name not in self.debug_inputs:
             self.record_debug_node(name, line)
-
-    @staticmethod
-    def _is_wrapped_op(op: EagerOp, name: bytes) -> bool:
-        """Whether node ``name``, instantiated while ``op`` runs, is the op in its wrapper."""
-        return (not op.is_function and not op.kernel and name == op.dispatch
-                and (op.key is None or op.depth > 0))
 
     # -- graph nodes ----------------------------------------------------------------------
     def _node_of_kernel_line(self, line: bytes, at: int, off: int,
@@ -266,7 +264,7 @@ class LineHandlers(StepFiling):
         """Split ``line`` where other lines were written into it and read each piece;
         False (nothing done) if nothing was written into it."""
         cuts = [0]
-        for e in EMBEDDED_LINE_START.finditer(line, 1):
+        for e in log_format.EMBEDDED_LINE_START.finditer(line, 1):
             cuts.append(e.start())
         if len(cuts) == 1:
             return False
@@ -279,10 +277,10 @@ class LineHandlers(StepFiling):
 
     def _read_piece(self, seg: bytes, off: int, cut: bool) -> None:
         """Read one piece of a garbled line; ``cut``: its tail was overwritten."""
-        if ONEDNN_LINE_START.match(seg):
+        if log_format.ONEDNN_LINE_START.match(seg):
             self.on_onednn_line(seg, off, not cut, split=False)
             return
-        m = PREFIX.match(seg)
+        m = log_format.PREFIX.match(seg)
         if m is None:
             return  # the tail of a line cut earlier: its head was read already
         if not self.tf_format:

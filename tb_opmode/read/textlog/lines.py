@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from . import format as log_format
 from .format import (
     CPU_FEATURES,
     CPU_GUARD,
     CPU_LINE_BLOCKS,
-    ONEDNN_LINE_START,
-    PREFIX,
-    SOURCE_LOCATION,
     Route,
 )
 from .handlers import LineHandlers
@@ -48,7 +46,7 @@ class LineReader(LineHandlers):
     def _route_of(self, location: bytes) -> Route:
         """What a ``file:line`` before the first ``"] "`` of a line means: the route of its
         file, ``UNREAD_LOCATION`` or ``NOT_A_LOCATION``."""
-        m = SOURCE_LOCATION.fullmatch(location)
+        m = log_format.SOURCE_LOCATION.fullmatch(location)
         if m is None:
             return NOT_A_LOCATION
         route = self.routes.get(m.group(1), UNREAD_LOCATION)
@@ -76,7 +74,7 @@ class LineReader(LineHandlers):
             return
         # A line carrying a message its file's handler reads (read on from here, not by
         # a function of its own: this runs for every such line).
-        m = PREFIX.match(line)
+        m = log_format.PREFIX.match(line)
         if m is None:  # a line written into the start of this one
             self.split_garbled(line, off)
             return
@@ -87,7 +85,7 @@ class LineReader(LineHandlers):
             route[1](line, m.end(), m.group(6), off, False)
 
     def _take_format_of(self, line: bytes) -> None:
-        m = PREFIX.match(line)
+        m = log_format.PREFIX.match(line)
         if m is not None:
             self.take_format(m)
 
@@ -114,7 +112,7 @@ class LineReader(LineHandlers):
     def _read_unprefixed_line(self, line: bytes, off: int) -> None:
         """A line with no TF prefix at its start: oneDNN v0 lines (dnnl_verbose, ...),
         continuations of multi-line messages, or garbage."""
-        if ONEDNN_LINE_START.match(line):
+        if log_format.ONEDNN_LINE_START.match(line):
             self.on_onednn_line(line, off, True)
         else:
             self.split_garbled(line, off)
@@ -135,7 +133,7 @@ class LineReader(LineHandlers):
             return False
         if not line.startswith(route[0], j + 2):
             return True
-        return PREFIX.match(line) is not None
+        return log_format.PREFIX.match(line) is not None
 
     def read_line_at(self, line: bytes, off: int, at: int) -> None:
         """``read_line``, noting ``at`` (the line's start in the block being read) when the

@@ -24,20 +24,16 @@ from collections.abc import Iterable
 from operator import itemgetter
 from typing import BinaryIO, Optional, cast
 
+from . import format as log_format
 from .facts import LogFacts, log_facts
 from .format import (
     CPU_FEATURES,
     CPU_GUARD,
     CPU_LINE_BLOCKS,
-    HANDLED_LINE,
-    HANDLED_OR_PROCESS_LINE,
     LONG_LINES,
     MAX_LINE,
     NO_LAST_NEWLINE,
-    ODD_BYTE,
-    PREFIX,
     PROCESS_NODE,
-    PROCESS_NODE_LINE,
 )
 from .lines import LineReader
 from .state import MAX_TEXTS, ProcessText
@@ -53,6 +49,36 @@ _text_of = itemgetter(1)
 _handled_of = itemgetter(2)
 # A line's (start, end after its newline, index in the one scan's matches or -1).
 _Span = tuple[int, int, int]
+
+
+def _handled_spans(data: bytes, a: int, b: int, found: list[tuple[bytes, bytes, bytes]],
+                   handled: list[bytes]) -> Optional[list[_Span]]:
+    """Where the lines of the one scan's handled texts, and the oneDNN lines, are in
+    ``data[a:b]``; None if one of them is to be read by the two scans.
+
+    A handled line is found again by its text from the end of the one before (nothing
+    between holds it: the scan would have matched it there); oneDNN lines only count
+    primitives, so they are read in the order of the handlers' lines only."""
+    spans: list[_Span] = []
+    cur = a
+    for i, text in zip(itertools.compress(range(len(found)), map(_handled_of, found)), handled):
+        if text.startswith(CPU_GUARD):  # the CPU line's search starts here
+            return None
+        p = data.find(b"] " + text, cur, b)
+        if p < 0:  # cannot be: the scan found it there
+            return None
+        ls = data.rfind(b"\n", a, p) + 1 or a
+        cur = data.find(b"\n", p, b) + 1
+        spans.append((ls, cur, i))
+    p = data.find(b"_verbose,", a, b)
+    while p >= 0:
+        ls = data.rfind(b"\n", a, p) + 1 or a
+        le = data.find(b"\n", p, b) + 1
+        if data.find(b"] ", ls, le) >= 0:  # perhaps a TF line: read in line order
+            return None
+        spans.append((ls, le, -1))
+        p = data.find(b"_verbose,", le, b)
+    return spans
 
 
 class LogParser(LineReader):
@@ -93,7 +119,7 @@ class LogParser(LineReader):
         """``note_odd_bytes`` for each line of the block holding a NUL or a non-ASCII byte."""
         pos = start
         while pos < end:
-            m = ODD_BYTE.search(data, pos, end)
+            m = log_format.ODD_BYTE.search(data, pos, end)
             if m is None:
                 return
             p = m.start()
@@ -121,7 +147,7 @@ class LogParser(LineReader):
         reads one by one: ``HANDLED_LINE``'s, oneDNN lines, and (in the blocks after
         cpu_feature_guard's line) the CPU line."""
         spans: dict[int, int] = {}
-        for m in HANDLED_LINE.finditer(data, a, b):
+        for m in log_format.HANDLED_LINE.finditer(data, a, b):
             p = m.start()
             ls = data.rfind(b"\n", a, p) + 1 or a
             if ls not in spans:
@@ -144,14 +170,14 @@ class LogParser(LineReader):
         node (made here for a new one) without "] " or "_verbose," in it (no line hides in
         it), no other line is taken whole by the scan, and no oneDNN line holds "] ".
         False (nothing read but new texts' nodes) otherwise."""
-        found = HANDLED_OR_PROCESS_LINE.findall(data, a, b)
+        found = log_format.HANDLED_OR_PROCESS_LINE.findall(data, a, b)
         handled = list(filter(None, map(_handled_of, found)))
         nodes = list(map(self.texts.get, map(_text_of, found)))
         if nodes.count(None) != len(handled) and not self._nodes_of_new_texts(found, nodes):
             return False
         if self.odd_texts and not self.odd_texts.isdisjoint(nodes):
             return False
-        spans = self._handled_spans(data, a, b, found, handled)
+        spans = _handled_spans(data, a, b, found, handled)
         if spans is None:
             return False
         spans.sort()
@@ -165,36 +191,6 @@ class LogParser(LineReader):
         if done < len(found):
             self._count_found(found[done:], nodes[done:])
         return True
-
-    @staticmethod
-    def _handled_spans(data: bytes, a: int, b: int, found: list[tuple[bytes, bytes, bytes]],
-                       handled: list[bytes]) -> Optional[list[_Span]]:
-        """Where the lines of the one scan's handled texts, and the oneDNN lines, are in
-        ``data[a:b]``; None if one of them is to be read by the two scans.
-
-        A handled line is found again by its text from the end of the one before (nothing
-        between holds it: the scan would have matched it there); oneDNN lines only count
-        primitives, so they are read in the order of the handlers' lines only."""
-        spans: list[_Span] = []
-        cur = a
-        for i, text in zip(itertools.compress(range(len(found)), map(_handled_of, found)), handled):
-            if text.startswith(CPU_GUARD):  # the CPU line's search starts here
-                return None
-            p = data.find(b"] " + text, cur, b)
-            if p < 0:  # cannot be: the scan found it there
-                return None
-            ls = data.rfind(b"\n", a, p) + 1 or a
-            cur = data.find(b"\n", p, b) + 1
-            spans.append((ls, cur, i))
-        p = data.find(b"_verbose,", a, b)
-        while p >= 0:
-            ls = data.rfind(b"\n", a, p) + 1 or a
-            le = data.find(b"\n", p, b) + 1
-            if data.find(b"] ", ls, le) >= 0:  # perhaps a TF line: read in line order
-                return None
-            spans.append((ls, le, -1))
-            p = data.find(b"_verbose,", le, b)
-        return spans
 
     def _nodes_of_new_texts(self, found: list[tuple[bytes, bytes, bytes]],
                             nodes: list[Optional[ProcessText]]) -> bool:
@@ -225,7 +221,7 @@ class LogParser(LineReader):
     def _read_process_lines(self, data: bytes, a: int, b: int, base: int) -> None:
         """Every ``executor.cc`` Process node line in ``data[a:b]`` (lines no handler reads
         one by one), by one regex in C; a line it cannot take whole is read as a lone line."""
-        found = PROCESS_NODE_LINE.findall(data, a, b)
+        found = log_format.PROCESS_NODE_LINE.findall(data, a, b)
         if not found:
             return
         step_ids = dict.fromkeys(map(_step_id_of, found))
@@ -269,7 +265,7 @@ class LogParser(LineReader):
     def _read_process_lines_one_by_one(self, data: bytes, a: int, b: int, base: int, skip: int) -> None:
         """The Process node lines of ``data[a:b]`` from the ``skip``-th on, one by one: those
         with a node as parsed, the others as lone lines."""
-        for i, m in enumerate(PROCESS_NODE_LINE.finditer(data, a, b)):
+        for i, m in enumerate(log_format.PROCESS_NODE_LINE.finditer(data, a, b)):
             if i < skip:
                 continue
             step_id, text = m.group(1), m.group(2)
@@ -305,16 +301,16 @@ class LogParser(LineReader):
                 break
             ls = data.rfind(b"\n", start, p) + 1 or start
             line = data[ls:data.find(b"\n", p, end)]
-            if self._is_counted_process_line(line) and PREFIX.match(line) is not None:
+            if self._is_counted_process_line(line) and log_format.PREFIX.match(line) is not None:
                 self.last_matched = line
                 break
             e = ls
 
     def _is_counted_process_line(self, line: bytes) -> bool:
         """Whether ``read_block`` counts ``line`` as a Process node line as parsed."""
-        if HANDLED_LINE.search(line) or b"_verbose," in line or (self.cpu_blocks and CPU_FEATURES in line):
+        if log_format.HANDLED_LINE.search(line) or b"_verbose," in line or (self.cpu_blocks and CPU_FEATURES in line):
             return False
-        m = PROCESS_NODE_LINE.search(line)
+        m = log_format.PROCESS_NODE_LINE.search(line)
         if m is None or not m.group(1):
             return False
         # The text's own node if it has one: a new object for a known text would make

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from typing import Optional
 
+from . import format as log_format
 from .format import (
     BINARY,
     DEAD_NODE,
@@ -20,7 +21,6 @@ from .format import (
     NON_UTF8,
     PLUMBING_KERNELS,
     PLUMBING_NODES,
-    T_ATTR,
     TF213_STYLE,
     TF221_STYLE,
     Route,
@@ -52,7 +52,7 @@ class ProcessText:
         (the "}} = " after it), its KERNEL at ``kernel_end`` (the "[" or "(" after it)."""
         name = text[7:name_end]
         kernel = text[name_end + 5:kernel_end]
-        t = T_ATTR.search(text, kernel_end)
+        t = log_format.T_ATTR.search(text, kernel_end)
         self.name = name
         self.kernel = kernel
         self.pair = (kernel, t.group(1) if t is not None else b"")  # (kernel, its T= dtype or b"")

@@ -17,17 +17,8 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import Optional
 
-from .format import (
-    DEBUG_BUFFER,
-    DEBUG_CONTEXT,
-    DEBUG_MODE,
-    DEBUG_OP_NAME,
-    DEBUG_RUN_ID,
-    DEBUG_SLOT,
-    EMBEDDED_LINE_START,
-    KERNEL_END,
-    first_input,
-)
+from . import format as log_format
+from .format import first_input
 from .state import (
     KIND_DEAD,
     KIND_DEBUG,
@@ -61,10 +52,10 @@ class StepFiling(ParseState):
         """What a Process node line ending in ``text`` (``{{node NAME}} = KERNEL[attrs](inputs)
         device: D``) says, kept per distinct text. None when another line was written into
         it (such a line is read as a lone line, which splits it)."""
-        if (b"] " in text or b"_verbose," in text) and EMBEDDED_LINE_START.search(text) is not None:
+        if (b"] " in text or b"_verbose," in text) and log_format.EMBEDDED_LINE_START.search(text) is not None:
             return None
         j = text.find(b"}} = ")
-        k = KERNEL_END.search(text, j + 5)
+        k = log_format.KERNEL_END.search(text, j + 5)
         if k is None:  # not in a text the scan matched; for the type checker
             return None
         node = ProcessText(text, j, k.start())
@@ -226,22 +217,22 @@ class StepFiling(ParseState):
             return
         if first:
             self.debug_inputs[name] = first
-        op = DEBUG_OP_NAME.search(line, 0, start)
-        ctx = DEBUG_CONTEXT.search(line, 0, start)
+        op = log_format.DEBUG_OP_NAME.search(line, 0, start)
+        ctx = log_format.DEBUG_CONTEXT.search(line, 0, start)
         if op is None or ctx is None:
             return
-        slot = DEBUG_SLOT.search(line, 0, start)
+        slot = log_format.DEBUG_SLOT.search(line, 0, start)
         self.targets_version += 1
         self.debug_targets[name] = (ctx.group(1), op.group(1),
                                     int(slot.group(1)) if slot is not None else 0)
-        mode = DEBUG_MODE.search(line, 0, start)
+        mode = log_format.DEBUG_MODE.search(line, 0, start)
         if mode is not None:
             self.debug_modes[name] = int(mode.group(1))
-        run_id = DEBUG_RUN_ID.search(line, 0, start)
+        run_id = log_format.DEBUG_RUN_ID.search(line, 0, start)
         if run_id is not None:
             self.run_ids.add(run_id.group(1))
         if self.circular_buffer_size is None:
-            size = DEBUG_BUFFER.search(line, 0, start)
+            size = log_format.DEBUG_BUFFER.search(line, 0, start)
             if size is not None:
                 self.circular_buffer_size = int(size.group(1))
 
