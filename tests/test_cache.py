@@ -255,7 +255,7 @@ def test_code_fingerprint_follows_content_not_names(tmp_path: Path,
     an edit of a module that does not read the kind does not."""
     copy = _package_copy(tmp_path, monkeypatch)
     before = {kind: cache._code_fingerprint(kind) for kind in cache._READERS}
-    source = copy / "read" / "textlog.py"
+    source = copy / "read" / "textlog" / "scan.py"
     st = source.stat()
     text = source.read_text()
     edited = text.replace("from __future__ import annotations", "from __future__ import annotations"[::-1], 1)

@@ -8,7 +8,7 @@ CONTRIBUTING, ``docs/``, ``tests/matrix/README.md``; not the changelog nor
 module, package or file that is not in the repository, with where it was found.
 
 What counts as a reference:
-- a file name with a code extension, bare or with a relative path: ``textlog.py``,
+- a file name with a code extension, bare or with a relative path: ``tfrecord.py``,
   ``read/tfdbg.py``, ``tests/matrix/truth.py``, ``frontend/table.js`` (an absolute path or
   one under a placeholder, ``<path>/file.py``, is an example, not a reference);
 - a dotted path from the package, ``tb_opmode.read.tfdbg`` (a last part that is no module
@@ -109,8 +109,6 @@ _FILE_SUFFIXES = {"py", "js", "cc", "h", "proto", "pb", "txt", "log", "json", "m
 # names in its own files): listed here so that this test checks every other name today.
 # An entry that is no longer stale fails the test: remove it.
 KNOWN_STALE = {
-    ("tb_opmode/read/partials.py", "``join.``"): "join.build_run is analyze.assemble.build_run",
-    ("tb_opmode/read/partials.py", "``runs.``"): "runs.RunSources is read.discover.RunSources",
 }
 
 

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from tb_opmode.read import textlog, xevents
 from tb_opmode.read.schema import DebugEvent, XSpace
-from tb_opmode.read.textlog import LogFacts, parse_lines, read_log
+from tb_opmode.read.textlog import LogFacts, parse_lines, read_log, scan
 from tb_opmode.read.tfdbg import find_dump_sets, read_dump_set
 from tb_opmode.read.tfrecord import Problem, RecordReader, encode_record
 from tb_opmode.read.xplane import read_profile
@@ -559,8 +559,8 @@ def _read_log_chunks(real: dict[str, Any], tmp_path_factory: pytest.TempPathFact
     path = tmp / "fuzz.log"
     path.write_bytes(blob)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(textlog, "_CHUNK", chunk)
-        mp.setattr(textlog, "MAX_LINE", cap)
+        mp.setattr(scan, "CHUNK_BYTES", chunk)
+        mp.setattr(scan, "MAX_LINE", cap)
         streamed = read_log(str(path))
         whole = parse_lines(lines, str(path))
     _check_facts(streamed, len(blob))
@@ -574,7 +574,7 @@ test_read_log_chunking, test_read_log_chunking_long = both(_read_log_chunks, dat
 
 def _one_scan(real: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
               data: st.DataObject) -> None:
-    """The one scan of a block whose texts are known (``_Parser._at_once``) reads what the
+    """The one scan of a block whose texts are known (``LogParser._read_lines_in_one_scan``) reads what the
     two scans read: read_log with it equals read_log without it, the lines three times
     over in small blocks (so that later blocks know their texts)."""
     lines = data.draw(log_lines(real["lines"]))
@@ -584,9 +584,9 @@ def _one_scan(real: dict[str, Any], tmp_path_factory: pytest.TempPathFactory,
     path = tmp / "fuzz.log"
     path.write_bytes(blob)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(textlog, "_CHUNK", chunk)
+        mp.setattr(scan, "CHUNK_BYTES", chunk)
         one = read_log(str(path))
-        mp.setattr(textlog._Parser, "_at_once", lambda self, data, a, b, base: False)
+        mp.setattr(scan.LogParser, "_read_lines_in_one_scan", lambda self, data, a, b, base: False)
         two = read_log(str(path))
     for name in LogFacts.__dataclass_fields__:
         assert getattr(one, name) == getattr(two, name), name
@@ -600,8 +600,8 @@ def _read_log_bytes(tmp_path_factory: pytest.TempPathFactory, blob: bytes, chunk
     path = tmp / "fuzz.log"
     path.write_bytes(blob)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(textlog, "_CHUNK", chunk)
-        mp.setattr(textlog, "MAX_LINE", 64)
+        mp.setattr(scan, "CHUNK_BYTES", chunk)
+        mp.setattr(scan, "MAX_LINE", 64)
         facts = read_log(str(path))
     _check_facts(facts, len(blob))
 

@@ -22,8 +22,8 @@ import pytest
 
 from tb_opmode.analyze.assemble import load
 from tb_opmode.present.contract import summary
-from tb_opmode.read import textlog
 from tb_opmode.read.textlog import read_log
+from tb_opmode.read.textlog import split as textlog_split
 from tests.matrix.truth import score, truth_of
 
 from .conftest import needs_tensorflow
@@ -107,7 +107,7 @@ def test_two_halves_keep_each_graphs_debug_inputs(two_functions: Path,
                     *range(1, len(starts), max(1, len(starts) // 20))})
     for line in picks:
         split = starts[line]
-        monkeypatch.setattr(textlog, "_split_point", lambda f, p, split=split: split)
+        monkeypatch.setattr(textlog_split, "_split_point", lambda f, p, split=split: split)
         halves = read_log(str(path))
         assert halves.context_debug_inputs == whole.context_debug_inputs, line
         assert halves.debug_inputs == whole.debug_inputs, line

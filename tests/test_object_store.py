@@ -134,8 +134,7 @@ def _s3_env(s3: S3Server, **more: str) -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in (*s3.env, *more)}
     os.environ.update(s3.env, **more)
     s3fs.S3FileSystem.clear_instance_cache()
-    fs._filesystems.clear()
-    fs.forget()
+    fs.remote_state.clear()
     try:
         yield
     finally:
@@ -145,8 +144,7 @@ def _s3_env(s3: S3Server, **more: str) -> Iterator[None]:
             else:
                 os.environ[k] = v
         s3fs.S3FileSystem.clear_instance_cache()
-        fs._filesystems.clear()
-        fs.forget()
+        fs.remote_state.clear()
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

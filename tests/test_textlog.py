@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tb_opmode.read import textlog
-from tb_opmode.read.textlog import MAX_LINE, EagerKernel, LogFacts, looks_like_log, parse_lines, read_log
+from tb_opmode.read.textlog import MAX_LINE, EagerKernel, LogFacts, looks_like_log, parse_lines, read_log, scan
+from tb_opmode.read.textlog import split as log_split
 from tests.conftest import assert_reaped
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -122,24 +122,25 @@ def _every_fact(facts: LogFacts) -> dict[str, Any]:
 @pytest.mark.parametrize("path", [TF221, TF213])
 def test_one_scan_reads_as_the_two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     """A block is read with one scan for the Process node lines and the handlers' lines
-    (``_Parser._at_once``) where that reads them as the two scans do: every fact equals
-    the two scans' (each block read by ``_SPECIAL`` and the gaps' ``_PROCESS_LINE``). The
+    (``LogParser._read_lines_in_one_scan``) where that reads them as the two scans do: every
+    fact equals the two scans' (each block read by ``HANDLED_LINE`` and, between those
+    lines, ``PROCESS_NODE_LINE``). The
     real lines four times over, in small blocks: new texts in the first copy, known ones
     after it."""
     log = tmp_path / "four.log"
     log.write_bytes(path.read_bytes() * 4)
-    monkeypatch.setattr(textlog, "_CHUNK", 2048)
+    monkeypatch.setattr(scan, "CHUNK_BYTES", 2048)
     taken = []
-    at_once = textlog._Parser._at_once
+    at_once = scan.LogParser._read_lines_in_one_scan
 
     def counted(self: Any, data: bytes, a: int, b: int, base: int) -> bool:
         taken.append(at_once(self, data, a, b, base))
         return taken[-1]
 
-    monkeypatch.setattr(textlog._Parser, "_at_once", counted)
+    monkeypatch.setattr(scan.LogParser, "_read_lines_in_one_scan", counted)
     one = read_log(str(log))
     assert sum(taken) > len(taken) // 2  # the one scan read most blocks
-    monkeypatch.setattr(textlog._Parser, "_at_once", lambda self, data, a, b, base: False)
+    monkeypatch.setattr(scan.LogParser, "_read_lines_in_one_scan", lambda self, data, a, b, base: False)
     two = read_log(str(log))
     assert _every_fact(one) == _every_fact(two)
     assert one.graph_executions == Counter({n: 4 * c for n, c in read_log(str(path)).graph_executions.items()})
@@ -447,7 +448,7 @@ def test_two_halves_at_any_line_give_the_same_facts(path: Path, monkeypatch: pyt
     splits = [i + 1 for i, byte in enumerate(data[:-1]) if byte == ord("\n")]
     assert len(splits) == whole.lines - 1
     for split in splits:
-        monkeypatch.setattr(textlog, "_split_point", lambda f, p, split=split: split)
+        monkeypatch.setattr(log_split, "_split_point", lambda f, p, split=split: split)
         halves = read_log(str(path))
         for name in ("tf_format", "first_time", "last_time", "onednn_opts", "eager_dispatch",
                      "eager_kernels", "graph_kernels", "graph_executions", "kernel_executions",
@@ -462,31 +463,31 @@ def test_split_point_is_a_line_start_near_the_middle(tmp_path: Path, monkeypatch
     data = TF221.read_bytes() * 40
     path = _write(tmp_path, "big.txt", data)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)  # whatever this machine has
-    monkeypatch.setattr(textlog, "SPLIT_BYTES", len(data) // 2)
+    monkeypatch.setattr(log_split, "SPLIT_BYTES", len(data) // 2)
     with open(path, "rb") as f:
-        split = textlog._split_point(f, path)
+        split = log_split._split_point(f, path)
     assert data[split - 1:split] == b"\n" and len(data) // 2 < split <= len(data) // 2 + 1000
-    monkeypatch.setattr(textlog, "SPLIT_BYTES", len(data) + 1)
+    monkeypatch.setattr(log_split, "SPLIT_BYTES", len(data) + 1)
     with open(path, "rb") as f:
-        assert textlog._split_point(f, path) == 0
+        assert log_split._split_point(f, path) == 0
 
 
 def test_failed_second_reader_is_logged_and_read_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       caplog: pytest.LogCaptureFixture) -> None:
     data = TF221.read_bytes() * 3
     path = _write(tmp_path, "three.txt", data)
-    monkeypatch.setattr(textlog, "_split_point", lambda f, p: 0)
+    monkeypatch.setattr(log_split, "_split_point", lambda f, p: 0)
     want = read_log(path)
 
     def broken(self: Any, f: Any, parser: Any, start: int = 0, stop: Any = None) -> None:
         raise OSError(5, "input/output error (made by the test)")
 
-    monkeypatch.setattr(textlog, "_split_point", lambda f, p: len(data) // 3)
-    real = textlog._read_file
-    monkeypatch.setattr(textlog, "_read_file",
+    monkeypatch.setattr(log_split, "_split_point", lambda f, p: len(data) // 3)
+    real = log_split.read_file
+    monkeypatch.setattr(log_split, "read_file",
                         lambda f, parser, start=0, stop=None: (broken(None, f, parser) if parser.tail
                                                                else real(f, parser, start, stop)))
-    with caplog.at_level(logging.WARNING, logger=textlog.__name__):
+    with caplog.at_level(logging.WARNING, logger=log_split.__name__):
         got = read_log(path)
     assert got.eager_dispatch == want.eager_dispatch and got.graph_kernels == want.graph_kernels
     assert got.lines == want.lines and got.bytes_read == want.bytes_read
@@ -498,15 +499,15 @@ def test_failed_first_half_leaves_no_child(tmp_path: Path, monkeypatch: pytest.M
     """Reading the first half fails: the error comes out and the second reader is gone."""
     data = TF221.read_bytes() * 3
     path = _write(tmp_path, "three.txt", data)
-    monkeypatch.setattr(textlog, "_split_point", lambda f, p: len(data) // 3)
-    real = textlog._read_file
+    monkeypatch.setattr(log_split, "_split_point", lambda f, p: len(data) // 3)
+    real = log_split.read_file
 
     def first_half_fails(f: Any, parser: Any, start: int = 0, stop: Any = None) -> None:
         if not parser.tail:
             raise OSError(5, "input/output error (made by the test)")
         real(f, parser, start, stop)
 
-    monkeypatch.setattr(textlog, "_read_file", first_half_fails)
+    monkeypatch.setattr(log_split, "read_file", first_half_fails)
     with pytest.raises(OSError, match="made by the test"):
         read_log(path)
     assert_reaped(forks)

@@ -15,11 +15,10 @@ file that cannot be read (corrupt, foreign, from another version) is ignored
 and rewritten; a cache directory that cannot be written is not used. Cache
 files are only loaded when owned by the current user (they are pickles).
 
-Size: the cache holds an entry for every file of every logdir read (a logdir of
-200 runs needs 800: per run a dump set, the cluster tasks its ``.graphs`` names
-(``cached_dump_tasks``, asked by discovery), a profile and the run's light view; the
-command line adds one summary document per logdir and arguments, ``load_summary``),
-bounded by the disk rather
+Size: the cache holds an entry for every file of every logdir read (per run a dump
+set, the cluster tasks its ``.graphs`` names (``cached_dump_tasks``, asked by
+discovery), a profile and the run's light view; the command line adds one summary
+document per logdir and arguments, ``load_summary``), bounded by the disk rather
 than by a count: entries go, least recently used first, only when the disk's
 free space would fall under ``MIN_FREE_FRACTION`` of it (at least
 ``MIN_FREE_BYTES``), or past ``MAX_BYTES``/``MAX_ENTRIES`` when those are set.
@@ -56,9 +55,9 @@ _OFF = ("", "0", "off", "none", "false", "no")
 _FORMAT = 2
 _SUFFIX = ".pickle"
 _SWEPT = ".swept"
-# No bound by count or total size unless set (tests set them): a count of 256 made a
-# logdir of 200 runs (400 entries) evict, in order, the very entries the next read of
-# the logdir needed, so nothing was ever a hit.
+# No bound by count or total size unless set (tests set them): a count below what a
+# logdir needs evicts, in order, the very entries the next read of the logdir needs,
+# so nothing is ever a hit.
 MAX_ENTRIES: Optional[int] = None
 MAX_BYTES: Optional[int] = None
 # The bound that holds: leave the disk this much free (the larger of the two).
@@ -88,9 +87,10 @@ def cache_dir() -> str | None:
 
 
 # The modules whose code decides what each kind of entry holds (dotted, under the
-# package): an entry is stale once the content of any of them changes (other modules,
-# e.g. the plugin's, may change freely). A module listed here that does not exist is
-# an error, not a module skipped: a rename must not silently stop the invalidation.
+# package; a package stands for all its modules): an entry is stale once the content
+# of any of them changes (other modules, e.g. the plugin's, may change freely). A module
+# listed here that does not exist is an error, not a module skipped: a rename must not
+# silently stop the invalidation.
 _READERS: dict[str, tuple[str, ...]] = {
     "dump": ("read.tfdbg", "read.tfrecord", "read.schema", "read.cache", "errors"),
     "profile": ("read.xplane", "read.xevents", "read.xtypes", "read.wire", "read.tfrecord",
@@ -109,16 +109,26 @@ _fingerprints: dict[str, str] = {}
 def _reader_files(kind: str) -> list[str]:
     """The source files of the modules that read ``kind``, relative to the package."""
     names = _READERS[kind]
-    if names:
-        return [os.path.join(*name.split(".")) + ".py" for name in names]
+    if not names:
+        return _sources_under("")
+    files: list[str] = []
+    for name in names:
+        path = os.path.join(*name.split("."))
+        is_package = os.path.isdir(os.path.join(_PACKAGE_DIR, path))
+        files.extend(_sources_under(path) if is_package else [path + ".py"])
+    return files
+
+
+def _sources_under(directory: str) -> list[str]:
+    """The ``.py`` files under ``directory`` (relative to the package), sorted."""
+    top = os.path.join(_PACKAGE_DIR, directory)
     return sorted(os.path.relpath(os.path.join(d, n), _PACKAGE_DIR)
-                  for d, _dirs, files in os.walk(_PACKAGE_DIR) for n in files if n.endswith(".py"))
+                  for d, _dirs, files in os.walk(top) for n in files if n.endswith(".py"))
 
 
 def _code_fingerprint(kind: str) -> str:
     """The version and a hash of the content of the modules that read ``kind`` (once per
-    process: about 1 ms for the whole package). Raises ``FileNotFoundError`` if a module
-    ``_READERS`` names is missing."""
+    process). Raises ``FileNotFoundError`` if a module ``_READERS`` names is missing."""
     found = _fingerprints.get(kind)
     if found is None:
         h = hashlib.sha256(__version__.encode())
@@ -294,23 +304,69 @@ def prune(directory: str, keep: str = "") -> None:
     used first, entries until the disk has its reserve free and the optional
     bounds hold; the entry ``keep`` (just written) stays."""
     swept = _sweep_due(directory)
-    if not swept and MAX_BYTES is None and MAX_ENTRIES is None:
-        free, reserve = _free_bytes(directory)
-        if free >= reserve:
-            # Nothing to sweep or evict: the directory is not listed (a store per file of
-            # hundreds of runs listed the hundreds of entries each time).
-            return
-    try:
-        names = [n for n in os.listdir(directory) if n.endswith(_SUFFIX) and not n.startswith(".")]
-    except OSError as err:
-        logger.warning("opmode cache: cannot list %s: %s", directory, err)
+    if not swept and MAX_BYTES is None and MAX_ENTRIES is None and _has_reserve(directory):
+        # Nothing to sweep or evict: the directory is not listed (a store per file of
+        # hundreds of runs would list the hundreds of entries each time).
+        return
+    names = _entry_names(directory)
+    if names is None:
         return
     if swept:
         gone = _sweep(directory, names, keep)
         names = [n for n in names if n not in gone]
+    _evict_past_bounds(directory, names, keep, swept)
+
+
+def _has_reserve(directory: str) -> bool:
     free, reserve = _free_bytes(directory)
-    if free >= reserve and MAX_BYTES is None and (MAX_ENTRIES is None or len(names) <= MAX_ENTRIES):
+    return free >= reserve
+
+
+def _entry_names(directory: str) -> Optional[list[str]]:
+    """The names of the entries in the cache directory; None (logged) if it cannot be listed."""
+    try:
+        return [n for n in os.listdir(directory) if n.endswith(_SUFFIX) and not n.startswith(".")]
+    except OSError as err:
+        logger.warning("opmode cache: cannot list %s: %s", directory, err)
+        return None
+
+
+def _evict_past_bounds(directory: str, names: list[str], keep: str, swept: bool) -> None:
+    """Evict, least recently used first, entries among ``names`` until the disk has its
+    reserve free and the optional bounds hold (``swept``: the dead entries are gone)."""
+    free, reserve = _free_bytes(directory)
+    if _within_bounds(free, reserve, len(names)):
         return  # nothing to evict: no need to stat every entry (a store per run of hundreds)
+    aged = _by_age(directory, names, keep)
+    excess = _excess_bytes(aged, free, reserve)
+    count = len(aged) - MAX_ENTRIES if MAX_ENTRIES is not None else 0
+    if excess <= 0 and count <= 0:
+        return
+    if not swept:
+        # Before a live entry goes, the dead ones do, whenever they were last looked for.
+        gone = _sweep(directory, [n for *_r, n in aged], keep)
+        excess -= _bytes_of(aged, gone)
+        count -= len(gone)
+        aged = [a for a in aged if a[3] not in gone]
+    _evict(directory, aged, excess, count)
+
+
+def _within_bounds(free: int, reserve: int, entries: int) -> bool:
+    """Whether the disk has its reserve free and no bound is set that ``entries`` could pass."""
+    return free >= reserve and MAX_BYTES is None and (MAX_ENTRIES is None or entries <= MAX_ENTRIES)
+
+
+def _bytes_of(aged: list[_Aged], names: set[str]) -> int:
+    return sum(size for _k, _m, size, n in aged if n in names)
+
+
+# An entry as eviction sees it: (whether it is the one to keep, mtime, size, name).
+_Aged = tuple[bool, float, int, str]
+
+
+def _by_age(directory: str, names: list[str], keep: str) -> list[_Aged]:
+    """The entries ``names`` that can be stat'ed, the one to keep first, then the most
+    recently used: those stay."""
     aged = []
     for name in names:
         try:
@@ -320,24 +376,23 @@ def prune(directory: str, keep: str = "") -> None:
         except OSError as err:
             logger.warning("opmode cache: cannot stat %s: %s", name, err)
             continue
-        # The entry just written first, then the most recently used: those stay.
         aged.append((name == keep, st.st_mtime, st.st_size, name))
     aged.sort(reverse=True)
-    total = sum(size for _k, _m, size, _n in aged)
+    return aged
+
+
+def _excess_bytes(aged: list[_Aged], free: int, reserve: int) -> int:
+    """Bytes to free: what the disk lacks of its reserve, or the entries' bytes past
+    ``MAX_BYTES``, whichever is more."""
     excess = max(0, reserve - free)
     if MAX_BYTES is not None:
-        excess = max(excess, total - MAX_BYTES)
-    count = len(aged) - MAX_ENTRIES if MAX_ENTRIES is not None else 0
-    if excess <= 0 and count <= 0:
-        return
-    if not swept:
-        # Before a live entry goes, the dead ones do, whenever they were last looked for.
-        gone = _sweep(directory, [n for *_r, n in aged], keep)
-        if gone:
-            freed = sum(size for _k, _m, size, n in aged if n in gone)
-            aged = [a for a in aged if a[3] not in gone]
-            excess -= freed
-            count -= len(gone)
+        excess = max(excess, sum(size for _k, _m, size, _n in aged) - MAX_BYTES)
+    return excess
+
+
+def _evict(directory: str, aged: list[_Aged], excess: int, count: int) -> None:
+    """Remove entries, least recently used first (never ``aged[0]``, the one to keep or
+    the last used), until ``excess`` bytes and ``count`` entries are gone."""
     for _kept, _mtime, size, name in reversed(aged[1:]):
         if excess <= 0 and count <= 0:
             break

@@ -26,7 +26,7 @@ def read_dask(units: list[Unit], address: str) -> Partial:
     cannot be reached."""
     ordered = sorted(units, key=lambda u: -u.size())
     merged = Partial()
-    # A scheduler that is not there fails in seconds, not after distributed's 30 s default.
+    # A scheduler that is not there fails fast, not after distributed's default timeout.
     # distributed ships no type hints: its calls are untyped to mypy.
     with Client(address, set_as_default=False, timeout=10) as client:  # type: ignore[no-untyped-call]
         futures = client.map(read_pickled, ordered, pure=False)

@@ -1,9 +1,9 @@
 """Per-file partial results of a logdir, their associative merge, and where they are read.
 
-In: the runs discovery found (``runs.RunSources``). Out: one ``Partial`` holding what
+In: the runs discovery found (``sources.RunSources``). Out: one ``Partial`` holding what
 reading each source gave: a dump set's ``DumpSet`` (its six files' states, as the
 cache keeps them), a profile's ``Profile``, a log's ``LogFacts`` (or why it could not
-be read). ``join.build_run`` builds a run from a ``Partial``.
+be read). ``analyze.assemble.build_run`` builds a run from a ``Partial``.
 
 A unit of work (``Unit``) is one source: a dump set, a profile, a log. ``read_unit``
 reads one, through the cache (``cache.cached_dump_set`` & co.), and returns the
@@ -35,7 +35,7 @@ from typing import Any
 
 from . import forks, fs, tfdbg
 from .cache import cached_dump_set, cached_log, cached_profile
-from .discover import RunSources, dump_location
+from .sources import RunSources, dump_location
 from .textlog import LogFacts
 from .tfdbg import DumpSet
 from .xplane import Profile
@@ -156,14 +156,7 @@ def read_serial(units: list[Unit]) -> Partial:
     """Each unit in this process, one after the other; but big local logs, when there
     is something else to read, another core and no other thread, each in a forked
     child meanwhile (its result sent back pickled; if it fails, it is read here)."""
-    forked: list[tuple[Unit, tuple[int, int]]] = []
-    if len(units) > 1 and (os.cpu_count() or 1) > 1 and hasattr(os, "fork") \
-            and threading.active_count() == 1:
-        for unit in units:
-            if unit.kind == "log" and not fs.is_remote(unit.path) and unit.size() >= FORK_LOG_BYTES:
-                child = _fork_unit(unit)
-                if child is not None:
-                    forked.append((unit, child))
+    forked = _fork_big_logs(units) if _can_fork_beside(units) else []
     skip = {unit.key for unit, _child in forked}
     try:
         merged = merge_all(read_unit(u) for u in units if u.key not in skip)
@@ -174,6 +167,24 @@ def read_serial(units: list[Unit]) -> Partial:
     for unit, child in forked:
         merged = merge(merged, _forked_result(unit, child))
     return merged
+
+
+def _can_fork_beside(units: list[Unit]) -> bool:
+    """Whether a unit can be read by a forked child beside the others: there are others,
+    another core, and no other thread (a lock a thread holds would stay held in the child)."""
+    return (len(units) > 1 and (os.cpu_count() or 1) > 1 and hasattr(os, "fork")
+            and threading.active_count() == 1)
+
+
+def _fork_big_logs(units: list[Unit]) -> list[tuple[Unit, tuple[int, int]]]:
+    """The big local logs among ``units``, each being read by a forked child: (unit, child)."""
+    forked = []
+    for unit in units:
+        if unit.kind == "log" and not fs.is_remote(unit.path) and unit.size() >= FORK_LOG_BYTES:
+            child = _fork_unit(unit)
+            if child is not None:
+                forked.append((unit, child))
+    return forked
 
 
 def _fork_unit(unit: Unit) -> tuple[int, int] | None:

@@ -16,9 +16,9 @@ import pytest
 
 from tb_opmode.plugin.pool import Worker
 from tb_opmode.plugin.run_store import RunStore
-from tb_opmode.read import discover as discover_module
 from tb_opmode.read import tasks
 from tb_opmode.read.discover import discover
+from tb_opmode.read.memo import memo
 from tb_opmode.read.schema import DebugEvent
 from tb_opmode.read.tfdbg import read_file_states
 from tb_opmode.read.tfrecord import RecordReader, encode_record
@@ -132,7 +132,7 @@ def test_the_plugins_workers_scan_as_discovery_does(full_health: Fixture, tmp_pa
         (graphs,) = (logdir / f"job/worker{task}").glob("*.graphs")
         _renamed_graphs(_graphs(full_health), graphs, f"/job:worker/replica:0/task:{task}/device:CPU:0")
     monkeypatch.setenv("TB_OPMODE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(discover_module, "_memo", {})
+    memo.clear()
     store = RunStore(str(logdir))
     monkeypatch.setattr(store, "WORKERS", 2)
     monkeypatch.setattr(store, "SCAN_IN_WORKERS", 2)
@@ -153,7 +153,7 @@ def test_the_plugins_workers_scan_as_discovery_does(full_health: Fixture, tmp_pa
         store.close()  # stops the workers the scan started, warm ones too
     assert store._pool.workers == [] and store._pool.warm == []
     assert [len(s) for s in scans] == [6] and sorted(sent) == [2, 4]
-    monkeypatch.setattr(discover_module, "_memo", {})
+    memo.clear()
     monkeypatch.setenv("TB_OPMODE_CACHE", "off")
     alone = discover(str(logdir))
     assert [(r.name, sorted(r.dump_sets)) for r in by_workers] == \

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from tb_opmode.read import textlog
+from tb_opmode.read.textlog import scan
 
 from .conftest import Fixture
 
@@ -27,5 +28,5 @@ def test_cpu_line_read_at_any_chunking(full_health: Fixture, chunk: int | None,
     want = _named(path.read_bytes())
     assert want  # the line names some
     if chunk is not None:
-        monkeypatch.setattr(textlog, "_CHUNK", chunk)
+        monkeypatch.setattr(scan, "CHUNK_BYTES", chunk)
     assert textlog.read_log(str(path)).cpu_features == want

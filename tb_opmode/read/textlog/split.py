@@ -1,0 +1,214 @@
+"""``read_log``: a log file read whole, or in two halves at once when it is big.
+
+In: the path of a log (local or a URL). Out: its ``LogFacts``.
+
+A local file of ``SPLIT_BYTES`` or more is read in two halves at once, the second by a
+forked child (never in a process running threads, where a fork can deadlock), split
+just after a newline near the middle. What the second half cannot know is kept for the
+merge (``tail_state``): lines of a thread that dispatched no eager op there yet are read
+after the first half (they may continue an op dispatched in it), and an eager op whose
+wrapper the second half did not see instantiated takes the kernel the first half saw. A
+step running across the split is filed in two parts. If the child fails, this process
+reads the second half itself.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import threading
+from typing import Any, BinaryIO, Optional
+
+from .. import forks, fs
+from .facts import LogFacts
+from .format import MAX_LINE
+from .scan import CHUNK_BYTES, LogParser, read_file
+
+__all__ = ["read_log", "SPLIT_BYTES", "tail_state", "merge_tail"]
+
+logger = logging.getLogger(__name__)
+
+# A local log this big is read in two halves at once when another core is there.
+SPLIT_BYTES = 64 << 20
+
+# What the reader of the second half sends back (``tail_state``).
+_TAIL_FIELDS = ("tf_format", "first_time", "last_prefixed", "last_matched", "onednn_opts",
+                "cpu_features", "dispatch", "eager_kernels", "graph_kernels", "debug_inputs",
+                "instantiated", "folded", "debug_targets", "debug_modes", "circular_buffer_size",
+                "run_ids", "xla_launches", "context_kernels", "graph_executions",
+                "kernel_executions", "primitives", "primitive_ms", "wrapper_kernels", "problems",
+                "lines", "context_debug_inputs", "bytes", "dispatched", "orphans", "unresolved")
+# Counters the merge adds up.
+_SUMMED = ("dispatch", "eager_kernels", "xla_launches", "graph_executions", "kernel_executions",
+           "primitives")
+
+
+def read_log(path: str) -> LogFacts:
+    """Stream one log file from disk; constant memory whatever its size. A big local
+    file is read in two halves at once, the second by a forked child.
+
+    Raises OSError if the file cannot be opened or read."""
+    parser = LogParser(path)
+    with fs.open_read(path) as f:
+        split = _split_point(f, path)
+        child = _fork_second_half(path, split) if split else None
+        if child is None:
+            read_file(f, parser)
+        else:
+            try:
+                f.seek(0)
+                read_file(f, parser, 0, split)
+            except BaseException:
+                forks.abandon(child)
+                raise
+            tail = _collect_tail_state(child)
+            if tail is None:  # the child failed (logged): read the second half here
+                read_file(f, parser, split)
+            else:
+                merge_tail(parser, tail)
+    return parser.result()
+
+
+def _split_point(f: BinaryIO, path: str) -> int:
+    """Where to split ``path`` for two readers: just after a newline near its middle;
+    0 for no split (small, remote, a running thread that forking could deadlock, one core,
+    or no newline near the middle)."""
+    if fs.is_remote(path) or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 \
+            or threading.active_count() != 1:
+        return 0
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except (OSError, AttributeError, ValueError):
+        return 0
+    if size < SPLIT_BYTES:
+        return 0
+    f.seek(size // 2)
+    near = f.read(min(CHUNK_BYTES, MAX_LINE))
+    i = near.find(b"\n")
+    return size // 2 + i + 1 if i >= 0 else 0
+
+
+def _fork_second_half(path: str, split: int) -> Optional[tuple[int, int]]:
+    """A forked child reading ``path`` from ``split`` on: (pid, fd its pickled state comes
+    on), or None (then this process reads it all)."""
+    def second_half() -> bytes:  # runs in the child
+        tail = LogParser(path)
+        tail.tail = True
+        with fs.open_read(path) as g:
+            read_file(g, tail, split)
+        return pickle.dumps(tail_state(tail), protocol=pickle.HIGHEST_PROTOCOL)
+
+    try:
+        return forks.start(second_half)
+    except OSError as err:
+        logger.warning("%s: cannot fork a second reader (%s): read in one process", path, err)
+        return None
+
+
+def _collect_tail_state(child: tuple[int, int]) -> Optional[dict[str, Any]]:
+    """The state the child of ``_fork_second_half`` sent, or None (logged) if it failed."""
+    status, data = forks.collect(child)
+    if status != 0:
+        logger.warning("the second reader of a log failed (wait status %d): read here", status)
+        return None
+    try:
+        state = pickle.loads(data)
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as err:
+        logger.warning("the second reader of a log sent no state (%s): read here", err)
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def tail_state(parser: LogParser) -> dict[str, Any]:
+    """What the reader of a file's second half (``parser.tail``) read, to send back: its
+    steps filed, its eager ops finished."""
+    parser.flush()
+    return {name: getattr(parser, name) for name in _TAIL_FIELDS}
+
+
+def merge_tail(parser: LogParser, tail: dict[str, Any]) -> None:
+    """Add what the reader of the rest of the file read (``tail_state``) to what ``parser``
+    read of its first part."""
+    _continue_first_half(parser, tail)
+    _merge_start_up(parser, tail)
+    for name in _SUMMED:
+        getattr(parser, name).update(tail[name])
+    for key, ms in tail["primitive_ms"].items():
+        parser.primitive_ms[key] = parser.primitive_ms.get(key, 0.0) + ms
+    _merge_debug_nodes(parser, tail)
+    parser.graph_kernels.update(tail["graph_kernels"])
+    parser.instantiated.update(tail["instantiated"])
+    parser.wrapper_kernels.update(tail["wrapper_kernels"])
+    parser.folded |= tail["folded"]
+    parser.run_ids |= tail["run_ids"]
+    for context, nodes in tail["context_kernels"].items():
+        parser.context_kernels.setdefault(context, {}).update(nodes)
+    for kind, (offset, count) in tail["problems"].items():
+        entry = parser.problems.setdefault(kind, [offset, 0])
+        entry[1] += count
+    parser.lines += tail["lines"]
+    parser.bytes = tail["bytes"]
+
+
+def _continue_first_half(parser: LogParser, tail: dict[str, Any]) -> None:
+    """End the first half with what the second knew it could not: its lines of threads
+    that dispatched nothing there yet are read here (they may continue an eager op
+    dispatched here), an op a thread dispatched there ends that thread's op here, its
+    eager ops whose wrapper it did not see instantiated take the kernel instantiated here.
+    Then the first half's open steps are filed (a step across the split in two parts)."""
+    for line, off in tail["orphans"]:
+        parser.read_line(line, off)
+    for tid in tail["dispatched"]:
+        op = parser.eager_ops.pop(tid, None)
+        if op is not None:  # its next dispatch, there, ended it
+            parser.count_eager_op(op)
+    for (dispatch, key), n in tail["unresolved"].items():
+        kernel, dtype = parser.wrapper_kernels.get(key, (b"", b""))
+        parser.eager_kernels[(dispatch, kernel, dtype)] += n
+    for step_id in list(parser.open_steps):
+        parser.file_step(step_id)
+    parser.fold_text_counts()
+
+
+def _merge_start_up(parser: LogParser, tail: dict[str, Any]) -> None:
+    """The log's format and start from the first half, if it had a prefixed line; its
+    last lines, banner and CPU line from the second where it has them."""
+    if not parser.tf_format:
+        parser.tf_format, parser.first_time = tail["tf_format"], tail["first_time"]
+    for name in ("last_prefixed", "last_matched", "onednn_opts"):
+        if tail[name] is not None:
+            setattr(parser, name, tail[name])
+    if tail["cpu_features"] is not None:
+        parser.cpu_features = tail["cpu_features"] | (parser.cpu_features or frozenset())
+    if parser.circular_buffer_size is None:
+        parser.circular_buffer_size = tail["circular_buffer_size"]
+
+
+def _merge_debug_nodes(parser: LogParser, tail: dict[str, Any]) -> None:
+    """The first line of a debug node gives its input and target. A debug node the tail
+    saw first there kept its input only where it read another one; where this part's
+    first line of the name read another tensor, the tail's graphs running it read the
+    tail's."""
+    first = set(parser.debug_inputs)
+    for name in ("debug_targets", "debug_modes"):
+        mine = getattr(parser, name)
+        mine.update((k, v) for k, v in tail[name].items() if k not in first)
+    theirs: dict[bytes, bytes] = tail["debug_inputs"]
+    differ = {k for k, v in theirs.items() if parser.debug_inputs.get(k, v) != v}
+    for k, v in theirs.items():
+        parser.debug_inputs.setdefault(k, v)
+    for context, nodes in tail["context_kernels"].items():
+        own: dict[bytes, bytes] = tail["context_debug_inputs"].get(context, {})
+        moved = _inputs_of_tail_graph(parser, theirs, differ.intersection(nodes), own)
+        if moved:
+            parser.context_debug_inputs.setdefault(context, {}).update(moved)
+
+
+def _inputs_of_tail_graph(parser: LogParser, theirs: dict[bytes, bytes], differing: set[bytes],
+                          own: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    """The inputs a dump graph the tail ran keeps of its own: of its debug nodes whose
+    first line there read another tensor than here (``differing``), the tail's, and the
+    ones the tail kept for it where they are not the first line's."""
+    moved = {k: theirs[k] for k in differing if k not in own}
+    moved.update((k, v) for k, v in own.items() if parser.debug_inputs.get(k) != v)
+    return moved
