@@ -40,6 +40,12 @@ from tb_opmode.present.report import (
 
 from .conftest import ROOT, link_tree
 
+# The demo's eager transpose, found by its text so that editing the script above it
+# moves the expected line with it.
+TRANSPOSE_LINE = 1 + next(
+    i for i, line in enumerate((ROOT / "demo" / "make_logdir.py").read_text().splitlines())
+    if line.strip() == "y = tf.transpose(y)")
+
 SCRIPT = "<script>alert(1)</script>"
 # markdown-it-py comes with rich (TensorBoard's venv on 2.21 has it; 2.13's may not): the
 # parse checks need it, the rest of a test does not.
@@ -220,7 +226,7 @@ def test_markdown_answers_the_seed_question(md: str) -> None:
 
 def test_markdown_call_sites_of_the_project_are_relative(md: str) -> None:
     # Run from the project: its own file keeps its path; an installed library's only its name.
-    assert "`demo/make_logdir.py:43` in `_eager_preprocessing`" in md
+    assert f"`demo/make_logdir.py:{TRANSPOSE_LINE}` in `_eager_preprocessing`" in md
     assert "`<path>/summary_v2.py:271` in `when_multiple_values`" in md
 
 
@@ -371,14 +377,14 @@ def test_redaction_leaves_no_path_or_host(bert_logdir: Path, tmp_path: Path, fmt
         assert _leaks(out, bert_logdir) == []
         assert "LOGDIR" in out and "host1" in out
     # From elsewhere the project's own file is an outside path too.
-    assert "<path>/make_logdir.py:43" in out.replace("&lt;", "<").replace("&gt;", ">")
+    assert f"<path>/make_logdir.py:{TRANSPOSE_LINE}" in out.replace("&lt;", "<").replace("&gt;", ">")
 
 
 def test_no_redact_shows_the_paths(bert_logdir: Path) -> None:
     code, out, err = cli("report", str(bert_logdir), "--no-redact")
     assert code == 0, err
     assert f"in `{bert_logdir}`" in out
-    assert f"`{ROOT}/demo/make_logdir.py:43`" in out
+    assert f"`{ROOT}/demo/make_logdir.py:{TRANSPOSE_LINE}`" in out
     assert "site-packages/tensorboard/plugins/histogram/summary_v2.py:271" in out
     assert "host1" not in out and "LOGDIR" not in out.replace("LOGDIR lists", "")
     assert "not redacted" in out
