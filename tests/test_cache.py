@@ -24,7 +24,7 @@ import pytest
 from tb_opmode.analyze import assemble
 from tb_opmode.cli import main
 from tb_opmode.read import cache, tfdbg
-from tb_opmode.read.tfdbg import DumpSet, find_dump_sets, read_dump_set
+from tb_opmode.read.tfdbg import DumpSet, events, fastread, find_dump_sets, read_dump_set, tracejob, traceparts
 
 from .conftest import dump_files
 
@@ -54,7 +54,7 @@ def _exact(directory: Path, monkeypatch: pytest.MonkeyPatch) -> DumpSet:
     """The record-by-record reading, as a reference."""
     prefix, files = _only_set(directory)
     with monkeypatch.context() as m:
-        m.setattr(tfdbg, "FAST_MIN_BYTES", 1 << 62)
+        m.setattr(tracejob, "FAST_MIN_BYTES", 1 << 62)
         m.setenv("TB_OPMODE_CACHE", "off")
         return read_dump_set(str(directory), prefix, files)
 
@@ -78,8 +78,8 @@ class _Spy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.starts: list[tuple[str, int]] = []
-        real = tfdbg.RecordReader
-        real_whole = tfdbg.frame_whole
+        real = events.RecordReader
+        real_whole = events.frame_whole
         spy = self
         fallback: set[tuple[str, int]] = set()
 
@@ -101,8 +101,11 @@ class _Spy:
                 fallback.add((path, start))
             return found
 
-        monkeypatch.setattr(tfdbg, "RecordReader", Reader)
-        monkeypatch.setattr(tfdbg, "frame_whole", whole)
+        # Wherever the readers of the package look them up.
+        for module in (events, traceparts, fastread):
+            monkeypatch.setattr(module, "RecordReader", Reader)
+        for module in (events, traceparts):
+            monkeypatch.setattr(module, "frame_whole", whole)
 
 
 # ---------------------------------------------------------------- cache
@@ -287,19 +290,19 @@ def test_a_fingerprinted_module_that_is_gone_is_an_error(tmp_path: Path,
 def _fast(directory: Path, monkeypatch: pytest.MonkeyPatch, fork: bool = True) -> DumpSet:
     prefix, files = _only_set(directory)
     with monkeypatch.context() as m:
-        m.setattr(tfdbg, "FAST_MIN_BYTES", 0)
-        m.setattr(tfdbg, "_CHUNK", 64 << 10)  # many chunks even in a small file
-        m.setattr(tfdbg, "_SYNC_LIMIT", 1 << 16)
+        m.setattr(tracejob, "FAST_MIN_BYTES", 0)
+        m.setattr(fastread, "_CHUNK", 64 << 10)  # many chunks even in a small file
+        m.setattr(fastread, "_SYNC_LIMIT", 1 << 16)
         calls: list[tuple[int, int]] = []
         if not fork:
-            m.setattr(tfdbg, "_can_fork", lambda: False)
-            real = tfdbg._fast_range
+            m.setattr(tracejob, "_can_fork", lambda: False)
+            real = tracejob._fast_range
 
             def fast_range(path: str, lo: int, hi: int, *args: Any) -> list[Any]:
                 calls.append((lo, hi))
                 return real(path, lo, hi, *args)
 
-            m.setattr(tfdbg, "_fast_range", fast_range)
+            m.setattr(tracejob, "_fast_range", fast_range)
         m.setenv("TB_OPMODE_CACHE", "off")
         dump = read_dump_set(str(directory), prefix, files)
         assert fork or calls  # the fast reader did run
@@ -354,7 +357,7 @@ def _spied(monkeypatch: pytest.MonkeyPatch) -> Counter[tuple[str, bool]]:
             return got
 
         monkeypatch.setattr(tfdbg._KeyTable, name, spy)
-    monkeypatch.setattr(tfdbg, "_can_fork", lambda: False)
+    monkeypatch.setattr(tracejob, "_can_fork", lambda: False)
     monkeypatch.setenv("TB_OPMODE_CACHE", "off")
     return seen
 

@@ -9,7 +9,7 @@ module, package or file that is not in the repository, with where it was found.
 
 What counts as a reference:
 - a file name with a code extension, bare or with a relative path: ``tfrecord.py``,
-  ``read/tfdbg.py``, ``tests/matrix/truth.py``, ``frontend/table.js`` (an absolute path or
+  ``read/tfrecord.py``, ``tests/matrix/truth.py``, ``frontend/table.js`` (an absolute path or
   one under a placeholder, ``<path>/file.py``, is an example, not a reference);
 - a dotted path from the package, ``tb_opmode.read.tfdbg`` (a last part that is no module
   must be a name its module's source defines or re-exports: ``tb_opmode.read.tfdbg.DumpSet``);

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tb_opmode.read import wire, xevents
+from tb_opmode.read import wire, xevents, xlayout
 from tb_opmode.read.xplane import Profile, find_profiles, read_profile
 
 from .conftest import needs_tensorflow
@@ -327,5 +327,5 @@ def test_lines_written_after_the_metadata_read_alike_whole_or_walked(
     expected = events(prof)
     assert expected[0] and expected[1]
     assert events(read_profile(str(moved))) == expected  # small: upb, then walked
-    monkeypatch.setattr(xevents, "_REST_MAX", 0)
+    monkeypatch.setattr(xlayout, "_REST_MAX", 0)
     assert events(read_profile(str(moved))) == expected  # "big": walked at once

@@ -33,11 +33,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import forks, fs, tfdbg
+from . import forks, fs
 from .cache import cached_dump_set, cached_log, cached_profile
 from .sources import RunSources, dump_location
 from .textlog import LogFacts
-from .tfdbg import DumpSet
+from .tfdbg import DumpSet, tracejob
 from .xplane import Profile
 
 __all__ = ["Unit", "Partial", "units_of", "read_unit", "merge", "merge_all", "read_serial",
@@ -245,8 +245,8 @@ def _context() -> multiprocessing.context.BaseContext:
 def _pool_worker() -> None:
     """A pool process reads each traces file in one process: the pool already keeps the
     cores busy, and each of its processes forking two trace readers of its own
-    (``tfdbg._TraceJob``) would put three processes on every core."""
-    tfdbg._WORKERS = 1
+    (``tfdbg.tracejob._TraceJob``) would put three processes on every core."""
+    tracejob._WORKERS = 1
 
 
 def read_pool(units: list[Unit], workers: int) -> Partial:
