@@ -25,6 +25,7 @@ from ...read.textlog import LogFacts
 from ...read.tfdbg import NO_TENSOR
 from ...vocab import DEBUG_PREFIX, REMOVED
 from ..nodes import canonical_op, origin_name, suffixes
+from ..tally import tally
 from .remapper import FUSABLE, is_fused
 from .tensors import strip_slot
 from .verdict import Verdict
@@ -189,7 +190,7 @@ def node_kernels(model: RunModel) -> NodeKernels:
     """Executed node name -> (kernel, dtype, evidence), log outranking profile."""
     nodes: NodeKernels = {}
     for prof in model.profiles:
-        for node, kernel, _start, _dur in prof.graph_ops:
+        for node, kernel in tally(prof).graph:
             if not kernel.startswith(DEBUG_PREFIX):
                 nodes.setdefault(node, (kernel, "", "profile"))
     for log in model.logs:
@@ -210,7 +211,7 @@ def profiled_debug_ops(model: RunModel, wanted: set[str]) -> tuple[set[str], set
     summaries: set[str] = set()
     identities: set[str] = set()
     for prof in model.profiles:
-        for node, kernel, _start, _dur in prof.graph_ops:
+        for node, kernel in tally(prof).graph:
             if kernel.startswith("DebugNumericSummary"):
                 target = summaries
             elif kernel.startswith("DebugIdentity"):
