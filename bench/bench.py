@@ -813,12 +813,12 @@ def short_commit() -> str:
 
 
 def keep_results(directory: Path, heading: str, lines: list[str], argv: list[str],
-                 started: str) -> Path:
+                 started: str, suffix: str = "") -> Path:
     """Write the printed table to ``directory/<date>-<short commit>.md`` (``-2``, ``-3``...
     for another run of the same commit that day): each run's figures in a file of their
     own, kept beside the earlier ones, never in the README."""
     commit = short_commit()
-    stem = f"{time.strftime('%Y-%m-%d')}-{commit}"
+    stem = f"{time.strftime('%Y-%m-%d')}-{commit}{suffix}"
     directory.mkdir(parents=True, exist_ok=True)
     path, n = directory / f"{stem}.md", 1
     while path.exists():
@@ -926,6 +926,31 @@ def many_rows(many: dict[str, list[dict[str, Any]]], runs: int) -> list[Row]:
     return rows
 
 
+def _users_only(args: argparse.Namespace, reps: int, argv: list[str], started: str) -> int:
+    """--users-only: the users rows alone, printed and (with --results-dir) kept."""
+    from bench_users import measure_users
+
+    ref_tree = None if args.no_reference else reference_tree()
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
+    if not args.no_bytecode:
+        trees: list[Path | None] = [None] + ([ref_tree] if ref_tree else [])
+        print("byte-compiled: " + ", ".join(compile_bytecode(t) for t in trees), flush=True)
+    work = Path(tempfile.mkdtemp(prefix="tb_opmode_bench_"))
+    try:
+        rows = measure_users(reps, work, ref_tree)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    heading = f"load average after: {os.getloadavg()[0]:.2f}"
+    print(heading)
+    print_rows(rows, judged=True)
+    if args.results_dir:
+        kept = keep_results(Path(args.results_dir), heading, table_lines(rows, True), argv, started,
+                            suffix="-users")
+        print(f"table kept in {kept}")
+    same = all(r.met for r in rows if "counts ==" in r.what)
+    return 0 if same else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     global CACHE
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -943,6 +968,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the seed-sized run, text log, profiles and demo tab")
     parser.add_argument("--no-many-runs", action="store_true",
                         help="skip the logdir of 200 runs (a real tensorboard each)")
+    parser.add_argument("--users-only", action="store_true",
+                        help="only the users rows (bench_users.py: HuggingFace bert-base with its "
+                             "log, a profile of many small events alone), kept as <date>-<commit>-users.md")
+    parser.add_argument("--no-users", action="store_true", help="leave out the users rows")
     parser.add_argument("--seed-only", action="store_true",
                         help="of the extras only the seed-sized run and its text log "
                              "(the seed and truth rows); with --sizes '' --no-many-runs --no-xplane "
@@ -975,6 +1004,8 @@ def main(argv: list[str] | None = None) -> int:
     reps = 1 if args.smoke else args.reps
     many_count = 10 if args.quick else MANY_RUNS
     CACHE.mkdir(parents=True, exist_ok=True)
+    if args.users_only:
+        return _users_only(args, reps, argv, started)
     if args.xplane_only:
         ref_tree = None if args.no_reference else reference_tree()
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
@@ -1034,6 +1065,13 @@ def main(argv: list[str] | None = None) -> int:
                                              None if args.no_reference else reference_tree(),
                                              seed_only=args.seed_only)
             ok = ok and seed_same
+            if not (args.quick or args.seed_only or args.no_users):
+                print("users: HuggingFace bert-base with its log, a profile of many small events",
+                      flush=True)
+                from bench_users import measure_users
+                users = measure_users(reps, work, None if args.no_reference else reference_tree())
+                ok = ok and all(r.met for r in users if "counts ==" in r.what)
+                seed_rows += users
         # Fill the warm cache, check our counts against TF's once per size.
         if xplane is not None:
             run_measured(xplane_cmd(xplane, True), _env(warm_dir))

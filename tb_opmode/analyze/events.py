@@ -11,7 +11,8 @@ table, matrix and timeline all read, so that they agree.
 The one classification of a name: ``row_op`` (a kernel's op type), ``is_user_op`` (not
 tfdbg's instrumentation nor executor plumbing), ``node_op_types`` (a profiled graph node's
 op type) and ``eager_kernels`` (the kernel an eager event is put down to). They test
-names with ``nodes.canonical_op`` and ``vocab.is_debug_kernel``. The run's counts and
+names with ``nodes.canonical_op`` and ``vocab.is_debug_kernel``, once per distinct key of
+a profile's events (``tally``), not per event. The run's counts and
 times from events are booked here only, so that how an event is booked changes in one
 place (``kernels`` reads events too, for links to dump ops; ``present.timeline`` draws
 them, booked by ``node_op_types`` and ``eager_kernels``).
@@ -24,6 +25,7 @@ from ..errors import Problem
 from ..model import RunModel
 from ..vocab import PLUMBING_KERNELS, REMOVED, is_debug_kernel, is_function
 from .nodes import canonical_op, suffixes
+from .tally import tally
 
 __all__ = ["row_op", "is_user_op", "log_counts", "profile_counts", "logged_graph_kernels",
            "profiled_graph_kernels", "node_op_types", "eager_kernels", "op_times"]
@@ -75,14 +77,15 @@ def profile_counts(model: RunModel) -> None:
     """Adds the executions the run's profiles count to the model's rows and functions, and
     a problem per profile saying they cover its window only."""
     for prof in model.profiles:
-        for op_type, is_func, _start, _dur in prof.eager_ops:
+        events = tally(prof)
+        for (op_type, is_func), (n, _ns) in events.eager.items():
             if is_func or is_function(op_type):
-                model.functions[op_type] += 1
+                model.functions[op_type] += n
             elif not is_debug_kernel(op_type):
-                model.row(op_type).eager.executions += 1
-        for _node, kernel, _start, _dur in prof.graph_ops:
+                model.row(op_type).eager.executions += n
+        for kernel, (n, _ns) in events.kernels.items():
             if is_user_op(kernel):
-                model.row(row_op(kernel)).graph.executions += 1
+                model.row(row_op(kernel)).graph.executions += n
         if prof.eager_ops or prof.graph_ops:
             model.problems.append(Problem(prof.path, 0, (
                 "counts from this profile cover only the steps it profiled (the profiler's "
@@ -104,9 +107,9 @@ def profiled_graph_kernels(model: RunModel) -> Counter[str]:
     """Kernel -> the graph events the profiles recorded of it."""
     counted: Counter[str] = Counter()
     for prof in model.profiles:
-        for _node, kernel, _s, _d in prof.graph_ops:
+        for kernel, (n, _ns) in tally(prof).kernels.items():
             if is_user_op(kernel):
-                counted[kernel] += 1
+                counted[kernel] += n
     return counted
 
 
@@ -154,7 +157,7 @@ def node_op_types(model: RunModel) -> dict[str, str]:
     exact, by_name = _own_nodes(model), _dump_op_types(model)
     out: dict[str, str] = {}
     for prof in model.profiles:
-        for node, kernel, _start, _dur in prof.graph_ops:
+        for node, kernel in tally(prof).graph:
             if node in out or is_debug_kernel(kernel) or kernel in PLUMBING_KERNELS:
                 continue
             op_type = exact.get(node) or next((by_name[s] for s in suffixes(node) if s in by_name),
@@ -182,17 +185,18 @@ def op_times(model: RunModel) -> dict[tuple[str, str, str], list[int]]:
     eager_kernel = eager_kernels(model)
     op_of = node_op_types(model)
     for prof in model.profiles:
-        for op_type, is_func, _start, dur in prof.eager_ops:
+        events = tally(prof)
+        for (op_type, is_func), (n, ns) in events.eager.items():
             if is_func or is_function(op_type) or is_debug_kernel(op_type):
                 continue
             cell = out[(op_type, "eager", eager_kernel.get(op_type, ""))]
-            cell[0] += 1
-            cell[1] += dur
-        for node, kernel, _start, dur in prof.graph_ops:
+            cell[0] += n
+            cell[1] += ns
+        for (node, kernel), (n, ns) in events.graph.items():
             graph_op = op_of.get(node)
             if graph_op is None:
                 continue  # tfdbg's own nodes and executor plumbing
             cell = out[(graph_op, "graph", kernel)]
-            cell[0] += 1
-            cell[1] += dur
+            cell[0] += n
+            cell[1] += ns
     return dict(out)

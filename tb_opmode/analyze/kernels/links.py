@@ -15,7 +15,9 @@ node name (executor names carry the prefixes of inlined calls,
 """
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from typing import Callable, NamedTuple, Optional
 
 from ...model import OpKernel, RunModel
@@ -23,11 +25,12 @@ from ...read.textlog import LogFacts
 from ...read.tfdbg import NO_TENSOR
 from ...vocab import DEBUG_PREFIX, REMOVED
 from ..nodes import canonical_op, origin_name, suffixes
+from ..tally import tally
 from .remapper import FUSABLE, is_fused
 from .tensors import strip_slot
 from .verdict import Verdict
 
-__all__ = ["LogLink", "TracedOpResolver", "NodeKernels", "traced_op_resolver", "resolve_traced_op",
+__all__ = ["LogLink", "TracedOpResolver", "NodeKernels", "traced_op_resolver", "TracedOpIndex",
            "log_links", "node_kernels", "profiled_debug_ops", "suffix_index", "LINK_RULES",
            "link_verdict", "fused_node_note"]
 
@@ -36,31 +39,74 @@ TracedOpResolver = Callable[[str, str], str]
 # Executed node name -> (kernel, dtype, evidence): what ``node_kernels`` answers.
 NodeKernels = dict[str, tuple[str, str, str]]
 
+_SLASH = re.compile("/")
 
-def traced_op_resolver(names: dict[str, object]) -> TracedOpResolver:
+
+def traced_op_resolver(names: Mapping[str, object]) -> TracedOpResolver:
     """The function that names the dump op a debug node traces, among one graph's
-    ``names``: built once per graph, so that whatever it needs of the names is too."""
-    def resolve(pattern: str, ident: str) -> str:
-        return resolve_traced_op(pattern, ident, names)
-    return resolve
+    ``names``: built once per graph, with the index of the names it resolves through."""
+    return TracedOpIndex(names).resolve
 
 
-def resolve_traced_op(pattern: str, ident: str, names: dict[str, object]) -> str:
-    """The dump op a debug identity node traces, from its ``op_name`` attribute.
+class TracedOpIndex:
+    """One graph's op names, indexed by the head and tail that TF's log keeps of them.
 
-    TF's log shortens string attributes over about 80 characters to
-    ``head...tail``; the identity node's own name is never shortened and is
-    ``<prefix><op name>/DebugIdentityV2_N`` or ``<prefix><scope>/DebugIdentityV2_N``,
-    which picks among the ops the shortened name fits. "" if none or several fit."""
-    if pattern in names or "..." not in pattern:
-        return pattern
-    head, _, tail = pattern.partition("...")
-    hits = [n for n in names if n.startswith(head) and n.endswith(tail)]
-    if len(hits) > 1:
-        scope = ident.rpartition("/")[0]
-        hits = [n for n in hits if scope == n or scope.endswith("/" + n)] or [
-            n for n in hits if ("/" + n + "/") in ("/" + ident)]
-    return hits[0] if len(hits) == 1 else ""
+    TF's log shortens string attributes of 80 characters or more to ``head...tail``
+    (the first and the last ten); the debug identity node's own name is never
+    shortened and is ``<prefix><op name>/DebugIdentityV2_N`` or
+    ``<prefix><scope>/DebugIdentityV2_N``, which picks among the ops the shortened
+    name fits. The ops that fit a (head, tail) are one lookup, and which of several
+    the identity names is decided from the runs of components of its name: never a
+    scan of the graph's names, so that resolving a log's debug nodes is linear in
+    their number."""
+
+    def __init__(self, names: Mapping[str, object]) -> None:
+        self.names = names
+        # (len(head), len(tail)) -> (head, tail) -> the names that start and end so;
+        # built for the lengths asked (TF's log has one pair).
+        self._fitting: dict[tuple[int, int], dict[tuple[str, str], list[str]]] = {}
+
+    def resolve(self, pattern: str, ident: str) -> str:
+        """The dump op the debug identity node ``ident`` traces, from its ``op_name``
+        attribute ``pattern``: "" if none or several fit."""
+        if pattern in self.names or "..." not in pattern:
+            return pattern
+        head, _, tail = pattern.partition("...")
+        hits = self._fitting_names(head, tail)
+        if len(hits) > 1:
+            scope = ident.rpartition("/")[0]
+            named = [n for n in _component_runs(ident, head, tail) | {scope}
+                     if n in self.names and n.startswith(head) and n.endswith(tail)]
+            hits = [n for n in named if scope == n or scope.endswith("/" + n)] or named
+        return hits[0] if len(hits) == 1 else ""
+
+    def _fitting_names(self, head: str, tail: str) -> list[str]:
+        lengths = (len(head), len(tail))
+        index = self._fitting.get(lengths)
+        if index is None:
+            index = self._fitting[lengths] = _by_head_and_tail(self.names, *lengths)
+        return index.get((head, tail), [])
+
+
+def _by_head_and_tail(names: Iterable[str], head: int, tail: int) -> dict[tuple[str, str], list[str]]:
+    """(first ``head`` characters, last ``tail`` characters) -> the names: a name
+    shorter than either is keyed by itself there, which no head or tail of that
+    length equals, as ``startswith``/``endswith`` would not match it."""
+    index: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for name in names:
+        index[(name[:head], name[max(len(name) - tail, 0):])].append(name)
+    return index
+
+
+def _component_runs(ident: str, head: str, tail: str) -> set[str]:
+    """The runs of whole components of ``ident`` that a ``/`` follows (the names ``n``
+    for which ``"/" + n + "/"`` is in ``"/" + ident``), those that begin with ``head``
+    and end with ``tail``."""
+    path = "/" + ident
+    cuts = [m.start() for m in _SLASH.finditer(path)]
+    starts = [a + 1 for a in cuts if path.startswith(head, a + 1)]
+    ends = [b for b in cuts if path.endswith(tail, 0, b)]
+    return {path[a:b] for a in starts for b in ends if a <= b}
 
 
 class LogLink(NamedTuple):
@@ -144,7 +190,7 @@ def node_kernels(model: RunModel) -> NodeKernels:
     """Executed node name -> (kernel, dtype, evidence), log outranking profile."""
     nodes: NodeKernels = {}
     for prof in model.profiles:
-        for node, kernel, _start, _dur in prof.graph_ops:
+        for node, kernel in tally(prof).graph:
             if not kernel.startswith(DEBUG_PREFIX):
                 nodes.setdefault(node, (kernel, "", "profile"))
     for log in model.logs:
@@ -165,7 +211,7 @@ def profiled_debug_ops(model: RunModel, wanted: set[str]) -> tuple[set[str], set
     summaries: set[str] = set()
     identities: set[str] = set()
     for prof in model.profiles:
-        for node, kernel, _start, _dur in prof.graph_ops:
+        for node, kernel in tally(prof).graph:
             if kernel.startswith("DebugNumericSummary"):
                 target = summaries
             elif kernel.startswith("DebugIdentity"):

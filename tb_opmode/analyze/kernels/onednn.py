@@ -16,6 +16,7 @@ from ...model import OpKernel, RunModel
 from ...read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
 from ...vocab import UNKNOWN, is_onednn
 from ..rules import cpu_dependence, expected_kernel
+from ..tally import tally
 
 __all__ = ["FLOAT_DTYPES", "FLOAT_MATH", "RERUN", "detect_onednn", "run_cpu",
            "cpu_from_kernels", "inferred_kernel"]
@@ -64,7 +65,7 @@ def _kernels_that_ran(model: RunModel) -> tuple[set[tuple[str, str]], set[str]]:
         kernels.update((ek.kernel, ek.dtype) for ek in log.eager_kernels if ek.kernel)
     profiled: set[str] = set()
     for prof in model.profiles:
-        profiled.update(k for _n, k, _s, _d in prof.graph_ops)
+        profiled.update(tally(prof).kernels)
     return kernels, profiled
 
 
