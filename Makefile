@@ -15,7 +15,7 @@ DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-notf lint jscheck node test-213 matrix venv venv213 venv217 venv-notf venv-demo browser bench bench-quick clean
+.PHONY: demo test test-notf lint jscheck axe node test-213 matrix venv venv213 venv217 venv-notf venv-demo browser bench bench-quick clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -67,8 +67,8 @@ test-notf: venv-notf
 	$(VENVNOTF)/bin/python -m pytest -q -m wheel tests/test_no_tensorflow.py
 
 # Debian's chromium for the browser tests (Playwright drives it; no browser download), and
-# npm, with which the accessibility test fetches axe-core from the npm registry.
-browser: node
+# axe-core for their accessibility checks.
+browser: node axe
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q chromium; }
 
 node:
@@ -86,6 +86,17 @@ $(TOOLS)/.typescript-$(TSC_VERSION):
 
 jscheck: $(TOOLS)/.typescript-$(TSC_VERSION)
 	$(TOOLS)/node_modules/.bin/tsc -p jsconfig.json
+
+# axe-core, pinned, installed like TypeScript into $(TOOLS) once per version: the accessibility
+# tests read $(TOOLS)/node_modules/axe-core/axe.min.js and never fetch anything themselves, so
+# a slow registry can fail `make axe` (saying so) but not a test tier.
+AXE_VERSION ?= 4.14.1
+$(TOOLS)/.axe-core-$(AXE_VERSION):
+	$(MAKE) node
+	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error axe-core@$(AXE_VERSION)
+	touch $@
+
+axe: $(TOOLS)/.axe-core-$(AXE_VERSION)
 
 demo: venv-demo
 	rm -rf $(DEMO_DIR) && $(VENVDEMO)/bin/python demo/make_logdir.py $(DEMO_DIR)
