@@ -8,7 +8,9 @@ Conv2DBackpropFilter + BiasAddGrad pairs fused with oneDNN on, filled in place.
 from __future__ import annotations
 
 from ...model import OpKernel, RunModel
+from ...vocab import UNKNOWN
 from .context import InferenceContext, OpSite
+from .onednn_state import FIND_OUT
 from .remapper import FILTER_WITH_BIAS, FUSABLE, FUSION_DTYPES, SIBLING_FUSIONS, is_fused
 from .tensors import strip_slot
 from .verdict import Verdict
@@ -25,8 +27,9 @@ _FUSION_DEPTH = 3
 
 
 def infer_filter_bias_fusions(ctx: InferenceContext, unresolved: list[tuple[int, OpKernel]]) -> None:
-    """With oneDNN on, grappler's remapper fuses a Conv2DBackpropFilter with the
-    BiasAddGrad that reads the same gradient (remapper.cc, FuseConv2DBackpropFilterWithBias)
+    """With oneDNN on (unknown: both ``(unknown)``, saying why), grappler's remapper fuses
+    a Conv2DBackpropFilter with the BiasAddGrad that reads the same gradient (remapper.cc,
+    FuseConv2DBackpropFilterWithBias)
     even in a dumped graph: tfdbg's debug ops read outputs, which the fusion keeps. No
     observation needed: the pattern is in the dump's own graph."""
     model = ctx.model
@@ -36,6 +39,14 @@ def infer_filter_bias_fusions(ctx: InferenceContext, unresolved: list[tuple[int,
             continue
         sibling = _bias_gradient_sibling(ctx, model, i, op, by_name)
         if sibling is None:
+            continue
+        if model.onednn_enabled is None:
+            why = (f"unknown: with oneDNN's custom operations on, grappler's remapper fuses it with "
+                   f"{{}} into {FILTER_WITH_BIAS}; with them off both run stock, and nothing this "
+                   f"run left says which; {FIND_OUT}")
+            Verdict(UNKNOWN, why.format(f"its sibling {sibling.op_name} (BiasAddGrad)")).apply(
+                op, FILTER_BIAS_RULE)
+            Verdict(UNKNOWN, why.format(op.op_name)).apply(sibling, FILTER_BIAS_RULE)
             continue
         Verdict(FILTER_WITH_BIAS, f"fused with its sibling {sibling.op_name} (BiasAddGrad of the "
                                   f"same gradient) into {FILTER_WITH_BIAS} by grappler's remapper, "
