@@ -81,19 +81,21 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str,
     ``UNKNOWN`` and the note says what it depends on. ``cpu_seen`` (from
     :func:`cpu_from_kernels`) answers a CPU question no log line did."""
     version = model.tensorflow_version
-    if model.onednn_enabled is None:
-        hinge = _hinges_on_onednn(model, op_type, mode, dtype)
-        if hinge is not None:
-            return hinge
     onednn = model.onednn_enabled is not False
     cpu = run_cpu(model)
     if dtype == DTYPE_UNKNOWN and op_type not in FLOAT_MATH:
         options = {t: expected_kernel(op_type, mode, version, t, onednn, cpu)[0]
                    for t in ("DT_FLOAT", "DT_INT32")}
         if options["DT_FLOAT"] != options["DT_INT32"]:
+            state = ("" if model.onednn_enabled is not None else
+                     " with oneDNN's custom operations on, and nothing this run left says they were")
             return UNKNOWN, (f"unknown: this dump (NO_TENSOR) records no dtype, and {op_type} runs "
                              f"{options['DT_FLOAT']} for float32 but {options['DT_INT32']} "
-                             f"for int32; {RERUN}")
+                             f"for int32{state}; {RERUN}")
+    if model.onednn_enabled is None:
+        hinge = _hinges_on_onednn(model, op_type, mode, dtype)
+        if hinge is not None:
+            return hinge
     dtype, assumed = _dtype_read_as(op_type, dtype)
     kernel, rule = expected_kernel(op_type, mode, version, dtype, onednn, cpu)
     if cpu is None:
