@@ -7,10 +7,14 @@ from the dump and the profile (every cell profiles one window of its run), and f
 the dump alone. The figures land in
 ``tests/artifacts/matrix-<TF version>.md`` for this directory's README.md and the closing note.
 
-Held here: counts equal ``DebugDataReader``'s; with the log every execution has its
-true kernel; adding the log or the profile never lowers a cell; without the log at least the cell's
-floor (99% unless ``FLOORS`` says why a cell cannot reach it yet), and at most 1% of
-executions "unknown".
+Every execution is scored three ways: right, ``(unknown)`` (said, with why), wrong (a
+kernel said with confidence that TF's log contradicts). Held here: counts equal
+``DebugDataReader``'s; with the log every execution has its true kernel; adding the log or
+the profile never lowers a cell; at most 0.1% of executions wrong in any cell, however
+scored (``WRONG_ALLOWED`` holds a cell that does not reach it yet to its figure, and says
+why); from the dump and a profile at least 99% right (``FLOORS``) and at most 1% unknown
+(``UNKNOWN_ALLOWED``); from the dump alone at least 99% right or honestly unknown: what is
+not right is ``(unknown)``, as the bound on wrong says.
 """
 from __future__ import annotations
 
@@ -60,6 +64,13 @@ UNKNOWN_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
 NEEDS_CPU = {"mixed_bf16": ("AVX512_BF16", "AMX_BF16")}
 DEFAULT_FLOOR = 0.99
 MAX_UNKNOWN = 0.01
+MAX_WRONG = 0.001
+SCORINGS = {"score_with": "with the log", "score_without": "dump + profile",
+            "score_dump_only": "dump alone"}
+# Cells and scorings (a key of SCORINGS) with more than 0.1% wrong: per TF minor version
+# the share they are held to (measured), and why. Known gaps, not targets.
+WRONG_ALLOWED: dict[tuple[str, str], tuple[dict[str, float], str]] = {
+}
 
 
 def _minor(cell: dict[str, Any]) -> str:
@@ -96,7 +107,8 @@ def _counts(run: dict[str, Any]) -> tuple[Counter, Counter]:
 
 def _brief(s: dict[str, Any]) -> dict[str, Any]:
     return {"share": s["share"], "unknown_share": s["unknown_share"],
-            **{m: {k: s[m][k] for k in ("total", "right", "unknown", "untold")}
+            "wrong_share": s["wrong_share"],
+            **{m: {k: s[m][k] for k in ("total", "right", "unknown", "wrong_count", "untold")}
                for m in ("eager", "graph")},
             "wrong": [dict(w, mode=m) for m in ("eager", "graph") for w in s[m]["wrong"]]}
 
@@ -168,15 +180,30 @@ def _record(result: dict[str, Any]) -> None:
                              "dump_only": _brief(result["score_dump_only"]),
                              "meta": result["meta"]}
     path.write_text(json.dumps(table, indent=1, sort_keys=True, default=str))
-    lines = [f"| cell (TF {version}) | executions | with the log | dump + profile | unknown "
-             "| dump alone | unknown |", "|---|---|---|---|---|---|---|"]
+    (ARTIFACTS / f"matrix-{version}.md").write_text(table_text(version, table))
+
+
+def _three_ways(s: dict[str, Any] | None) -> str:
+    """``right / unknown / wrong`` of one scoring, in percent."""
+    if not s:
+        return "-"
+    wrong = s.get("wrong_share", 1.0 - s["share"] - s["unknown_share"])
+    return f"{s['share']:.2%} / {s['unknown_share']:.2%} / {wrong:.2%}"
+
+
+def table_text(version: str, table: dict[str, Any]) -> str:
+    """The artifact's table: per cell, each scoring as right / unknown / wrong."""
+    lines = [f"Per cell, the share of executions right / (unknown) / wrong against TF {version}'s "
+             "own log.", "",
+             f"| cell (TF {version}) | executions | profiled | with the log | dump + profile "
+             "| dump alone |", "|---|---|---|---|---|---|"]
     for name, row in sorted(table.items()):
-        w, wo = row["with_log"], row["without_log"]
-        d = row.get("dump_only") or {"share": float("nan"), "unknown_share": float("nan")}
+        w = row["with_log"]
         total = w["eager"]["total"] + w["graph"]["total"]
-        lines.append(f"| {name} | {total:,} | {w['share']:.2%} | {wo['share']:.2%} | "
-                     f"{wo['unknown_share']:.2%} | {d['share']:.2%} | {d['unknown_share']:.2%} |")
-    (ARTIFACTS / f"matrix-{version}.md").write_text("\n".join(lines) + "\n")
+        profiled = "yes" if row.get("meta", {}).get("profiled") else "no"
+        lines.append(f"| {name} | {total:,} | {profiled} | {_three_ways(w)} | "
+                     f"{_three_ways(row['without_log'])} | {_three_ways(row.get('dump_only'))} |")
+    return "\n".join(lines) + "\n"
 
 
 def test_counts_equal_debug_data_reader(cell: dict[str, Any]) -> None:
@@ -211,7 +238,11 @@ def test_the_profile_never_makes_it_worse(cell: dict[str, Any]) -> None:
         _brief(cell["score_without"])["wrong"], _brief(cell["score_dump_only"])["wrong"])
 
 
-def test_from_the_dump_alone(cell: dict[str, Any]) -> None:
+def test_from_the_dump_and_the_profile(cell: dict[str, Any]) -> None:
+    """At least 99% right and at most 1% unknown; a cell without a profile is its dump
+    alone, held to what that is (test_from_the_dump_alone)."""
+    if not cell["meta"].get("profiled"):
+        pytest.skip("this cell has no profile: its dump alone is scored")
     s = cell["score_without"]
     needs = NEEDS_CPU.get(cell["cell"])
     if needs and not machine_cpu() & set(needs):
@@ -220,6 +251,28 @@ def test_from_the_dump_alone(cell: dict[str, Any]) -> None:
     assert s["share"] >= floor, (why, _brief(s)["wrong"])
     allowed, why = _floor(UNKNOWN_ALLOWED, cell, MAX_UNKNOWN)
     assert s["unknown_share"] <= allowed, (why, _brief(s)["wrong"])
+
+
+def test_from_the_dump_alone(cell: dict[str, Any]) -> None:
+    """At least 99% right, or honestly unknown: what is not right is said to be unknown
+    (the wrong share within its bound)."""
+    s = cell["score_dump_only"]
+    allowed, why = _wrong_allowed(cell, "score_dump_only")
+    assert s["share"] >= DEFAULT_FLOOR or s["wrong_share"] <= allowed, (why, _brief(s)["wrong"])
+
+
+def _wrong_allowed(cell: dict[str, Any], scoring: str) -> tuple[float, str]:
+    floors, why = WRONG_ALLOWED.get((cell["cell"], scoring), ({}, ""))
+    return floors.get(_minor(cell), MAX_WRONG), why
+
+
+@pytest.mark.parametrize("scoring", sorted(SCORINGS))
+def test_never_confidently_wrong(cell: dict[str, Any], scoring: str) -> None:
+    """At most 0.1% of a cell's executions carry a kernel TF's log contradicts, with the
+    log, from the dump and the profile, and from the dump alone."""
+    s = cell[scoring]
+    allowed, why = _wrong_allowed(cell, scoring)
+    assert s["wrong_share"] <= allowed, (SCORINGS[scoring], why, _brief(s)["wrong"])
 
 
 def test_unknowns_say_why(cell: dict[str, Any]) -> None:
