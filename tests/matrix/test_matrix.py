@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from tb_opmode.analyze.assemble import load
-from tb_opmode.analyze.explain import function_graphs
+from tb_opmode.analyze.explain import explain, function_graphs
 from tb_opmode.present.contract import summary
 from tb_opmode.read.tfdbg import digest_rank
 from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu, needs_tensorflow
@@ -66,7 +66,7 @@ DEFAULT_FLOOR = 0.99
 MAX_UNKNOWN = 0.01
 MAX_WRONG = 0.001
 SCORINGS = {"score_with": "with the log", "score_without": "dump + profile",
-            "score_dump_only": "dump alone"}
+            "score_dump_only": "dump alone", "score_startup": "dump + the log's start-up lines"}
 # Cells and scorings (a key of SCORINGS) with more than 0.1% wrong: per TF minor version
 # the share they are held to (measured), and why. Known gaps, not targets.
 WRONG_ALLOWED: dict[tuple[str, str], tuple[dict[str, float], str]] = {
@@ -160,14 +160,34 @@ def cell(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     for p in logs:
         shutil.copy2(p, with_log_dir / p.name)
     with_log = _our_run(with_log_dir)
+    startup_dir = _startup_logdir(dump_only_dir, out)
     result = {
         "cell": name, "meta": meta, "logdir": logdir, "out": out, "without": without,
-        "with": with_log,
+        "with": with_log, "dirs": [dump_only_dir, logdir, startup_dir, with_log_dir],
         "score_without": score(without, truth), "score_with": score(with_log, truth),
         "score_dump_only": score(dump_only, truth),
+        "score_startup": score(_our_run(startup_dir), truth),
     }
     _record(result)
     return result
+
+
+def _startup_logdir(dump_only_dir: Path, out: Path) -> Path:
+    """The dump with only the first lines of TF's log, through its CPU line: what a user
+    who kept the head of stderr (or whose VLOG was off) has. They decide the oneDNN state."""
+    target = link_tree(dump_only_dir, out / "logdir_startup")
+    head = []
+    with open(out / "stderr.log", "rb") as f:
+        for line in f:
+            head.append(line)
+            if _CPU_LINE in line or len(head) >= _STARTUP_LINES:
+                break
+    (target / "stderr.log").write_bytes(b"".join(head))
+    return target
+
+
+_CPU_LINE = b"To enable the following instructions:"
+_STARTUP_LINES = 50
 
 
 def _record(result: dict[str, Any]) -> None:
@@ -178,6 +198,7 @@ def _record(result: dict[str, Any]) -> None:
     table[result["cell"]] = {"with_log": _brief(result["score_with"]),
                              "without_log": _brief(result["score_without"]),
                              "dump_only": _brief(result["score_dump_only"]),
+                             "startup": _brief(result["score_startup"]),
                              "meta": result["meta"]}
     path.write_text(json.dumps(table, indent=1, sort_keys=True, default=str))
     (ARTIFACTS / f"matrix-{version}.md").write_text(table_text(version, table))
@@ -196,13 +217,14 @@ def table_text(version: str, table: dict[str, Any]) -> str:
     lines = [f"Per cell, the share of executions right / (unknown) / wrong against TF {version}'s "
              "own log.", "",
              f"| cell (TF {version}) | executions | profiled | with the log | dump + profile "
-             "| dump alone |", "|---|---|---|---|---|---|"]
+             "| dump alone | dump + the log's start-up lines |", "|---|---|---|---|---|---|---|"]
     for name, row in sorted(table.items()):
         w = row["with_log"]
         total = w["eager"]["total"] + w["graph"]["total"]
         profiled = "yes" if row.get("meta", {}).get("profiled") else "no"
         lines.append(f"| {name} | {total:,} | {profiled} | {_three_ways(w)} | "
-                     f"{_three_ways(row['without_log'])} | {_three_ways(row.get('dump_only'))} |")
+                     f"{_three_ways(row['without_log'])} | {_three_ways(row.get('dump_only'))} | "
+                     f"{_three_ways(row.get('startup'))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -404,3 +426,48 @@ def test_trace_digests_carry_the_rank_debug_data_reader_reads(cell: dict[str, An
     assert expected
     ours = {key: (digest_rank(digests[key]) if key in digests else "missing") for key in expected}
     assert ours == expected
+
+
+# Sentences that name TF_ENABLE_ONEDNN_OPTS=0 as one possibility, not as the cause.
+_HEDGED = ("either TF_ENABLE_ONEDNN_OPTS=0", "(TF_ENABLE_ONEDNN_OPTS=0, or ",
+           "set the environment variable `TF_ENABLE_ONEDNN_OPTS=0`")
+_DEFAULT_ON_ISAS = {"AVX512_VNNI", "AVX512_BF16", "AVX_VNNI", "AMX_TILE", "AMX_INT8", "AMX_BF16"}
+
+
+def _explanations(logdir: Path) -> tuple[bool | None, list[str]]:
+    (model,) = load(str(logdir))
+    texts = []
+    for op_type in model.op_types:
+        for mode in explain(model, op_type).values():
+            texts.append(mode["explanation"])
+    return model.onednn_enabled, texts
+
+
+def test_every_stated_cause_matches_the_run(cell: dict[str, Any]) -> None:
+    """Every explanation of the cell's runs (dump alone, with the profile, with the log's
+    start-up lines, with the whole log): the oneDNN state said is the one TF's own log
+    shows (its 'custom operations are on' banner), a cause of "off" is what the run's
+    environment and this machine's CPU show, and a no-fusion note names only kernels of
+    the run's own state."""
+    stderr = (cell["out"] / "stderr.log").read_bytes()
+    truly_on = b"oneDNN custom operations are on" in stderr
+    setting = cell["meta"]["env"].get("TF_ENABLE_ONEDNN_OPTS")
+    for logdir in cell["dirs"]:
+        state, texts = _explanations(logdir)
+        assert state in (None, truly_on), (logdir.name, state, truly_on)
+        for text in texts:
+            plain = text
+            for hedge in _HEDGED:
+                plain = plain.replace(hedge, "")
+            assert "TF_ENABLE_ONEDNN_OPTS=0" not in plain or setting == "0", (logdir.name, text)
+            if "TF's default for this CPU" in text:
+                assert setting is None and not truly_on, (logdir.name, text)
+                assert not machine_cpu() & _DEFAULT_ON_ISAS, (logdir.name, text)
+            said = f"oneDNN {'off' if truly_on else 'on'} ("
+            assert said not in text, (logdir.name, text)
+            for sentence in text.split("No fusion:")[1:]:
+                named = sentence.split("Rules as of")[0]
+                if state is False:
+                    assert "_Mkl" not in named, (logdir.name, named)
+                elif state is True:
+                    assert "_FusedMatMul" not in named.replace("_MklNativeFusedMatMul", ""), named
