@@ -9,13 +9,14 @@ PYTHON ?= python3
 VENV ?= .venv
 VENV213 ?= .venv-tf213
 VENV217 ?= .venv-tf217
+VENV222 ?= .venv-tf222
 VENVNOTF ?= .venv-notf
 VENVDEMO ?= .venv-demo
 DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-notf lint jscheck axe node test-213 matrix venv venv213 venv217 venv-notf venv-demo browser bench bench-quick clean
+.PHONY: demo test test-notf lint jscheck axe node test-213 matrix venv venv213 venv217 venv222 venv-notf venv-demo browser bench bench-quick clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -39,6 +40,13 @@ $(VENV217)/.installed: setup.py Makefile
 	$(VENV217)/bin/pip install $(PIP_FLAGS) --no-deps 'tf-keras==2.17.*'
 	touch $@
 
+# TF 2.22 (a release candidate until the final is out): no TensorBoard, and no tf-keras
+# release yet, so its matrix leaves out the two cells that need Keras 2.
+$(VENV222)/.installed: setup.py Makefile
+	$(PYTHON) -m venv $(VENV222)
+	$(VENV222)/bin/pip install $(PIP_FLAGS) --pre -e . 'tensorflow-cpu==2.22.*' pytest hypothesis
+	touch $@
+
 # No TensorFlow here: the fast tier (tests/unit, on the runs committed under tests/data)
 # and the wheel's smoke test run in it, and so does `pytest tests` (TF tests skip, saying why).
 $(VENVNOTF)/.installed: setup.py Makefile
@@ -56,6 +64,7 @@ $(VENVDEMO)/.installed: setup.py Makefile
 venv: $(VENV)/.installed
 venv213: $(VENV213)/.installed
 venv217: $(VENV217)/.installed
+venv222: $(VENV222)/.installed
 venv-notf: $(VENVNOTF)/.installed
 venv-demo: $(VENVDEMO)/.installed
 
@@ -115,10 +124,11 @@ test: test-notf
 	$(VENV)/bin/python -m pytest -q tests
 	$(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
 
-# Only the truth matrix, on TF 2.21, 2.17 and 2.13 (`make test` runs it on 2.21 and 2.13);
-# its tables land in tests/artifacts/matrix-<TF version>.md.
-matrix: venv venv213 venv217
+# Only the truth matrix, on TF 2.21, 2.22, 2.17 and 2.13 (`make test` runs it on 2.21 and
+# 2.13); its tables land in tests/artifacts/matrix-<TF version>.md.
+matrix: venv venv213 venv217 venv222
 	$(VENV)/bin/python -m pytest -q tests/matrix
+	$(VENV222)/bin/python -m pytest -q tests/matrix -k "not tf_keras and not hf_bert"
 	$(VENV217)/bin/python -m pytest -q tests/matrix
 	$(VENV213)/bin/python -m pytest -q tests/matrix
 
@@ -134,4 +144,4 @@ bench-quick: venv
 	$(VENV)/bin/python bench/bench.py --quick
 
 clean:
-	rm -rf $(VENV) $(VENV213) $(VENV217) $(VENVNOTF) $(VENVDEMO) $(TOOLS) demo/logs
+	rm -rf $(VENV) $(VENV213) $(VENV217) $(VENV222) $(VENVNOTF) $(VENVDEMO) $(TOOLS) demo/logs
