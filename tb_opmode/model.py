@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Problem
+from .read.manifest import RecordedRun
 from .read.textlog import LogFacts
 from .read.tfdbg import DumpSet
 from .read.xplane import Profile
@@ -72,6 +73,8 @@ class RunModel:
     hosts: list[str] = field(default_factory=list)
     onednn_enabled: bool | None = None
     onednn_source: str = ""
+    # What ``tb-opmode record`` wrote of the run's environment and CPU (its manifest.json).
+    recorded: RecordedRun | None = None
     counts_from: str = ""
     sources: dict[str, list[str]] = field(default_factory=dict)
     functions: Counter[str] = field(default_factory=Counter)

@@ -5,17 +5,16 @@ the default run.
 
 In: the session logdirs of conftest.py (``bert``: the seed scenario, a FULL_HEALTH dump +
 profile + log; ``on``: the CNN loop), linked under one logdir as test_browser_layout_and_labels.py
-does; a one-run logdir. axe-core comes from the npm registry (``npm install`` of a pinned
-version into a session temp dir, or ``AXE_CORE_JS`` naming an axe.min.js). Out: assertions
+does; a one-run logdir. axe-core is the pinned one ``make axe`` installs under
+.tools/ (or ``AXE_CORE_JS`` naming an axe.min.js); the tests never fetch it. Out: assertions
 on what a person (or a screen reader) gets, and screenshots in tests/artifacts/.
 """
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
-import shutil
-import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,12 +22,13 @@ from typing import Any
 
 import pytest
 
-from .conftest import get_json, link_tree, running_tensorboard
+from .conftest import ROOT, get_json, link_tree, running_tensorboard
 from .test_browser_layout_and_labels import SIZES, Page, _plugin_installed
 
 pytestmark = pytest.mark.browser
 
-AXE_VERSION = "4.14.1"
+AXE_VERSION = "4.14.1"  # the Makefile's AXE_VERSION
+AXE_DIR = ROOT / ".tools" / "node_modules" / "axe-core"
 GUTTER = 112   # timeline.js: the lane labels' width, left of the plot
 
 
@@ -52,24 +52,22 @@ def tensorboard(rest_logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 @pytest.fixture(scope="session")
-def axe_js(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The text of axe.min.js: from ``AXE_CORE_JS``, else ``npm install`` of the pinned
-    axe-core into a session temp dir (node and npm are needed: apt-get install npm)."""
+def axe_js() -> str:
+    """The text of axe.min.js: from ``AXE_CORE_JS``, else the pinned axe-core that ``make axe``
+    installed under .tools/. Nothing is fetched here, and a run that has no browser skips
+    before anything is read (session fixtures are set up before the module's ``browser``)."""
+    pytest.importorskip("playwright.sync_api")
     given = os.environ.get("AXE_CORE_JS")
     if given:
         return Path(given).read_text()
-    npm = shutil.which("npm")
-    if not npm:
-        pytest.fail("the axe-core check needs npm (apt-get install nodejs npm) or AXE_CORE_JS "
-                    "naming an axe.min.js of axe-core " + AXE_VERSION)
-    prefix = tmp_path_factory.mktemp("axe")
-    proc = subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefix",
-                           str(prefix), f"axe-core@{AXE_VERSION}"],
-                          capture_output=True, text=True, timeout=300)
-    path = prefix / "node_modules" / "axe-core" / "axe.min.js"
-    if proc.returncode or not path.exists():
-        pytest.fail(f"npm install axe-core@{AXE_VERSION} failed: {proc.stderr[-2000:]}")
-    return path.read_text()
+    package = AXE_DIR / "package.json"
+    if not package.exists():
+        pytest.fail(f"no axe-core under {AXE_DIR}: run `make axe` (installs axe-core "
+                    f"{AXE_VERSION}), or set AXE_CORE_JS to an axe.min.js")
+    version = json.loads(package.read_text()).get("version")
+    if version != AXE_VERSION:
+        pytest.fail(f"{package} is axe-core {version}, the tests pin {AXE_VERSION}: run `make axe`")
+    return (AXE_DIR / "axe.min.js").read_text()
 
 
 def fetch_text(url: str) -> str:

@@ -75,7 +75,7 @@ EXTERNAL_FILES = {
     "sitecustomize.py": "Python's start-up hook, which a test puts on a worker's path",
     "file.py": "the placeholder of a redacted path in the report (`<path>/file.py`)",
     "train.py": "the user's training script in examples",
-    "axe.min.js": "axe-core's browser build, fetched from npm by the accessibility tests",
+    "axe.min.js": "axe-core's browser build, installed under .tools/ by make axe",
 }
 # First parts of dotted literals (``tf.function``) that name other libraries' modules.
 EXTERNAL_PREFIXES = {

@@ -127,8 +127,8 @@ def test_parse_version_and_dtype() -> None:
     assert normalize_dtype("bfloat16") == "DT_BFLOAT16"
     assert normalize_dtype("float16") == "DT_HALF"
     assert normalize_dtype("int32") == "DT_INT32"
-    assert covers("2.12.1") and covers("2.21.0")
-    assert not covers("2.11.0") and not covers("2.22.0")
+    assert covers("2.12.1") and covers("2.21.0") and covers("2.22.0rc0") and covers("2.22.0-rc0")
+    assert not covers("2.11.0") and not covers("2.23.0")
 
 
 @pytest.mark.parametrize("version", [f"2.{m}.0" for m in range(12, 22)])

@@ -22,6 +22,7 @@ from ..model import BufferCut, KernelUse, ModeStats, RunModel
 from ..read import fs
 from ..read.cache import prefetch_files
 from ..read.discover import RunSources, discover, display, dump_location, relpath
+from ..read.manifest import recorded_run
 from ..read.partials import Partial, Unit, read_serial, units_of
 from ..read.textlog import LogFacts
 from ..read.tfdbg import DumpSet
@@ -313,6 +314,7 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
     _describe_sources(model, dumps, sources, logdir)
     model.problems.extend(_source_problems(model, dumps, sources, read_problems))
     _count(model)
+    model.recorded = recorded_run(sources.directory)
     model.onednn_enabled, model.onednn_source = detect_onednn(model)
     _apply_kernels(model)
     model.times = op_times(model)

@@ -158,7 +158,7 @@ def _onednn_otherwise(k: _Kernel) -> str | None:
 def _why_stock(k: _Kernel) -> str:
     model = k.model
     if model.onednn_enabled is False:
-        return "oneDNN custom operations are off in this run (TF_ENABLE_ONEDNN_OPTS=0)"
+        return f"oneDNN custom operations are off in this run ({model.onednn_source})"
     if not model.tensorflow_version:  # no dump metadata: no rule table applies
         return "the run's TF version is unknown (no tfdbg dump), so no oneDNN rule says why"
     # "" is an output the dump gave no summary: in a dump, a non-float one (the modes
@@ -256,18 +256,29 @@ def _fusion_blocked(model: RunModel, op_type: str, mode: str, kernels: list[Kern
     traced = any(d.traces for d in model.dumps)
     if mode != "graph" or not model.tensorflow_version or not traced or not _unfused(kernels):
         return ""
-    fused = sorted({r.kernel for r in matching_rules(op_type, "graph", model.tensorflow_version,
-                                                     dtype or "DT_FLOAT",
-                                                     onednn=model.onednn_enabled is not False)
-                    if r.mechanism == "remapper-fusion"})
+    states = (True, False) if model.onednn_enabled is None else (model.onednn_enabled,)
+    fused = sorted({r.kernel for state in states
+                    for r in matching_rules(op_type, "graph", model.tensorflow_version,
+                                            dtype or "DT_FLOAT", onednn=state)
+                    if r.mechanism == "remapper-fusion" and is_onednn(r.kernel) == state})
     if not fused:
         return ""
+    example = " or ".join(_MEASURED_FUSION[state] for state in states)
     return (f"No fusion: TF {model.tensorflow_version} can fuse {op_type} with its neighbours "
             f"into {' or '.join(fused)}, but grappler's remapper fuses only when the intermediate "
             f"tensors have no other consumer, and this run's "
             f"tfdbg dump (enable_dump_debug_info) gave every traced tensor one, a debug op. "
             f"Without the dump, this op may run fused (measured on TF 2.21: a Dense+ReLU model "
-            f"runs _MklNativeFusedMatMul without the dump, _MklMatMul, BiasAdd and Relu with it).")
+            f"runs {example}).")
+
+
+# What a Dense+ReLU model ran, measured on TF 2.21, by oneDNN state (the note names only
+# the kernels of the run's own state).
+_MEASURED_FUSION = {
+    True: ("_MklNativeFusedMatMul without the dump, _MklMatMul, BiasAdd and Relu with it, "
+           "oneDNN on"),
+    False: "_FusedMatMul where oneDNN is off",
+}
 
 
 def _instrumentation_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[_Reason]:

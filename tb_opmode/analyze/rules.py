@@ -4,7 +4,7 @@ In: an op type, a mode (``"eager"`` or ``"graph"``), a TF version, the op's
 ``T`` dtype and whether oneDNN is on. Out: the kernel TF instantiates, the
 :class:`Rule` that says so, and for stock kernels a sentence saying why.
 
-How TF picks the kernel (x86 Linux builds, TF 2.12-2.21):
+How TF picks the kernel (x86 Linux builds, TF 2.12-2.22):
 
 * ``eager-rename``: ``MklEagerOpRewrite`` renames a fixed list of eager ops
   before dispatch (``MatMul`` -> ``_MklMatMul``, ``Conv2D`` ->
@@ -36,13 +36,15 @@ oneDNN on and one with ``TF_ENABLE_ONEDNN_OPTS=0``, kernels read from
 ``TF_CPP_MAX_VLOG_LEVEL=2`` ``Instantiating kernel`` lines) on a CPU with
 AVX-512 BF16/VNNI and no AVX512_FP16. ``file.cc@2.21.0:LINE`` citations are
 the source lines that TF's own VLOG messages name in that build. Rules that
-were not measured say so in their ``source``.
+were not measured say so in their ``source``. TF 2.22 (2.22.0rc0) takes the
+2.21 rules: checked on the truth matrix's cells (``tests/matrix``, kernels from
+TF's log) on a CPU with AVX2 and no AVX-512, oneDNN on and off.
 
 Limits of the table: dtype support is CPU dependent from TF 2.16 on. bf16
 rewrites need AVX-512 (TF PR #62011) and fp16 rewrites need AVX512_FP16
 (TF PR #62648); on a CPU without AVX512_FP16 TF logs "Intel oneDNN with
 DT_HALF is not supported" and the fp16 rules, which are conditional here,
-do not apply. Versions outside 2.12-2.21 have no rules: :func:`covers` says
+do not apply. Versions outside 2.12-2.22 have no rules: :func:`covers` says
 whether a version is in range.
 """
 from __future__ import annotations
@@ -73,7 +75,7 @@ __all__ = ["NON_FLOAT",
 
 MECHANISMS = ("eager-rename", "eager-wrapper-graph-pass", "graph-pass", "remapper-fusion")
 FIRST_VERSION = "2.12"
-LAST_VERSION = "2.21"
+LAST_VERSION = "2.22"
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ def _version_or_latest(tf_version: str) -> tuple[int, int]:
 
 
 def covers(tf_version: str) -> bool:
-    """Whether the table has rules for this TF version (2.12 through 2.21)."""
+    """Whether the table has rules for this TF version (2.12 through 2.22)."""
     if not _VERSION_RE.match(tf_version):
         return False
     v = parse_version(tf_version)

@@ -7,10 +7,14 @@ from the dump and the profile (every cell profiles one window of its run), and f
 the dump alone. The figures land in
 ``tests/artifacts/matrix-<TF version>.md`` for this directory's README.md and the closing note.
 
-Held here: counts equal ``DebugDataReader``'s; with the log every execution has its
-true kernel; adding the log or the profile never lowers a cell; without the log at least the cell's
-floor (99% unless ``FLOORS`` says why a cell cannot reach it yet), and at most 1% of
-executions "unknown".
+Every execution is scored three ways: right, ``(unknown)`` (said, with why), wrong (a
+kernel said with confidence that TF's log contradicts). Held here: counts equal
+``DebugDataReader``'s; with the log every execution has its true kernel; adding the log or
+the profile never lowers a cell; at most 0.1% of executions wrong in any cell, however
+scored (``WRONG_ALLOWED`` holds a cell that does not reach it yet to its figure, and says
+why); from the dump and a profile at least 99% right (``FLOORS``) and at most 1% unknown
+(``UNKNOWN_ALLOWED``); from the dump alone at least 99% right or honestly unknown: what is
+not right is ``(unknown)``, as the bound on wrong says.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ import numpy as np
 import pytest
 
 from tb_opmode.analyze.assemble import load
-from tb_opmode.analyze.explain import function_graphs
+from tb_opmode.analyze.explain import explain, function_graphs
 from tb_opmode.present.contract import summary
 from tb_opmode.read.tfdbg import digest_rank
 from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu, needs_tensorflow
@@ -43,7 +47,17 @@ _CHEAP = ("cheap ops grappler removes or folds (Reshape, Shape, Sum over no axes
 _UNDECIDED = ("forwarding ops (Reshape, Sum) of rank 2 or more whose first trace equals their "
               "input's: whether grappler could remove them depends on static shapes the dump "
               "does not record, so they are (unknown) with how to find out")
+_PROFILE_UNDECIDED = ("the profile does not decide the oneDNN state: {what}; the eager float32 "
+                      "MatMul, Conv2D, MaxPool, Softmax and Transpose that hinge on it are "
+                      "(unknown), saying how to find out (the log's start-up lines decide it)")
+_XLA = _PROFILE_UNDECIDED.format(what="a jit_compile run's profile names XLA clusters, not TF "
+                                      "kernels, and its dump holds only the eager steps")
+_HALF = _PROFILE_UNDECIDED.format(what="its graph kernels are float16/bfloat16 ones, which run "
+                                       "stock with oneDNN on too on a CPU without AVX512_FP16/BF16")
 FLOORS: dict[str, tuple[dict[str, float], str]] = {
+    "mixed_bf16": ({"2.21": 0.9806}, _HALF),
+    "mixed_f16": ({"2.21": 0.9835}, _HALF),
+    "xla": ({"2.21": 0.7318}, _XLA),
 }
 # With the log, every execution is right but for these (the floor, why).
 WITH_LOG_GAPS: dict[str, tuple[dict[str, float], str]] = {}
@@ -54,12 +68,55 @@ UNTOLD: dict[str, tuple[float, str]] = {
 }
 # Cells whose "(unknown)" share is over 1%, held to their figure.
 UNKNOWN_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
+    "mixed_bf16": ({"2.21": 0.0194}, _HALF),
+    "mixed_f16": ({"2.21": 0.0165}, _HALF),
+    "xla": ({"2.21": 0.2682}, _XLA),
 }
 # Cells whose dump-only answer rests on a CPU feature of the machine that ran them: the
 # bf16 rules hold where the CPU has AVX512_BF16 (or AMX), so the floor is only asked there.
 NEEDS_CPU = {"mixed_bf16": ("AVX512_BF16", "AMX_BF16")}
 DEFAULT_FLOOR = 0.99
 MAX_UNKNOWN = 0.01
+MAX_WRONG = 0.001
+SCORINGS = {"score_with": "with the log", "score_without": "dump + profile",
+            "score_dump_only": "dump alone", "score_startup": "dump + the log's start-up lines"}
+# Cells with more than 0.1% wrong without the whole log (dump + profile, dump alone, dump +
+# start-up lines; with the log nothing is wrong): per TF minor version the share they are
+# held to (measured, rounded up), and why. Known gaps, not targets.
+_MERGED_CAST = ("Keras 3's loss Cast of the logits: grappler merges it with an identical Cast "
+                "(its debug summary reads the other's tensor), which the dump alone does not "
+                "show; a profile of a step in which it ran decides it")
+_NO_TENSOR_PRUNED = ("NO_TENSOR's loss and metric ops (BroadcastTo, Sum, Cast) that grappler prunes "
+                     "or folds when no debug op reads them, which a dump alone cannot tell from ones "
+                     "that ran (a profile decides them); and " + _MERGED_CAST)
+_NO_RANK = ("CURT/CONCISE_HEALTH record no rank: Keras's loss Sum and Mul and its BroadcastTo, "
+            "removed by grappler, look like ones that ran; and " + _MERGED_CAST)
+WRONG_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
+    "fit_CONCISE_HEALTH": ({"2.21": 0.0174}, _NO_RANK),
+    "fit_CURT_HEALTH": ({"2.21": 0.0174}, _NO_RANK),
+    "fit_CURT_HEALTH_unprofiled": ({"2.21": 0.0177}, _NO_RANK),
+    "fit_FULL_HEALTH": ({"2.21": 0.003}, _MERGED_CAST),
+    "fit_FULL_TENSOR": ({"2.21": 0.0031}, _MERGED_CAST),
+    "fit_NO_TENSOR": ({"2.21": 0.0106}, _NO_TENSOR_PRUNED),
+    "fit_NO_TENSOR_unprofiled": ({"2.21": 0.0107}, _NO_TENSOR_PRUNED),
+    "fit_SHAPE": ({"2.21": 0.0031}, _MERGED_CAST),
+    "fit_default_buffer": ({"2.21": 0.0021}, _MERGED_CAST + " (the profiled step's records "
+                                                           "fell out of the circular buffer)"),
+    "fit_late_profile": ({"2.21": 0.0044}, _MERGED_CAST + " (a late window proves no removal)"),
+    "fit_long_run": ({"2.21": 0.0044}, _MERGED_CAST),
+    "fit_onednn_default": ({"2.21": 0.0039}, _MERGED_CAST),
+    "fit_onednn_off": ({"2.21": 0.0039}, _MERGED_CAST),
+    "fit_spe": ({"2.21": 0.005}, _MERGED_CAST),
+    "fit_vmodule": ({"2.21": 0.0039}, _MERGED_CAST),
+    "hf_bert": ({"2.21": 0.0124}, "BERT's gradient Sums over no axes that grappler turned into "
+                                  "an Identity and removed or kept by the edges it adds, which "
+                                  "the dump (the graph before grappler) does not show, and the "
+                                  "Reshapes after them"),
+    "mixed_bf16": ({"2.21": 0.0036}, _MERGED_CAST),
+    "mixed_f16": ({"2.21": 0.0034}, _MERGED_CAST),
+    "tf_keras": ({"2.21": 0.0073}, "Keras 2's weighted loss x * c, removed where c is 1.0, which a "
+                                   "trace does not tell from any other c"),
+}
 
 
 def _minor(cell: dict[str, Any]) -> str:
@@ -96,7 +153,8 @@ def _counts(run: dict[str, Any]) -> tuple[Counter, Counter]:
 
 def _brief(s: dict[str, Any]) -> dict[str, Any]:
     return {"share": s["share"], "unknown_share": s["unknown_share"],
-            **{m: {k: s[m][k] for k in ("total", "right", "unknown", "untold")}
+            "wrong_share": s["wrong_share"],
+            **{m: {k: s[m][k] for k in ("total", "right", "unknown", "wrong_count", "untold")}
                for m in ("eager", "graph")},
             "wrong": [dict(w, mode=m) for m in ("eager", "graph") for w in s[m]["wrong"]]}
 
@@ -148,14 +206,34 @@ def cell(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     for p in logs:
         shutil.copy2(p, with_log_dir / p.name)
     with_log = _our_run(with_log_dir)
+    startup_dir = _startup_logdir(dump_only_dir, out)
     result = {
         "cell": name, "meta": meta, "logdir": logdir, "out": out, "without": without,
-        "with": with_log,
+        "with": with_log, "dirs": [dump_only_dir, logdir, startup_dir, with_log_dir],
         "score_without": score(without, truth), "score_with": score(with_log, truth),
         "score_dump_only": score(dump_only, truth),
+        "score_startup": score(_our_run(startup_dir), truth),
     }
     _record(result)
     return result
+
+
+def _startup_logdir(dump_only_dir: Path, out: Path) -> Path:
+    """The dump with only the first lines of TF's log, through its CPU line: what a user
+    who kept the head of stderr (or whose VLOG was off) has. They decide the oneDNN state."""
+    target = link_tree(dump_only_dir, out / "logdir_startup")
+    head = []
+    with open(out / "stderr.log", "rb") as f:
+        for line in f:
+            head.append(line)
+            if _CPU_LINE in line or len(head) >= _STARTUP_LINES:
+                break
+    (target / "stderr.log").write_bytes(b"".join(head))
+    return target
+
+
+_CPU_LINE = b"To enable the following instructions:"
+_STARTUP_LINES = 50
 
 
 def _record(result: dict[str, Any]) -> None:
@@ -166,17 +244,34 @@ def _record(result: dict[str, Any]) -> None:
     table[result["cell"]] = {"with_log": _brief(result["score_with"]),
                              "without_log": _brief(result["score_without"]),
                              "dump_only": _brief(result["score_dump_only"]),
+                             "startup": _brief(result["score_startup"]),
                              "meta": result["meta"]}
     path.write_text(json.dumps(table, indent=1, sort_keys=True, default=str))
-    lines = [f"| cell (TF {version}) | executions | with the log | dump + profile | unknown "
-             "| dump alone | unknown |", "|---|---|---|---|---|---|---|"]
+    (ARTIFACTS / f"matrix-{version}.md").write_text(table_text(version, table))
+
+
+def _three_ways(s: dict[str, Any] | None) -> str:
+    """``right / unknown / wrong`` of one scoring, in percent."""
+    if not s:
+        return "-"
+    wrong = s.get("wrong_share", 1.0 - s["share"] - s["unknown_share"])
+    return f"{s['share']:.2%} / {s['unknown_share']:.2%} / {wrong:.2%}"
+
+
+def table_text(version: str, table: dict[str, Any]) -> str:
+    """The artifact's table: per cell, each scoring as right / unknown / wrong."""
+    lines = [f"Per cell, the share of executions right / (unknown) / wrong against TF {version}'s "
+             "own log.", "",
+             f"| cell (TF {version}) | executions | profiled | with the log | dump + profile "
+             "| dump alone | dump + the log's start-up lines |", "|---|---|---|---|---|---|---|"]
     for name, row in sorted(table.items()):
-        w, wo = row["with_log"], row["without_log"]
-        d = row.get("dump_only") or {"share": float("nan"), "unknown_share": float("nan")}
+        w = row["with_log"]
         total = w["eager"]["total"] + w["graph"]["total"]
-        lines.append(f"| {name} | {total:,} | {w['share']:.2%} | {wo['share']:.2%} | "
-                     f"{wo['unknown_share']:.2%} | {d['share']:.2%} | {d['unknown_share']:.2%} |")
-    (ARTIFACTS / f"matrix-{version}.md").write_text("\n".join(lines) + "\n")
+        profiled = "yes" if row.get("meta", {}).get("profiled") else "no"
+        lines.append(f"| {name} | {total:,} | {profiled} | {_three_ways(w)} | "
+                     f"{_three_ways(row['without_log'])} | {_three_ways(row.get('dump_only'))} | "
+                     f"{_three_ways(row.get('startup'))} |")
+    return "\n".join(lines) + "\n"
 
 
 def test_counts_equal_debug_data_reader(cell: dict[str, Any]) -> None:
@@ -211,15 +306,49 @@ def test_the_profile_never_makes_it_worse(cell: dict[str, Any]) -> None:
         _brief(cell["score_without"])["wrong"], _brief(cell["score_dump_only"])["wrong"])
 
 
-def test_from_the_dump_alone(cell: dict[str, Any]) -> None:
+def test_from_the_dump_and_the_profile(cell: dict[str, Any]) -> None:
+    """At least 99% right and at most 1% unknown; a cell without a profile is its dump
+    alone, held to what that is (test_from_the_dump_alone)."""
+    if not cell["meta"].get("profiled"):
+        pytest.skip("this cell has no profile: its dump alone is scored")
     s = cell["score_without"]
-    needs = NEEDS_CPU.get(cell["cell"])
-    if needs and not machine_cpu() & set(needs):
-        pytest.skip(f"the rule table's answer for this cell assumes a CPU with {' or '.join(needs)}")
+    _skip_without_the_cpu(cell)
     floor, why = _floor(FLOORS, cell, DEFAULT_FLOOR)
     assert s["share"] >= floor, (why, _brief(s)["wrong"])
     allowed, why = _floor(UNKNOWN_ALLOWED, cell, MAX_UNKNOWN)
     assert s["unknown_share"] <= allowed, (why, _brief(s)["wrong"])
+
+
+def test_from_the_dump_alone(cell: dict[str, Any]) -> None:
+    """At least 99% right, or honestly unknown: what is not right is said to be unknown
+    (the wrong share within its bound)."""
+    _skip_without_the_cpu(cell)
+    s = cell["score_dump_only"]
+    allowed, why = _wrong_allowed(cell, "score_dump_only")
+    assert s["share"] >= DEFAULT_FLOOR or s["wrong_share"] <= allowed, (why, _brief(s)["wrong"])
+
+
+def _wrong_allowed(cell: dict[str, Any], scoring: str) -> tuple[float, str]:
+    if scoring == "score_with":
+        return MAX_WRONG, ""
+    return _floor(WRONG_ALLOWED, cell, MAX_WRONG)
+
+
+def _skip_without_the_cpu(cell: dict[str, Any]) -> None:
+    needs = NEEDS_CPU.get(cell["cell"])
+    if needs and not machine_cpu() & set(needs):
+        pytest.skip(f"the rule table's answer for this cell assumes a CPU with {' or '.join(needs)}")
+
+
+@pytest.mark.parametrize("scoring", sorted(SCORINGS))
+def test_never_confidently_wrong(cell: dict[str, Any], scoring: str) -> None:
+    """At most 0.1% of a cell's executions carry a kernel TF's log contradicts, with the
+    log, from the dump and the profile, and from the dump alone."""
+    if scoring != "score_with":
+        _skip_without_the_cpu(cell)
+    s = cell[scoring]
+    allowed, why = _wrong_allowed(cell, scoring)
+    assert s["wrong_share"] <= allowed, (SCORINGS[scoring], why, _brief(s)["wrong"])
 
 
 def test_unknowns_say_why(cell: dict[str, Any]) -> None:
@@ -351,3 +480,49 @@ def test_trace_digests_carry_the_rank_debug_data_reader_reads(cell: dict[str, An
     assert expected
     ours = {key: (digest_rank(digests[key]) if key in digests else "missing") for key in expected}
     assert ours == expected
+
+
+# Sentences that name TF_ENABLE_ONEDNN_OPTS=0 as one possibility, not as the cause.
+_HEDGED = ("either TF_ENABLE_ONEDNN_OPTS=0", "(TF_ENABLE_ONEDNN_OPTS=0, or ",
+           "set the environment variable `TF_ENABLE_ONEDNN_OPTS=0`")
+_DEFAULT_ON_ISAS = {"AVX512_VNNI", "AVX512_BF16", "AVX_VNNI", "AMX_TILE", "AMX_INT8", "AMX_BF16"}
+
+
+def _explanations(logdir: Path) -> tuple[bool | None, list[str]]:
+    (model,) = load(str(logdir))
+    texts = []
+    for op_type in model.op_types:
+        for mode in explain(model, op_type).values():
+            texts.append(mode["explanation"])
+    return model.onednn_enabled, texts
+
+
+def test_every_stated_cause_matches_the_run(cell: dict[str, Any]) -> None:
+    """Every explanation of the cell's runs (dump alone, with the profile, with the log's
+    start-up lines, with the whole log): the oneDNN state said is the one TF's own log
+    shows (its 'custom operations are on' banner), a cause of "off" is what the run's
+    environment and this machine's CPU show, and a no-fusion note names only kernels of
+    the run's own state."""
+    stderr = (cell["out"] / "stderr.log").read_bytes()
+    truly_on = b"oneDNN custom operations are on" in stderr
+    setting = cell["meta"]["env"].get("TF_ENABLE_ONEDNN_OPTS")
+    for logdir in cell["dirs"]:
+        state, texts = _explanations(logdir)
+        assert state in (None, truly_on), (logdir.name, state, truly_on)
+        for text in texts:
+            plain = text
+            for hedge in _HEDGED:
+                plain = plain.replace(hedge, "")
+            assert "TF_ENABLE_ONEDNN_OPTS=0" not in plain or setting == "0", (logdir.name, text)
+            if "TF's default for this CPU" in text:
+                # over-determined where the variable was 0 too, which the note allows for
+                assert setting in (None, "0") and not truly_on, (logdir.name, text)
+                assert not machine_cpu() & _DEFAULT_ON_ISAS, (logdir.name, text)
+            said = f"oneDNN {'off' if truly_on else 'on'} ("
+            assert said not in text, (logdir.name, text)
+            for sentence in text.split("No fusion:")[1:]:
+                named = sentence.split("Rules as of")[0]
+                if state is False:
+                    assert "_Mkl" not in named, (logdir.name, named)
+                elif state is True:
+                    assert "_FusedMatMul" not in named.replace("_MklNativeFusedMatMul", ""), named

@@ -351,10 +351,13 @@ def truth_of(dump_dir: Path, logs: Iterable[Path]) -> Truth:
 
 
 def score(run: dict[str, Any], truth: Truth) -> dict[str, Any]:
-    """How many executions of ``run`` (one run of the summary JSON) carry the true kernel.
+    """How many executions of ``run`` (one run of the summary JSON) carry the true kernel,
+    scored three ways: right, unknown, wrong.
 
     Per (op type, mode): right = sum over kernels of min(ours, truth); ``unknown``
-    = executions we labelled unknown; the rest are wrong."""
+    = executions we labelled unknown; the rest (``wrong_count``) are wrong: a kernel
+    said with confidence that TF's log contradicts. ``wrong`` lists the op types
+    that are not all right; ``share``, ``unknown_share`` and ``wrong_share`` sum to 1."""
     ours: dict[tuple[str, str], Counter] = defaultdict(Counter)
     for row in run["op_types"]:
         for mode in ("eager", "graph"):
@@ -382,11 +385,13 @@ def score(run: dict[str, Any], truth: Truth) -> dict[str, Any]:
             if ok < sum(want.values()):
                 wrong.append({"op_type": op_type, "truth": dict(want),
                               "ours": dict(ours.get((op_type, mode), {}))})
-        out[mode] = {"total": total, "right": right, "unknown": unknown, "wrong": wrong,
+        out[mode] = {"total": total, "right": right, "unknown": unknown,
+                     "wrong_count": total - right - unknown, "wrong": wrong,
                      "untold": truth.untold[mode]}
     total = out["eager"]["total"] + out["graph"]["total"]
     right = out["eager"]["right"] + out["graph"]["right"]
+    unknown = out["eager"]["unknown"] + out["graph"]["unknown"]
     out["share"] = right / total if total else 1.0
-    out["unknown_share"] = ((out["eager"]["unknown"] + out["graph"]["unknown"]) / total
-                            if total else 0.0)
+    out["unknown_share"] = unknown / total if total else 0.0
+    out["wrong_share"] = (total - right - unknown) / total if total else 0.0
     return out

@@ -93,6 +93,15 @@ CELLS.update({
     "mixed_bf16": _cell("fit", policy="mixed_bfloat16", steps=3),
     "mixed_f16": _cell("fit", policy="mixed_float16", steps=3),
     "fit_onednn_off": _cell("fit", onednn=False),
+    # TF_ENABLE_ONEDNN_OPTS unset: TF's default for the CPU that runs it (on with AVX-512
+    # VNNI/BF16 or AMX, off elsewhere); only the log's first lines say which.
+    "fit_onednn_default": _cell("fit", onednn=None),
+    # Dumps of users who never profiled: NO_TENSOR (grappler fuses as if undebugged) and
+    # CURT_HEALTH, a custom loop of eager then tf.function steps (Conv2D+BiasAdd+ReLU).
+    "fit_NO_TENSOR_unprofiled": _cell("fit", tensor_debug_mode="NO_TENSOR", profiled=False),
+    "fit_CURT_HEALTH_unprofiled": _cell("fit", tensor_debug_mode="CURT_HEALTH", profiled=False),
+    "custom_loop_NO_TENSOR_unprofiled": _cell("custom_loop", tensor_debug_mode="NO_TENSOR",
+                                              profiled=False),
     "fit_vmodule": _cell("fit", log="vmodule"),
     "tf_keras": _cell("fit", legacy_keras=True, needs=["tf-keras"]),
     "hf_bert": _cell("hf_bert", legacy_keras=True, steps=2,
@@ -122,7 +131,9 @@ def _child_env(params: dict) -> dict[str, str]:
     for var in ("TF_CPP_MAX_VLOG_LEVEL", "TF_CPP_VMODULE", "TF_CPP_MIN_VLOG_LEVEL",
                 "TF_USE_LEGACY_KERAS", "TF_XLA_FLAGS", "CUDA_VISIBLE_DEVICES"):
         env.pop(var, None)
-    env["TF_ENABLE_ONEDNN_OPTS"] = "1" if params["onednn"] else "0"
+    env.pop("TF_ENABLE_ONEDNN_OPTS", None)
+    if params["onednn"] is not None:  # None: TF's default for this CPU
+        env["TF_ENABLE_ONEDNN_OPTS"] = "1" if params["onednn"] else "0"
     env["TF_CPP_MIN_LOG_LEVEL"] = "0"
     env["ONEDNN_VERBOSE"] = "1"
     if params["log"] == "vlog2":
@@ -679,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, params in CELLS.items():
             extra = f"  needs {', '.join(params['needs'])}" if params["needs"] else ""
             print(f"{name:20s} {params['workload']:12s} {params['tensor_debug_mode']:14s}"
-                  f" buffer={params['circular_buffer_size']} onednn={int(params['onednn'])}"
+                  f" buffer={params['circular_buffer_size']} onednn={params['onednn']}"
                   f" profiled={int(params['profiled'])} log={params['log']}{extra}")
         return 0
     if not args.cell or not args.outdir:

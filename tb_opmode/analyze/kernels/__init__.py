@@ -20,7 +20,8 @@ The modules: ``graph`` (``assign_graph``: evidence, then rules, then passes acro
 ops), ``links``, ``context`` (what the rules read, built once per run and graph),
 ``graph_rules``, ``verdict``, ``fusions`` and ``remapper``, ``grappler``, ``tensors``,
 ``missing_events`` (what a missing profiler event proves), ``eager`` (``assign_eager``)
-and ``onednn`` (oneDNN's state, the CPU, the rule table's kernel).
+``onednn_state`` (oneDNN's state, how we know it, why it was off) and ``onednn`` (the
+CPU, the rule table's kernel).
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from ...vocab import REMOVED, UNKNOWN
 from ..nodes import data_inputs
 from ..static_shapes import SHAPE_NOT_FOLDED
 from .context import InferenceContext, OpSite, ShapeProofs
-from .fusions import fused_into_consumer, fused_with_sibling
+from .fusions import fused_by_pattern, fused_into_consumer, fused_with_sibling
 from .grappler import (
     DATASET_GRAPHS,
     REDUCTIONS,
@@ -289,6 +289,8 @@ GRAPH_RULES: tuple[Rule, ...] = (
          "fused with a sibling reading the same input whose node ran a fused kernel"),
     Rule("consumer_fusion", fused_into_consumer,
          "fused into a consumer (up to three fusable ops down) whose node ran a fused kernel"),
+    Rule("contraction_pattern_fusion", fused_by_pattern,
+         "fused: a NO_TENSOR graph's Conv2D/MatMul + BiasAdd [+ activation], by the oneDNN state"),
     Rule("no_node_in_log", _no_node_in_log,
          "removed or folded: the log shows its debug node ran and no node of its own"),
     Rule("lifted_capture", _lifted_capture,

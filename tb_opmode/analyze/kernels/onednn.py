@@ -2,21 +2,21 @@
 
 In: a ``RunModel``: its logs (the oneDNN start-up banner, the CPU's instruction sets,
 the kernels that ran), profiles and dumps (dtypes), and the graph ops other evidence
-resolved. Out: oneDNN's state and how we know it (``detect_onednn``), the CPU's
-features (``run_cpu``, ``cpu_from_kernels``), and for an op no evidence observed the
-kernel of ``rules`` for the dump's TF version with a note saying what it assumed
-(``inferred_kernel``).
+resolved. Out: the CPU's features a kernel showed (``cpu_from_kernels``), and for an op
+no evidence observed the kernel of ``rules`` for the dump's TF version with a note saying
+what it assumed (``inferred_kernel``): ``(unknown)`` where it hangs on a oneDNN state
+nothing the run left decides (``onednn_state``, whose ``detect_onednn`` and ``run_cpu``
+are re-exported here).
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Optional
 
 from ...model import OpKernel, RunModel
 from ...read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
-from ...vocab import UNKNOWN, is_onednn
+from ...vocab import UNKNOWN
 from ..rules import cpu_dependence, expected_kernel
-from ..tally import tally
+from .onednn_state import FIND_OUT, detect_onednn, run_cpu
 
 __all__ = ["FLOAT_DTYPES", "FLOAT_MATH", "RERUN", "detect_onednn", "run_cpu",
            "cpu_from_kernels", "inferred_kernel"]
@@ -37,70 +37,11 @@ FLOAT_MATH = frozenset((
 RERUN = ("to know, keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2, stderr) with the run, or dump "
          "with tensor_debug_mode='FULL_HEALTH'")
 
-# The oneDNN state a rule's note assumes when nothing the run left says it.
-_ASSUMED_ON = "; assuming oneDNN is on, TF's default on x86-64 Linux CPUs with AVX-512 VNNI/BF16 or AMX"
-
-
-def detect_onednn(model: RunModel) -> tuple[bool | None, str]:
-    """Whether TF_ENABLE_ONEDNN_OPTS was on in this run, and how we know."""
-    for log in model.logs:
-        if log.onednn_opts is not None:
-            return log.onednn_opts, "start-up banner in the log"
-    kernels, profiled = _kernels_that_ran(model)
-    if any(is_onednn(k) for k, _t in kernels) or any(is_onednn(k) for k in profiled):
-        return True, "oneDNN kernels (_Mkl*) ran"
-    stock = _stock_where_onednn_runs_mkl(model, kernels, profiled)
-    if stock:
-        return False, (f"stock {', '.join(stock[:3])} ran where oneDNN would run its _Mkl kernel "
-                       "(and no _Mkl kernel ran at all)")
-    return None, ""
-
-
-def _kernels_that_ran(model: RunModel) -> tuple[set[tuple[str, str]], set[str]]:
-    """(the logs' (kernel, dtype) pairs, the profiles' kernels), each distinct: a profile
-    has millions of events but few kernels, and the rule table is asked once per pair."""
-    kernels: set[tuple[str, str]] = set()
-    for log in model.logs:
-        kernels.update(log.graph_kernels.values())
-        kernels.update((ek.kernel, ek.dtype) for ek in log.eager_kernels if ek.kernel)
-    profiled: set[str] = set()
-    for prof in model.profiles:
-        profiled.update(tally(prof).kernels)
-    return kernels, profiled
-
-
-def _stock_where_onednn_runs_mkl(model: RunModel, kernels: set[tuple[str, str]],
-                                 profiled: set[str]) -> list[str]:
-    """The stock float kernels that ran where oneDNN would have run an _Mkl one, sorted."""
-    # A profile's events carry no dtype: a stock kernel says "oneDNN off" only if every
-    # op of its type in the dump has a dtype oneDNN would take (a float16 MatMul runs
-    # stock on most CPUs with oneDNN on); without a dump, float32 is assumed.
-    dump_dtypes = _dump_dtypes_by_type(model, profiled) if model.dumps else {}
-    kernels = kernels | {(k, "DT_FLOAT") for k in profiled
-                         if dump_dtypes.get(k, {"DT_FLOAT"}) == {"DT_FLOAT"}}
-    return sorted({k for k, t in kernels if t in ("DT_FLOAT", "")
-                   and expected_kernel(k, "graph", model.tensorflow_version, "DT_FLOAT", True)[0] != k})
-
-
-def _dump_dtypes_by_type(model: RunModel, op_types: set[str]) -> dict[str, set[str]]:
-    """Op type -> the dtypes its graph ops' traced outputs have in the dumps (the
-    "some float"/"not recorded" markers read as float32, as the rules read them)."""
-    out: dict[str, set[str]] = defaultdict(set)
-    for dump in model.dumps:
-        for (graph_id, op_name, _slot), dtype in dump.trace_dtypes.items():
-            graph = dump.graphs.get(graph_id)
-            created = graph.ops.get(op_name) if graph is not None else None
-            if created is not None and created.op_type in op_types:
-                out[created.op_type].add(
-                    "DT_FLOAT" if dtype in (DTYPE_SOME_FLOAT, DTYPE_UNKNOWN) else dtype or "non-float")
-    return out
-
-
-def run_cpu(model: RunModel) -> frozenset[str] | None:
-    """The instruction sets the run's CPU had, from TF's start-up line in its log;
-    None where no log says."""
-    found = [log.cpu_features for log in model.logs if log.cpu_features is not None]
-    return frozenset().union(*found) if found else None
+# The oneDNN state nothing the run left says: a kernel that hangs on it is not given.
+_STATE_UNKNOWN = ("unknown: in TF {version} {op_type} ({dtype}) runs {on} with oneDNN's custom "
+                  "operations on and {off} with them off, and nothing this run left says which "
+                  "(TF turns them on by default only on CPUs with AVX512_VNNI, AVX512_BF16, "
+                  "AVX_VNNI or AMX); " + FIND_OUT)
 
 
 def cpu_from_kernels(model: RunModel, graph_ops: list[OpKernel]) -> dict[str, tuple[bool, str]]:
@@ -146,9 +87,15 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str,
         options = {t: expected_kernel(op_type, mode, version, t, onednn, cpu)[0]
                    for t in ("DT_FLOAT", "DT_INT32")}
         if options["DT_FLOAT"] != options["DT_INT32"]:
+            state = ("" if model.onednn_enabled is not None else
+                     " with oneDNN's custom operations on, and nothing this run left says they were")
             return UNKNOWN, (f"unknown: this dump (NO_TENSOR) records no dtype, and {op_type} runs "
                              f"{options['DT_FLOAT']} for float32 but {options['DT_INT32']} "
-                             f"for int32; {RERUN}")
+                             f"for int32{state}; {RERUN}")
+    if model.onednn_enabled is None:
+        hinge = _hinges_on_onednn(model, op_type, mode, dtype)
+        if hinge is not None:
+            return hinge
     dtype, assumed = _dtype_read_as(op_type, dtype)
     kernel, rule = expected_kernel(op_type, mode, version, dtype, onednn, cpu)
     if cpu is None:
@@ -156,6 +103,23 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str,
         if answer is not None:
             return answer
     return kernel, _rule_note(model, rule) + assumed
+
+
+def _hinges_on_onednn(model: RunModel, op_type: str, mode: str, dtype: str,
+                      ) -> Optional[tuple[str, str]]:
+    """(UNKNOWN, why) where the rules give another kernel with oneDNN on than off and
+    nothing the run left says which it was; None where both give the same."""
+    version = model.tensorflow_version
+    cpu = run_cpu(model)
+    read_as = ("DT_FLOAT", "DT_INT32") if dtype == DTYPE_UNKNOWN and op_type not in FLOAT_MATH \
+        else (_dtype_read_as(op_type, dtype)[0],)
+    for t in read_as:
+        on = expected_kernel(op_type, mode, version, t, True, cpu)[0]
+        off = expected_kernel(op_type, mode, version, t, False, cpu)[0]
+        if on != off:
+            return UNKNOWN, _STATE_UNKNOWN.format(version=version or "(unknown version)",
+                                                  op_type=op_type, dtype=t, on=on, off=off)
+    return None
 
 
 def _dtype_read_as(op_type: str, dtype: str) -> tuple[str, str]:
@@ -197,9 +161,8 @@ def _by_cpu_feature(model: RunModel, op_type: str, mode: str, dtype: str, kernel
 def _rule_note(model: RunModel, rule: object | None) -> str:
     """The note of a kernel the rules gave: which rule, or that none applies."""
     version = model.tensorflow_version or "unknown TF version"
-    assumed = "" if model.onednn_enabled is not None else _ASSUMED_ON
     if rule is None:
-        return f"no oneDNN rewrite rule applies to it in TF {version}: stock kernel{assumed}"
+        return f"no oneDNN rewrite rule applies to it in TF {version}: stock kernel"
     source = getattr(rule, "source", "")
     mechanism = getattr(rule, "mechanism", "")
-    return f"by the {mechanism} rule for TF {version} ({source}){assumed}"
+    return f"by the {mechanism} rule for TF {version} ({source})"

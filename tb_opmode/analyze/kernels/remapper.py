@@ -8,7 +8,8 @@ from __future__ import annotations
 from ...read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
 from ..nodes import canonical_op
 
-__all__ = ["is_fused", "FUSABLE", "SIBLING_FUSIONS", "FUSION_DTYPES", "FILTER_WITH_BIAS"]
+__all__ = ["is_fused", "FUSABLE", "SIBLING_FUSIONS", "FUSION_DTYPES", "FILTER_WITH_BIAS",
+           "CONTRACTION_FUSIONS", "FUSED_ACTIVATIONS"]
 
 
 def is_fused(kernel: str) -> bool:
@@ -37,3 +38,14 @@ SIBLING_FUSIONS = {"BiasAddGrad": ("Conv2DBackpropFilter", "MatMul")}
 FUSION_DTYPES = frozenset(("DT_FLOAT", "DT_BFLOAT16", DTYPE_SOME_FLOAT, DTYPE_UNKNOWN))
 
 FILTER_WITH_BIAS = "_MklNativeConv2DBackpropFilterWithBias"
+
+# Contraction + BiasAdd [+ activation]: the patterns grappler's remapper fuses on CPU with
+# oneDNN off and on alike (remapper.cc: FindContractionWithBias(AndActivation)), and the
+# fused kernel each state runs: (oneDNN off, oneDNN on). The fused node keeps the name
+# of the pattern's last op.
+CONTRACTION_FUSIONS = {
+    "Conv2D": ("_FusedConv2D", "_MklNativeFusedConv2D"),
+    "MatMul": ("_FusedMatMul", "_MklNativeFusedMatMul"),
+}
+# The activations both states fuse after a contraction's BiasAdd.
+FUSED_ACTIVATIONS = frozenset(("Relu", "Relu6", "Elu", "LeakyRelu"))
