@@ -286,6 +286,9 @@ def _add_times(sites: dict[tuple[str, int], EagerSite], times: SiteTimes) -> Non
         if key in times.time_ns:
             site.time_ns = times.time_ns[key]
             site.profiled_executions = times.events.get(key, 0)
+        elif key in times.covered:
+            site.time_ns = 0
+            site.time_note = "in the profile's window, but the profile holds no event of its ops"
         else:
             site.time_note = times.uncovered_note
 

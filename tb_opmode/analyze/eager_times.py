@@ -42,6 +42,9 @@ class SiteTimes:
     events: Counter[Hashable] = field(default_factory=Counter)
     total_ns: int = 0
     uncovered_note: str = "no profile in this run"
+    # Lines with executions inside a profile's window (a line may be there and have no
+    # event: the profiler did not trace its ops)
+    covered: set[Hashable] = field(default_factory=set)
 
 
 def _events(profile: Profile) -> dict[str, list[tuple[int, int]]]:
@@ -55,10 +58,11 @@ def _events(profile: Profile) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
-def _executions(model: RunModel, profile: Profile,
-                line_of: LineOf) -> dict[str, tuple[list[int], list[Hashable]]]:
+def _executions(model: RunModel, profile: Profile, line_of: LineOf,
+                covered: set[Hashable]) -> dict[str, tuple[list[int], list[Hashable]]]:
     """Op type -> (wall times in ns, line of each), in time order, of the eager executions
-    of the dumps of the profile's host."""
+    of the dumps of the profile's host; the lines with one in the profile's window added
+    to ``covered``."""
     rows: dict[str, list[tuple[int, Hashable]]] = {}
     for index, dump in enumerate(model.dumps):
         if dump.host and profile.host and dump.host != profile.host:
@@ -67,7 +71,10 @@ def _executions(model: RunModel, profile: Profile,
             dump, "eager_times", {})  # until the reader keeps them
         for (op_type, stack), walls in eager_times.items():
             line = line_of(index, dump, stack)
-            rows.setdefault(op_type, []).extend((round(w * 1e9), line) for w in walls)
+            ns = [round(w * 1e9) for w in walls]
+            if any(profile.start_ns <= t <= profile.end_ns for t in ns):
+                covered.add(line)
+            rows.setdefault(op_type, []).extend((t, line) for t in ns)
     out = {}
     for op_type, pairs in rows.items():
         pairs.sort(key=lambda p: p[0])
@@ -99,7 +106,7 @@ def join_times(model: RunModel, line_of: LineOf) -> SiteTimes:
         times.uncovered_note = ("the profile's clock is estimated (no start time in the file): "
                                 "its events are not joined to lines")
     for profile in exact:
-        executions = _executions(model, profile, line_of)
+        executions = _executions(model, profile, line_of, times.covered)
         for op_type, events in _events(profile).items():
             times.total_ns += sum(d for _s, d in events)
             if op_type in executions:

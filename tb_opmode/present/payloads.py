@@ -28,7 +28,7 @@ __all__ = [
     "DtypeCount", "DtypeTotals", "DeviceTotals", "UnknownOp", "UnknownGroup", "Unknowns",
     "CappedVerbose", "ProfileFacts", "Overview", "RunBrief", "CompareSide", "CompareMode",
     "CompareRow", "Comparison", "Nearest", "TimelineEvents", "TimelineBins",
-    "TimelineWindow", "of_mode", "EagerSiteDoc",
+    "TimelineWindow", "of_mode", "EagerSiteDoc", "HotSpot", "HotSpots",
 ]
 
 
@@ -134,6 +134,24 @@ class EagerSiteDoc(TypedDict):
     time_note: str
     calls: Optional[int]
     advice: list[str]
+
+
+class HotSpot(EagerSiteDoc):
+    """A line of the tab's eager hot spots: the contract's, its op types capped."""
+
+    op_types_total: int
+
+
+class HotSpots(TypedDict):
+    """The eager hot spots section (``tab.hot_spots``): the run's lines ranked, the first
+    ones; the run's eager executions and profiled eager time (null: no profile joined)."""
+
+    run: str
+    sites: list[HotSpot]
+    total: int
+    executions: int
+    time_ns: Optional[int]
+    note: str
 
 
 class _RunDocOptional(TypedDict, total=False):
