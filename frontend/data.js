@@ -302,7 +302,8 @@ export class Store {
  * A line of the user's code and the eager work it issued (analyze/eager_sites, the summary
  * contract's runs[].eager_sites); time_ns null where no profile covered it (time_note).
  * @typedef {{location: string, user_location: string, executions: number, time_ns: ?number,
- *   op_types: !Object<string, number>, user_function: string, location_function: string,
+ *   op_types: !Object<string, number>, user_function: string, user_scope: string,
+ *   location_function: string,
  *   library_location: string, library_function: string, share: number, time_share: ?number,
  *   profiled_executions: number, time_note: string, calls: ?number,
  *   advice: !Array<string>}} EagerSiteDoc

@@ -48,7 +48,7 @@ function lineCell(s) {
   if (!s.user_location) {
     cell.append(el('span', {class: 'opm-muted', text: 'no line of your code on the stack'}));
   } else {
-    cell.append(place(s.user_location, s.user_function, 'opm-hot-user'));
+    cell.append(place(s.user_location, s.user_scope, 'opm-hot-user'));
   }
   if (s.location && s.location !== s.user_location) {
     cell.append(el('div', {class: 'opm-hot-via'}, el('span', {class: 'opm-muted', text: 'ops issued by '}),

@@ -236,7 +236,7 @@ _MANY_OPS = 8  # ops per call from which a line's dispatch overhead is worth a g
 _FEW_CALLS = 3  # calls under which op counts say nothing of a line's calls
 # The library frame of a line that calls TensorFlow's ops itself (not through Keras or
 # another library, whose own code a tf.function around the user's line would not help).
-_TF_DIRECT = re.compile(r"[/\\](tensorflow|tensorflow_core)[/\\]")
+_TF_DIRECT = re.compile(r"(^|[/\\])(tensorflow|tensorflow_core)[/\\]python[/\\]")
 
 
 def _calls_tf(site: EagerSite) -> bool:

@@ -139,6 +139,7 @@ def eager_site_doc(site: EagerSite) -> EagerSiteDoc:
     return {"location": site.location, "user_location": site.user_location,
             "executions": site.executions, "time_ns": site.time_ns,
             "op_types": dict(site.op_types.most_common()), "user_function": site.user_function,
+            "user_scope": site.scope,
             "location_function": site.location_function,
             "library_location": site.library_location, "library_function": site.library_function,
             "share": site.share, "time_share": site.time_share,

@@ -125,6 +125,7 @@ class EagerSiteDoc(TypedDict):
     time_ns: Optional[int]
     op_types: dict[str, int]
     user_function: str
+    user_scope: str
     location_function: str
     library_location: str
     library_function: str
