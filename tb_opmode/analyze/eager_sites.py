@@ -29,6 +29,7 @@ from ..vocab import EAGER, GRAPH, is_debug_kernel, is_function
 from .eager_times import SiteTimes, join_times
 
 __all__ = ["Frame", "FrameChoice", "EagerSite", "choose_frames", "eager_sites", "is_user_frame",
+           "enclosing_function",
            "ADVICE_RULES", "format_location"]
 
 Frame = tuple[str, int, str]  # (file path, line, function)
