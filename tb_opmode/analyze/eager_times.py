@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 
 from ..model import RunModel
@@ -58,23 +58,36 @@ def _events(profile: Profile) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
+def _same_host(dump: DumpSet, profile: Profile) -> bool:
+    return not dump.host or not profile.host or dump.host == profile.host
+
+
+def _stamps(dump: DumpSet) -> dict[tuple[str, tuple[str, ...]], list[float]]:
+    """(op type, stack) -> wall times (epoch s) of the dump's eager executions."""
+    found: dict[tuple[str, tuple[str, ...]], list[float]] = getattr(
+        dump, "eager_times", {})  # until the reader keeps them
+    return found
+
+
+def _lines_and_times(model: RunModel, profile: Profile, line_of: LineOf
+                     ) -> Iterator[tuple[str, Hashable, list[int]]]:
+    """(op type, line, wall times in ns) per stack of the dumps of the profile's host."""
+    for index, dump in enumerate(model.dumps):
+        if _same_host(dump, profile):
+            for (op_type, stack), walls in _stamps(dump).items():
+                yield op_type, line_of(index, dump, stack), [round(w * 1e9) for w in walls]
+
+
 def _executions(model: RunModel, profile: Profile, line_of: LineOf,
                 covered: set[Hashable]) -> dict[str, tuple[list[int], list[Hashable]]]:
     """Op type -> (wall times in ns, line of each), in time order, of the eager executions
     of the dumps of the profile's host; the lines with one in the profile's window added
     to ``covered``."""
     rows: dict[str, list[tuple[int, Hashable]]] = {}
-    for index, dump in enumerate(model.dumps):
-        if dump.host and profile.host and dump.host != profile.host:
-            continue
-        eager_times: dict[tuple[str, tuple[str, ...]], list[float]] = getattr(
-            dump, "eager_times", {})  # until the reader keeps them
-        for (op_type, stack), walls in eager_times.items():
-            line = line_of(index, dump, stack)
-            ns = [round(w * 1e9) for w in walls]
-            if any(profile.start_ns <= t <= profile.end_ns for t in ns):
-                covered.add(line)
-            rows.setdefault(op_type, []).extend((t, line) for t in ns)
+    for op_type, line, ns in _lines_and_times(model, profile, line_of):
+        if any(profile.start_ns <= t <= profile.end_ns for t in ns):
+            covered.add(line)
+        rows.setdefault(op_type, []).extend((t, line) for t in ns)
     out = {}
     for op_type, pairs in rows.items():
         pairs.sort(key=lambda p: p[0])

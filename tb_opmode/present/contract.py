@@ -37,7 +37,8 @@ from .payloads import (
     XlaFunction,
 )
 
-__all__ = ["summary", "run_json", "summary_doc", "run_doc", "eager_site_doc", "onednn_primitives", "xla_functions",
+__all__ = ["summary", "run_json", "summary_doc", "run_doc", "eager_site_doc", "eager_sites_doc",
+           "onednn_primitives", "xla_functions",
            "MAX_KERNEL_NOTES", "MAX_FUSED_NODES"]
 
 # How much of a kernel's lists the contract carries: its first notes, the first nodes
@@ -147,6 +148,11 @@ def eager_site_doc(site: EagerSite) -> EagerSiteDoc:
             "calls": site.calls, "advice": site.advice}
 
 
+def eager_sites_doc(m: RunModel) -> list[EagerSiteDoc]:
+    """The run's eager hot spots (``analyze.eager_sites``), ranked."""
+    return [eager_site_doc(s) for s in eager_sites(m)]
+
+
 def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
     """One run of the summary contract."""
     warnings = [problem_text(p, logdir) for p in m.problems]
@@ -180,7 +186,7 @@ def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
         # analyze.explain builds it as a plain dict; payloads.TimeShare is its shape.
         "time_share": cast(TimeShare, time_share(m.times)),
         "op_types": op_types,
-        "eager_sites": [eager_site_doc(s) for s in eager_sites(m)],
+        "eager_sites": eager_sites_doc(m),
     }
     if m.workers:  # only for a run of several workers or devices (analyze.workers.breakdown)
         doc["workers"] = m.workers
