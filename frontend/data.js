@@ -90,6 +90,11 @@ export const api = {
     /** @type {!Promise<!TimelineWindow>} */ (
         getJSON('timeline', {run, start, end, max_events: maxEvents, debug}, signal)),
   /**
+   * @param {string} run
+   * @return {!Promise<!HotSpots>}
+   */
+  hotspots: (run) => /** @type {!Promise<!HotSpots>} */ (getJSON('hotspots', {run})),
+  /**
    * @param {string} a
    * @param {string} b
    * @param {boolean} changedOnly
@@ -291,6 +296,24 @@ export class Store {
  *   unknowns: Unknowns,
  *   profile: {events: number, span_ns: number, debug_instrumentation_time_ns: number,
  *     time_source: !Array<string>}}} Overview
+ */
+
+/**
+ * A line of the user's code and the eager work it issued (analyze/eager_sites, the summary
+ * contract's runs[].eager_sites); time_ns null where no profile covered it (time_note).
+ * @typedef {{location: string, user_location: string, executions: number, time_ns: ?number,
+ *   op_types: !Object<string, number>, user_function: string, user_scope: string,
+ *   location_function: string,
+ *   library_location: string, library_function: string, share: number, time_share: ?number,
+ *   profiled_executions: number, time_note: string, calls: ?number,
+ *   advice: !Array<string>}} EagerSiteDoc
+ * @typedef {EagerSiteDoc & {op_types_total: number}} HotSpot
+ */
+
+/**
+ * The eager hot spots (the hotspots route, tab/hotspots.hot_spots): the first lines, ranked.
+ * @typedef {{run: string, sites: !Array<HotSpot>, total: number, executions: number,
+ *   time_ns: ?number, note: string}} HotSpots
  */
 
 /**

@@ -31,6 +31,7 @@ from .errors import DaskError, LogdirError, PublicError, ReportOutputError, Unkn
 from .model import RunModel
 from .present.contract import run_json, summary
 from .present.csv import render_csv
+from .present.eager_text import render_hot_spots
 from .present.report import DEFAULT_FOCUS, FORMATS, MAX_SITES, Redaction, focus_ops, render, report_blocks
 from .present.workers import render_workers
 from .read import fs
@@ -57,6 +58,7 @@ def render_table(doc: dict[str, Any]) -> str:
     for run in doc["runs"]:
         out.write(_run_header(run))
         out.write(_op_table(run))
+        out.write(render_hot_spots(run))
         out.write(render_workers(run))
         out.write("\n")
     return out.getvalue()

@@ -60,6 +60,7 @@ STATIC_FILES: dict[str, str] = {
     "detail.js": "text/javascript",
     "timelineview.js": "text/javascript",
     "compare.js": "text/javascript",
+    "hotspots.js": "text/javascript",
     "timeline.js": "text/javascript",
     "colors.js": "text/javascript",
     "vocab.js": "text/javascript",
@@ -182,6 +183,7 @@ class OpModePlugin(base_plugin.TBPlugin):
             "/op": self._serve_op,
             "/timeline": self._serve_timeline,
             "/compare": self._serve_compare,
+            "/hotspots": self._serve_hotspots,
             "/export": self._serve_export,
             "/static/*": self._serve_static,
         }
@@ -307,6 +309,12 @@ class OpModePlugin(base_plugin.TBPlugin):
         debug = self._bool(request, "debug", False)
         body = timeline.timeline_window(view.timeline, start, end, max_events or 5000, debug)
         return self._respond(request, body)
+
+    @_route
+    def _serve_hotspots(self, request: wrappers.Request) -> wrappers.Response:
+        """``?run=``: the lines of the user's code that issued eager work, ranked."""
+        view = self.store.view(self._text(request, "run"))
+        return self._respond(request, tab.hot_spots(view))
 
     @_route
     def _serve_compare(self, request: wrappers.Request) -> wrappers.Response:

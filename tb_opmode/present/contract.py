@@ -16,12 +16,14 @@ from collections import Counter
 from typing import Any, cast
 
 from .. import __version__
+from ..analyze.eager_sites import EagerSite, eager_sites
 from ..analyze.explain import explain, time_share
 from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
 from ..read.discover import problem_text, relpath
 from .payloads import (
+    EagerSiteDoc,
     FunctionCalls,
     KernelDoc,
     ModeDoc,
@@ -35,7 +37,8 @@ from .payloads import (
     XlaFunction,
 )
 
-__all__ = ["summary", "run_json", "summary_doc", "run_doc", "onednn_primitives", "xla_functions",
+__all__ = ["summary", "run_json", "summary_doc", "run_doc", "eager_site_doc", "eager_sites_doc",
+           "onednn_primitives", "xla_functions",
            "MAX_KERNEL_NOTES", "MAX_FUSED_NODES"]
 
 # How much of a kernel's lists the contract carries: its first notes, the first nodes
@@ -132,6 +135,24 @@ def xla_functions(m: RunModel) -> list[XlaFunction]:
     return out
 
 
+def eager_site_doc(site: EagerSite) -> EagerSiteDoc:
+    """One line of ``analyze.eager_sites`` as the contract names it."""
+    return {"location": site.location, "user_location": site.user_location,
+            "executions": site.executions, "time_ns": site.time_ns,
+            "op_types": dict(site.op_types.most_common()), "user_function": site.user_function,
+            "user_scope": site.scope,
+            "location_function": site.location_function,
+            "library_location": site.library_location, "library_function": site.library_function,
+            "share": site.share, "time_share": site.time_share,
+            "profiled_executions": site.profiled_executions, "time_note": site.time_note,
+            "calls": site.calls, "advice": site.advice}
+
+
+def eager_sites_doc(m: RunModel) -> list[EagerSiteDoc]:
+    """The run's eager hot spots (``analyze.eager_sites``), ranked."""
+    return [eager_site_doc(s) for s in eager_sites(m)]
+
+
 def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
     """One run of the summary contract."""
     warnings = [problem_text(p, logdir) for p in m.problems]
@@ -165,6 +186,7 @@ def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
         # analyze.explain builds it as a plain dict; payloads.TimeShare is its shape.
         "time_share": cast(TimeShare, time_share(m.times)),
         "op_types": op_types,
+        "eager_sites": eager_sites_doc(m),
     }
     if m.workers:  # only for a run of several workers or devices (analyze.workers.breakdown)
         doc["workers"] = m.workers

@@ -28,7 +28,7 @@ __all__ = [
     "DtypeCount", "DtypeTotals", "DeviceTotals", "UnknownOp", "UnknownGroup", "Unknowns",
     "CappedVerbose", "ProfileFacts", "Overview", "RunBrief", "CompareSide", "CompareMode",
     "CompareRow", "Comparison", "Nearest", "TimelineEvents", "TimelineBins",
-    "TimelineWindow", "of_mode",
+    "TimelineWindow", "of_mode", "EagerSiteDoc", "HotSpot", "HotSpots",
 ]
 
 
@@ -115,6 +115,46 @@ class TimeShare(TypedDict):
     cells: list[TimeShareCell]
 
 
+class EagerSiteDoc(TypedDict):
+    """A line of the user's code and the eager work it issued (``analyze.eager_sites``):
+    ``time_ns`` null where no profile covered it (``time_note`` says why)."""
+
+    location: str
+    user_location: str
+    executions: int
+    time_ns: Optional[int]
+    op_types: dict[str, int]
+    user_function: str
+    user_scope: str
+    location_function: str
+    library_location: str
+    library_function: str
+    share: float
+    time_share: Optional[float]
+    profiled_executions: int
+    time_note: str
+    calls: Optional[int]
+    advice: list[str]
+
+
+class HotSpot(EagerSiteDoc):
+    """A line of the tab's eager hot spots: the contract's, its op types capped."""
+
+    op_types_total: int
+
+
+class HotSpots(TypedDict):
+    """The eager hot spots section (``tab.hot_spots``): the run's lines ranked, the first
+    ones; the run's eager executions and profiled eager time (null: no profile joined)."""
+
+    run: str
+    sites: list[HotSpot]
+    total: int
+    executions: int
+    time_ns: Optional[int]
+    note: str
+
+
 class _RunDocOptional(TypedDict, total=False):
     # A run of several workers or devices only; ``analyze.workers``'s own shapes.
     workers: list[dict[str, Any]]
@@ -135,6 +175,7 @@ class _RunFacts(_RunDocOptional):
     onednn_verbose: OnednnVerbose
     xla_functions: list[XlaFunction]
     time_share: TimeShare
+    eager_sites: list[EagerSiteDoc]
 
 
 class RunDoc(_RunFacts):

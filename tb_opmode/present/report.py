@@ -32,6 +32,7 @@ from .. import __version__
 from ..errors import UnknownOpType, did_you_mean
 from ..read.discover import display
 from ..vocab import MODES, REMOVED, UNKNOWN
+from .eager_text import site_figures
 
 __all__ = ["Redaction", "Code", "Strong", "Inline", "Heading", "Para", "Bullets", "Table", "Block",
            "DEFAULT_FOCUS", "TOP_OP_TYPES", "MAX_ROWS", "focus_ops", "select_op_types",
@@ -434,6 +435,7 @@ def report_blocks(run: dict[str, Any], *, asked: list[str],
         _kernel_table(shown, red),
         Para([_table_note(left)]),
         *_explanations(run, focus, call_sites, red),
+        *_eager_site_blocks(run.get("eager_sites", []), red),
         *_xla_blocks(run.get("xla_functions", []), red),
         *_unknown_kernel_blocks(run, red),
         *_warning_blocks(run["warnings"], red),
@@ -462,6 +464,27 @@ def _table_note(left: list[dict[str, Any]]) -> str:
         note += (f" {len(left)} more op type(s) with {sum(_total(r) for r in left)} executions "
                  f"are left out; tb-opmode summary LOGDIR lists them all.")
     return note
+
+
+def _eager_site_blocks(sites: list[dict[str, Any]], red: Redaction) -> list[Block]:
+    """The first eager hot spots: the user's lines, their figures, op types, advice."""
+    items: list[Inline] = []
+    for site in sites[:MAX_LIST]:
+        where = site["user_location"].rpartition(":")
+        item: Inline = [Code(f"{red.path(where[0])}:{where[2]}") if site["user_location"]
+                        else "(no line of your code)", " in ", Code(red.name(site["user_scope"])),
+                        f": {site_figures(site)}; ",
+                        ", ".join(f"{red.name(op)} x{n}" for op, n in list(site["op_types"].items())[:6])]
+        if site["location"] != site["user_location"]:
+            item += ["; issued by ", Code(red.name(site["location_function"]))]
+        item += [". " + " ".join(red.text(a) for a in site["advice"])] if site["advice"] else []
+        items.append(item)
+    if not items:
+        return []
+    return [Heading(3, ["Eager hot spots"]),
+            Para(["The lines of the program that issued eager ops, by profiled eager time where "
+                  "a profile covers them, then by executions."]),
+            Bullets(_capped(items, len(sites), "lines"))]
 
 
 def _xla_blocks(xla: list[dict[str, Any]], red: Redaction) -> list[Block]:

@@ -22,7 +22,15 @@ from typing import Any, Literal, Optional, TypedDict, Union
 from tb_opmode.analyze.assemble import RunModel
 from tb_opmode.present import payloads, timeline
 from tb_opmode.present.contract import summary_doc
-from tb_opmode.present.tab import build_view, compare, export_json, op_detail, op_page, overview
+from tb_opmode.present.tab import (
+    build_view,
+    compare,
+    export_json,
+    hot_spots,
+    op_detail,
+    op_page,
+    overview,
+)
 
 from .conftest import Fixture
 
@@ -486,7 +494,8 @@ def test_the_payloads_built_are_of_their_types(full_model: RunModel, full_health
                   (f"{name} page", op_page(view, page_size=200), payloads.OpPage),
                   (f"{name} export", export_json(view), payloads.ExportDoc),
                   (f"{name} summary", summary_doc([view.model], view.logdir), payloads.SummaryDoc),
-                  (f"{name} compare", compare(view, views[0], changed_only=False), payloads.Comparison)]
+                  (f"{name} compare", compare(view, views[0], changed_only=False), payloads.Comparison),
+                  (f"{name} hot spots", hot_spots(view), payloads.HotSpots)]
         built += [(f"{name} op {op}", op_detail(view, op, 50), payloads.OpDetail) for op in view.rows]
         for max_events in (1, timeline.MAX_EVENTS):
             built.append((f"{name} timeline", timeline.timeline_window(view.timeline, max_events=max_events),

@@ -12,7 +12,8 @@ __all__ = [
     "MAX_PAGE_SIZE", "DEFAULT_PAGE_SIZE", "DEFAULT_COMPARE_PAGE_SIZE", "MAX_SITES",
     "DEFAULT_SITES", "SNIPPET_CONTEXT", "MAX_GRAPHS", "MAX_FUSED_NODES_SHOWN", "WHY_SENTENCES",
     "MAX_WARNINGS", "MAX_FUNCTIONS", "MAX_PRIMITIVES", "GLANCE_ROWS", "MAX_UNKNOWN_GROUPS",
-    "MAX_OUTSIDE_TABLE_PER_MODE", "MAX_DUMP_COVERAGE_OP_TYPES",
+    "MAX_OUTSIDE_TABLE_PER_MODE", "MAX_DUMP_COVERAGE_OP_TYPES", "MAX_HOT_SPOTS",
+    "MAX_HOT_SPOT_OP_TYPES",
 ]
 
 # Rows of a page of the op table or of the comparison: the most a request may ask for,
@@ -42,3 +43,7 @@ MAX_UNKNOWN_GROUPS = 20      # reasons a kernel is unknown
 # also lists the graph op types the dump did not count.
 MAX_OUTSIDE_TABLE_PER_MODE = 20
 MAX_DUMP_COVERAGE_OP_TYPES = 30
+
+# The eager hot spots: lines of the user's code listed, op types named per line.
+MAX_HOT_SPOTS = 30
+MAX_HOT_SPOT_OP_TYPES = 12

@@ -1,0 +1,148 @@
+"""The Eager hot spots section in a real browser against a real ``tensorboard``.
+
+In: two runs under one logdir: ``bert`` (conftest's seed scenario: model.fit with the
+Keras TensorBoard callback's histograms, a few eager pre-processing ops, dump + profile +
+log) and ``traces`` (the trace ledger's workload, ``tests/traces/workloads.py``: a helper of
+41 small eager ops on one line, FULL_HEALTH dump, a profile of four iterations). Out:
+assertions on what a person sees at 1000x700 and 1400x900 (the section in view once
+scrolled to, inside the window's width, the hot line first with DebugDataReader's count,
+its time and advice, the library code that issued the bert run's ops), no console errors,
+and screenshots in tests/artifacts/ to look at.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import link_tree, needs_tensorflow, running_tensorboard
+from .traces.workloads import CellFailed, make_cell
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+SIZES = [(1000, 700), (1400, 900)]
+CELL = "full_health_profile_log"
+
+
+@pytest.fixture(scope="module")
+def traces_cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    needs_tensorflow()
+    out = tmp_path_factory.mktemp("hotspots_cell")
+    try:
+        make_cell(CELL, out)
+    except CellFailed as err:
+        pytest.fail(str(err))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tensorboard(tmp_path_factory: pytest.TempPathFactory, bert_logdir: Path,
+                traces_cell: Path) -> Iterator[str]:
+    plugins = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="tensorboard_plugins")}
+    assert plugins.get("opmode") == "tb_opmode.plugin:OpModeLoader", (
+        "tb_opmode is not installed as a TensorBoard plugin: pip install -e . first")
+    parent = tmp_path_factory.mktemp("hotspots_logdir")
+    link_tree(bert_logdir, parent / "bert")
+    link_tree(traces_cell / "logdir", parent / "traces")
+    log_path = tmp_path_factory.mktemp("tb_hotspots_log") / "tensorboard.log"
+    with running_tensorboard(parent, log_path, runs=2, timeout=240) as base:
+        yield base
+
+
+class Page:
+    """TensorBoard at one window size, on one run, the hot spots section loaded."""
+
+    def __init__(self, browser: Any, base: str, width: int, height: int, run: str) -> None:
+        self.width, self.height = width, height
+        self.context = browser.new_context(viewport={"width": width, "height": height})
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        self.page.goto(f"{base}/#opmode")
+        self.page.wait_for_selector("iframe", timeout=60000)
+        self.frame = self.page.locator("iframe").element_handle().content_frame()
+        self.frame.wait_for_selector("#opm-table tbody tr[data-op]", timeout=60000)
+        if self.frame.eval_on_selector("#opm-run", "s => s.value") != run:
+            self.frame.select_option("#opm-run", run)
+        self.frame.wait_for_function(
+            "(run) => { const b = document.querySelector('.opm-hotspots'); "
+            "return b && b.dataset.run === run && b.querySelector('#opm-hotspots tbody tr'); }",
+            arg=run, timeout=45000)
+
+    def scroll_to_section(self) -> dict[str, float]:
+        self.frame.evaluate("() => document.querySelector('#opm-hotspots-card').scrollIntoView()")
+        self.frame.wait_for_timeout(400)
+        return self.frame.eval_on_selector("#opm-hotspots-card", "e => { const r = "
+                                           "e.getBoundingClientRect(); return {x: r.x, y: r.y, "
+                                           "width: r.width, height: r.height, scroll: "
+                                           "e.scrollWidth, client: e.clientWidth}; }")
+
+    def rows(self) -> list[dict[str, str]]:
+        return self.frame.eval_on_selector_all(
+            "#opm-hotspots tbody tr.opm-hot-row",
+            "rows => rows.map(r => ({location: r.dataset.location, text: r.innerText, "
+            "advice: r.nextElementSibling && r.nextElementSibling.classList.contains("
+            "'opm-hot-advice') ? r.nextElementSibling.innerText : ''}))")
+
+    def shot(self, name: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"issue25_hotspots_{name}_{self.width}x{self.height}.png"
+        self.page.screenshot(path=str(path))
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def _in_window(box: dict[str, float], width: int, height: int) -> bool:
+    return 0 <= box["x"] and box["x"] + box["width"] <= width and 0 <= box["y"] < height
+
+
+@pytest.mark.parametrize("width,height", SIZES)
+def test_the_hot_line_leads_with_its_count_time_and_advice(browser: Any, tensorboard: str,
+                                                           traces_cell: Path, width: int,
+                                                           height: int) -> None:
+    truth = json.loads((traces_cell / "truth.json").read_text())
+    hot = truth["eager"]["hot_line"]
+    p = Page(browser, tensorboard, width, height, "traces")
+    try:
+        box = p.scroll_to_section()
+        assert _in_window(box, width, height), box
+        assert box["scroll"] <= box["client"] + 1, "the section is wider than its card"
+        rows = p.rows()
+        assert rows[0]["location"] == hot, rows[0]
+        first = rows[0]["text"]
+        count = truth["ddr"]["eager_by_user_line"][hot]
+        assert f"{count:,}" in first and "eager_hot" in first and "Tanh" in first, first
+        assert "µs" in first or "ms" in first, first  # its profiled time
+        assert "tf.function" in rows[0]["advice"] and "in a graph" in rows[0]["advice"], rows[0]
+        assert any("outside the profile" in r["text"] for r in rows[1:]), [r["text"] for r in rows]
+        p.shot("traces")
+        assert not p.errors, p.errors
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("width,height", SIZES)
+def test_the_demo_names_the_callbacks_histograms_and_its_own_lines(browser: Any, tensorboard: str,
+                                                                   width: int, height: int) -> None:
+    p = Page(browser, tensorboard, width, height, "bert")
+    try:
+        box = p.scroll_to_section()
+        assert _in_window(box, width, height), box
+        assert box["scroll"] <= box["client"] + 1, "the section is wider than its card"
+        rows = p.rows()
+        assert "model.fit" not in rows[0]["text"]  # source text is not shown, names are
+        assert "when_multiple_values" in rows[0]["text"], rows[0]
+        assert "summary_v2.py" in rows[0]["text"] and "histogram_freq" in rows[0]["advice"], rows[0]
+        assert all(r["location"].rpartition(":")[0].endswith("make_logdir.py") for r in rows), rows
+        p.shot("demo")
+        assert not p.errors, p.errors
+    finally:
+        p.close()
