@@ -229,9 +229,15 @@ export class Store {
  */
 
 /**
+ * The answer for an op type in plain words, first: a sentence per mode, one on the
+ * kernels of both (present/lead.lead).
+ * @typedef {{eager: string, graph: string, kernel: string}} Lead
+ */
+
+/**
  * One op type, all of it (the op route, tab/detail.op_detail): its row plus evidence, the
  * explanation and its short why per mode, fusions, call sites and graphs.
- * @typedef {Row & {evidence: !Array<string>, explanation?: !Object<string, string>,
+ * @typedef {Row & {lead: Lead, evidence: !Array<string>, explanation?: !Object<string, string>,
  *   why?: !Object<string, string>, fused_into?: !Array<FusedInto>,
  *   call_sites: !Object<string, !Array<Site>>, call_sites_total: !Object<string, number>,
  *   graphs: !Array<GraphEntry>, graphs_total: number}} OpDetail
@@ -278,7 +284,9 @@ export class Store {
  *   matrix: !Array<{mode: string, class: string, executions: number, time_ns: ?number}>,
  *   kinds: !Array<{mode: string, kind: string, executions: number,
  *     fused_executions: number, time_ns: ?number}>,
- *   glance: {basis: string, total: number, rows: !Array<Row>},
+ *   glance: {basis: string, total: number, rows: !Array<Row>, names: !Array<string>,
+ *     differs_total: number,
+ *     premises: !Array<string>},
  *   dump: ?DumpCoverage,
  *   cpu: {features: ?Array<string>, source: string, note: string},
  *   xla_functions: !Array<{name: string, launches: number, calls_in_dump: number,

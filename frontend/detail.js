@@ -9,6 +9,15 @@ import {breakable, deviceLine, el, evidenceBadge, kernelCell, kernelNotes, kindW
 import {V} from './vocab.js';
 
 /** @typedef {import('./data.js').OpDetail} OpDetail */
+
+/**
+ * A sentence whose `names` are code: text nodes and <code> elements, never HTML.
+ * @param {string} text
+ * @return {!Array<!Node>}
+ */
+function codeSpans(text) {
+  return text.split('`').map((part, i) => i % 2 ? el('code', {text: part}) : document.createTextNode(part));
+}
 /** @typedef {import('./data.js').ModeStats} ModeStats */
 
 /** @typedef {import('./views.js').App} App */
@@ -82,7 +91,18 @@ export const DetailSection = /** @satisfies {ThisType<App>} */ ({
     const parts = [el('h3', {class: 'opm-detail-title'}, el('span', {}, breakable(d.op_type)),
         el('span', {class: 'opm-muted opm-detail-total', text: ` · ${fmtInt(d.total)} executions`}))];
 
-    // The answer: per mode, executions, whether oneDNN, the kernels with evidence and counts.
+    // The answer in plain words first: a sentence per mode, one on the kernels of both.
+    if (d.lead) {
+      parts.push(el('div', {class: 'opm-lead', id: 'opm-lead'},
+          [[V.EAGER, d.lead.eager], [V.GRAPH, d.lead.graph], ['kernel', d.lead.kernel]].map(
+              ([key, text]) => {
+                const cut = text.indexOf(':') + 1;
+                return el('p', {class: 'opm-lead-line', 'data-lead': key},
+                    el('strong', {text: text.slice(0, cut)}), codeSpans(text.slice(cut)));
+              })));
+    }
+
+    // Per mode: executions, whether oneDNN, the kernels with evidence and counts.
     const answer = el('div', {class: 'opm-answer', id: 'opm-answer'});
     for (const mode of V.MODES) {
       const stats = ofMode(d, mode);

@@ -60,9 +60,10 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
    */
   renderGlance(o) {
     const onednn = o.onednn_state || V.ONEDNN_UNKNOWN;
-    const g = o.glance || {rows: [], total: 0, basis: ''};
-    this.glanceTitle.textContent = g.basis !== 'both'
-      ? 'At a glance: op types that ran a oneDNN kernel' : 'At a glance: op types that ran in both modes';
+    const g = o.glance || {rows: [], total: 0, basis: '', names: [], differs_total: 0, premises: []};
+    // Always the same question, whatever the oneDNN state: what ran in both modes, and
+    // whose kernel differs by mode.
+    this.glanceTitle.textContent = 'At a glance: op types that ran both eagerly and in graphs';
     /** @type {{features?: ?Array<string>}} */
     const cpu = o.cpu || {};
     const head = el('div', {class: 'opm-glance-head'}, el('p', {class: 'opm-glance-facts'},
@@ -75,9 +76,20 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
         (o.xla_functions || []).length ? el('span', {},
             ` · XLA: ${fmtInt(o.xla_functions.length)} function(s) compiled`) : null),
     this.lowerBoundNote(o, 'opm-glance-lower-bound'));
+    const names = g.names || [];
+    const both = el('p', {class: 'opm-glance-both', id: 'opm-glance-both'},
+        el('strong', {text: `${fmtInt(g.total)} ran in both modes`}),
+        names.length ? `: ${names.join(', ')}${g.total > names.length ? ', …' : ''}. ` : '. ',
+        el('strong', {text: `${fmtInt(g.differs_total || 0)} ran a different kernel by mode`}),
+        g.differs_total ? `: ${g.rows.filter((r) => r.kernel_differs).map((r) => r.op_type).join(', ')}.` : '.');
+    const premises = (g.premises || []).length ? el('ul', {class: 'opm-glance-premises', id: 'opm-glance-premises'},
+        g.premises.map((line) => el('li', {}, line.split('`').map((part, i) =>
+          i % 2 ? el('code', {text: part}) : part)))) : null;
+    head.append(both);
+    if (premises) head.append(premises);
     if (!g.rows.length) {
       this.glanceBody.replaceChildren(head, el('p', {class: 'opm-muted',
-        text: 'No op type ran a oneDNN kernel, and none ran in both modes.'}));
+        text: 'No op type ran both eagerly and in a graph.'}));
       return;
     }
     /**
