@@ -1,6 +1,6 @@
 // The Op Mode tab's op detail: the answer per mode (kernels with evidence, the dtype
 // split, devices), the why, folded evidence, fusion, call sites and graphs; beside the
-// table on wide windows, a drawer otherwise. Methods of App (views.js). In: the op
+// table on wide windows, below it otherwise. Methods of App (views.js). In: the op
 // route's JSON. Out: DOM nodes, strings as text.
 
 import {kernelKind, kindKey} from './colors.js';
@@ -39,13 +39,16 @@ export const DetailSection = /** @satisfies {ThisType<App>} */ ({
       text: 'Click an op type to see its kernels, evidence, call sites and graphs.'}));
   },
 
-  /** Show the detail: beside the table on wide windows, a drawer over the page otherwise. */
+  /** Show the detail: beside the table on wide windows, below it otherwise. */
   openDetail() {
     this.detail.classList.add('opm-open');
     this.root.classList.add('opm-detail-open');
-    // Beside the table it may be above or below the fold: bring it into view.
+    // Below the table (narrow windows) it is under the fold: bring its top into view.
+    // Beside it, only when it is out of sight.
     const box = this.detail.getBoundingClientRect();
-    if (box.bottom < 0 || box.top > window.innerHeight) {
+    if (window.matchMedia('(max-width: 1199px)').matches) {
+      this.detail.scrollIntoView({block: 'start'});
+    } else if (box.bottom < 0 || box.top > window.innerHeight) {
       this.detail.scrollIntoView({block: 'nearest'});
     }
   },

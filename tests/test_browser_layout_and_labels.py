@@ -129,8 +129,8 @@ def test_clicked_op_detail_is_in_view(browser: Any, tensorboard: str, width: int
         assert centre
         assert p.frame.locator("#opm-answer").count() == 1
         p.shot("detail_after_click")
-        # Escape closes a drawer; another row then opens it again.
-        if width < 1600:
+        # Escape closes the detail below the table; another row then opens it again.
+        if width < 1200:
             p.frame.press("#opm-detail", "Escape")
             p.frame.wait_for_timeout(300)
             assert not in_viewport(p.frame.locator("#opm-detail").bounding_box(), width, height)

@@ -559,6 +559,7 @@ class Nearest(TypedDict):
 
 class _TimelineOptional(TypedDict, total=False):
     nearest: Nearest
+    labels: dict[str, str]   # a tf.function's graph name -> its Python function's
 
 
 class _TimelineBase(_TimelineOptional):
