@@ -129,10 +129,12 @@ export const DetailSection = /** @satisfies {ThisType<App>} */ ({
               el('strong', {text: mode}),
               el('span', {text: ` ${stats.lower_bound ? 'at least ' : ''}${fmtInt(stats.executions)} executions · `}),
               el('span', {class: 'opm-verdict', text: verdict(stats)}),
-              stats.time_ns !== undefined ? el('span', {class: 'opm-muted',
+              stats.time_ns ? el('span', {class: 'opm-muted',
                 title: mode === V.EAGER ? 'EagerExecute time, including dispatch'
                   : 'the kernel\u2019s compute time',
-                text: ` · ${fmtNs(stats.time_ns)} op time`}) : null),
+                text: ` · ${fmtNs(stats.time_ns)} op time`})
+                : this.overview && this.overview.modes[mode].time_ns !== null
+                  ? el('span', {class: 'opm-muted', text: ' · not in the profiled window'}) : null),
           kernelCell(mode, stats, true),
           this.dtypeSplit(mode, stats),
           deviceLine(stats, Object.keys(stats.devices || {}).sort()),

@@ -122,6 +122,24 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
   },
 
   /**
+   * A mode's oneDNN share of profiled kernel time (oneDNN and stock kernels), labelled.
+   * @param {!Overview} o
+   * @param {string} mode
+   * @return {?HTMLElement}
+   */
+  onednnTimeShare(o, mode) {
+    const time = (/** @type {string} */ kind) => {
+      const cell = (o.kinds || []).find((c) => c.mode === mode && c.kind === kind);
+      return (cell && cell.time_ns) || 0;
+    };
+    const onednn = time(V.KIND_ONEDNN);
+    const all = onednn + time(V.KIND_STOCK);
+    if (!all) return el('span', {class: 'opm-muted', text: '; by time: not in the profiled window'});
+    return el('span', {}, `; by time in the profiled window: ${fmtPct(onednn / all)} ` +
+      `(${fmtNs(onednn)} of ${fmtNs(all)})`);
+  },
+
+  /**
    * @param {!Overview} o
    * @return {!Array<?HTMLElement>} the overview's parts; null where a part has nothing to say
    */
@@ -153,9 +171,11 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
       'graph: kernel compute time)';
     const outside = V.MODES.filter((m) => o.modes[m].time_outside_table_ns);
     const dump = o.dump;
-    const dumpNote = dump && (dump.uncounted_total || dump.outside_table.length) ? el('p', {
+    // Folded under the execution shares it qualifies: the caveat, not the figures, first.
+    const dumpNote = dump && (dump.uncounted_total || dump.outside_table.length) ? el('details', {
       class: 'opm-hint opm-dump-coverage', id: 'opm-dump-coverage'},
-    el('strong', {text: 'Not counted: '}),
+    el('summary', {text: `Not counted by the dump: ${fmtInt(dump.uncounted_total +
+      dump.outside_table.length)} op type(s) the profile or log saw run`}),
     `${dump.gap}. `,
     dump.uncounted_total ? `Graph executions of ${fmtInt(dump.uncounted_total)} op type(s) in the ` +
       `table are therefore 0 (${dump.uncounted_op_types.slice(0, 6).join(', ')}` +
@@ -189,8 +209,9 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
               return el('p', {},
                   swatch(kindKey(mode, V.KIND_ONEDNN)),
                   el('strong', {text: `${mode}: `}),
-                  `${fmtInt(m.onednn_executions)} of ${fmtInt(m.kernel_known_executions)} ` +
-                  `executions with a known kernel ran oneDNN (${fmtPct(m.onednn_share_of_known)})`,
+                  `by executions: ${fmtPct(m.onednn_share_of_known)} (${fmtInt(m.onednn_executions)} ` +
+                  `of ${fmtInt(m.kernel_known_executions)} with a known kernel ran oneDNN)`,
+                  this.onednnTimeShare(o, mode),
                   notes.length ? el('span', {class: 'opm-muted', text: `; ${notes.join('; ')}`}) : null);
             })));
 
@@ -214,7 +235,7 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
               swatch(key), el('span', {class: 'opm-cell-label', text: CLASSES[key].label}),
               el('strong', {text: fmtInt(cell.executions)}),
               showTime ? el('span', {class: 'opm-muted', title: timeTitle,
-                text: ` · ${fmtNs(cell.time_ns)}`}) : null,
+                text: cell.time_ns ? ` · ${fmtNs(cell.time_ns)}` : ' · not in the profiled window'}) : null,
               cell.fused_executions ? el('div', {class: 'opm-cell-fused'}, swatch(key, true),
                   `${fmtInt(cell.fused_executions)} fused`) : null);
             }))), this.xlaRow(o, kindCols.length)));
