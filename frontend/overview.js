@@ -135,6 +135,9 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
     const onednn = time(V.KIND_ONEDNN);
     const all = onednn + time(V.KIND_STOCK);
     if (!all) return el('span', {class: 'opm-muted', text: '; by time: not in the profiled window'});
+    if (!onednn && o.modes[mode].onednn_executions) {
+      return el('span', {class: 'opm-muted', text: '; by time: its oneDNN executions were not in the profiled window'});
+    }
     return el('span', {}, `; by time in the profiled window: ${fmtPct(onednn / all)} ` +
       `(${fmtNs(onednn)} of ${fmtNs(all)})`);
   },
