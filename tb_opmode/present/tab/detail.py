@@ -29,7 +29,7 @@ __all__ = ["op_detail", "short_why"]
 _EVIDENCE_SOURCE = {"log": "the TensorFlow log", "profile": "the profiler trace",
                     "inferred": "inferred, not observed"}
 _CLASS_WORD = {"onednn": "oneDNN", "fused": "fused", "stock": "stock", "unknown": "no kernel"}
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(]|\d+ of \d+: )")
 # Sentences every explanation of a mode carries: in the full text only.
 _GENERIC = ("Rules as of", "A graph op runs each time")
 
