@@ -341,7 +341,7 @@ def test_detail_leads_with_the_answer(browser: Any, tensorboard: str) -> None:
         p.frame.wait_for_selector("#opm-answer", timeout=20000)
         order = p.frame.eval_on_selector(
             ".opm-detail-body", "b => [...b.children].map(c => c.id || c.tagName.toLowerCase())")
-        assert order[:3] == ["h3", "opm-answer", "opm-explanation"], order
+        assert order[:4] == ["h3", "opm-lead", "opm-answer", "opm-explanation"], order
         eager = p.frame.inner_text("#opm-answer [data-mode='eager']")
         graph = p.frame.inner_text("#opm-answer [data-mode='graph']")
         api = get_json(f"{tensorboard}/data/plugin/opmode/optypes?run=bert&q=Transpose")["rows"][0]

@@ -1,8 +1,7 @@
 """The seed question answered in plain words, in a real browser, with no click but the op's row.
 
 In: the demo's logdir (BERT-like ``model.fit`` with dump + profile + log: the session's
-``bert_logdir``, or ``TB_OPMODE_DEMO_LOGDIR`` naming one already made) and the CNN loop with
-oneDNN off (``cnn_off_logdir``, or ``TB_OPMODE_OFF_LOGDIR``), served by a real
+``bert_logdir``) and the CNN loop with oneDNN off (``cnn_off_logdir``), served by a real
 ``tensorboard``; headless Debian Chromium at 1000x700 and 1400x900, light and dark. Out:
 the headline card (what ran in both modes, what differs, where "oneDNN only in graphs" is
 false) visible on load; for AddV2, Mul, Transpose and MatMul, a click on the op's row
@@ -13,7 +12,6 @@ Screenshots in tests/artifacts/.
 """
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,13 +30,12 @@ SIZES = [(1000, 700), (1400, 900)]
 
 
 @pytest.fixture(scope="module")
-def plain_logdir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+def plain_logdir(tmp_path_factory: pytest.TempPathFactory, bert_logdir: Path,
+                 cnn_off_logdir: Path) -> Path:
     """demo (oneDNN on) and off (oneDNN off) as two runs of one logdir."""
     parent = tmp_path_factory.mktemp("plain_logdir")
-    demo = os.environ.get("TB_OPMODE_DEMO_LOGDIR")
-    off = os.environ.get("TB_OPMODE_OFF_LOGDIR")
-    link_tree(Path(demo) if demo else request.getfixturevalue("bert_logdir"), parent / "demo")
-    link_tree(Path(off) if off else request.getfixturevalue("cnn_off_logdir"), parent / "off")
+    link_tree(bert_logdir, parent / "demo")
+    link_tree(cnn_off_logdir, parent / "off")
     return parent
 
 
