@@ -234,9 +234,15 @@ export class Store {
  */
 
 /**
+ * The answer for an op type in plain words, first: a sentence per mode, one on the
+ * kernels of both (present/lead.lead).
+ * @typedef {{eager: string, graph: string, kernel: string}} Lead
+ */
+
+/**
  * One op type, all of it (the op route, tab/detail.op_detail): its row plus evidence, the
  * explanation and its short why per mode, fusions, call sites and graphs.
- * @typedef {Row & {evidence: !Array<string>, explanation?: !Object<string, string>,
+ * @typedef {Row & {lead: Lead, evidence: !Array<string>, explanation?: !Object<string, string>,
  *   why?: !Object<string, string>, fused_into?: !Array<FusedInto>,
  *   call_sites: !Object<string, !Array<Site>>, call_sites_total: !Object<string, number>,
  *   graphs: !Array<GraphEntry>, graphs_total: number}} OpDetail
@@ -283,7 +289,9 @@ export class Store {
  *   matrix: !Array<{mode: string, class: string, executions: number, time_ns: ?number}>,
  *   kinds: !Array<{mode: string, kind: string, executions: number,
  *     fused_executions: number, time_ns: ?number}>,
- *   glance: {basis: string, total: number, rows: !Array<Row>},
+ *   glance: {basis: string, total: number, rows: !Array<Row>, names: !Array<string>,
+ *     differs_total: number,
+ *     premises: !Array<string>},
  *   dump: ?DumpCoverage,
  *   cpu: {features: ?Array<string>, source: string, note: string},
  *   xla_functions: !Array<{name: string, launches: number, calls_in_dump: number,
@@ -320,10 +328,11 @@ export class Store {
  * A window of the run's timeline (the timeline route, present/timeline.timeline_window):
  * single events [lane, start, dur, name id, kernel id, class] when few, else bins [lane,
  * start, end, count, busy ns, class, name id, oneDNN count]; names, lanes and classes
- * index them.
+ * index them; labels: a tf.function's graph name -> its Python function's (present/lead).
  * @typedef {{start: number, end: number, span_ns: number, t0_ns: number,
  *   lanes: !Array<string>, classes: !Array<string>, total: number, names: !Array<string>,
- *   fused: !Array<number>, nearest?: {before: ?number, after: ?number}}
+ *   fused: !Array<number>, nearest?: {before: ?number, after: ?number},
+ *   labels?: !Object<string, string>}
  *   & ({level: 'events', events: !Array<!Array<number>>}
  *      | {level: 'bins', bins: !Array<!Array<number>>, bin_ns: number})} TimelineAnswer
  */

@@ -1,6 +1,6 @@
 // The Op Mode tab's op detail: the answer per mode (kernels with evidence, the dtype
 // split, devices), the why, folded evidence, fusion, call sites and graphs; beside the
-// table on wide windows, a drawer otherwise. Methods of App (views.js). In: the op
+// table on wide windows, below it otherwise. Methods of App (views.js). In: the op
 // route's JSON. Out: DOM nodes, strings as text.
 
 import {kernelKind, kindKey} from './colors.js';
@@ -9,6 +9,15 @@ import {breakable, deviceLine, el, evidenceBadge, kernelCell, kernelNotes, kindW
 import {V} from './vocab.js';
 
 /** @typedef {import('./data.js').OpDetail} OpDetail */
+
+/**
+ * A sentence whose `names` are code: text nodes and <code> elements, never HTML.
+ * @param {string} text
+ * @return {!Array<!Node>}
+ */
+function codeSpans(text) {
+  return text.split('`').map((part, i) => i % 2 ? el('code', {text: part}) : document.createTextNode(part));
+}
 /** @typedef {import('./data.js').ModeStats} ModeStats */
 
 /** @typedef {import('./views.js').App} App */
@@ -30,13 +39,16 @@ export const DetailSection = /** @satisfies {ThisType<App>} */ ({
       text: 'Click an op type to see its kernels, evidence, call sites and graphs.'}));
   },
 
-  /** Show the detail: beside the table on wide windows, a drawer over the page otherwise. */
+  /** Show the detail: beside the table on wide windows, below it otherwise. */
   openDetail() {
     this.detail.classList.add('opm-open');
     this.root.classList.add('opm-detail-open');
-    // Beside the table it may be above or below the fold: bring it into view.
+    // Below the table (narrow windows) it is under the fold: bring its top into view.
+    // Beside it, only when it is out of sight.
     const box = this.detail.getBoundingClientRect();
-    if (box.bottom < 0 || box.top > window.innerHeight) {
+    if (window.matchMedia('(max-width: 1199px)').matches) {
+      this.detail.scrollIntoView({block: 'start'});
+    } else if (box.bottom < 0 || box.top > window.innerHeight) {
       this.detail.scrollIntoView({block: 'nearest'});
     }
   },
@@ -82,7 +94,18 @@ export const DetailSection = /** @satisfies {ThisType<App>} */ ({
     const parts = [el('h3', {class: 'opm-detail-title'}, el('span', {}, breakable(d.op_type)),
         el('span', {class: 'opm-muted opm-detail-total', text: ` · ${fmtInt(d.total)} executions`}))];
 
-    // The answer: per mode, executions, whether oneDNN, the kernels with evidence and counts.
+    // The answer in plain words first: a sentence per mode, one on the kernels of both.
+    if (d.lead) {
+      parts.push(el('div', {class: 'opm-lead', id: 'opm-lead'},
+          [[V.EAGER, d.lead.eager], [V.GRAPH, d.lead.graph], ['kernel', d.lead.kernel]].map(
+              ([key, text]) => {
+                const cut = text.indexOf(':') + 1;
+                return el('p', {class: 'opm-lead-line', 'data-lead': key},
+                    el('strong', {text: text.slice(0, cut)}), codeSpans(text.slice(cut)));
+              })));
+    }
+
+    // Per mode: executions, whether oneDNN, the kernels with evidence and counts.
     const answer = el('div', {class: 'opm-answer', id: 'opm-answer'});
     for (const mode of V.MODES) {
       const stats = ofMode(d, mode);
@@ -106,10 +129,12 @@ export const DetailSection = /** @satisfies {ThisType<App>} */ ({
               el('strong', {text: mode}),
               el('span', {text: ` ${stats.lower_bound ? 'at least ' : ''}${fmtInt(stats.executions)} executions · `}),
               el('span', {class: 'opm-verdict', text: verdict(stats)}),
-              stats.time_ns !== undefined ? el('span', {class: 'opm-muted',
+              stats.time_ns ? el('span', {class: 'opm-muted',
                 title: mode === V.EAGER ? 'EagerExecute time, including dispatch'
                   : 'the kernel\u2019s compute time',
-                text: ` · ${fmtNs(stats.time_ns)} op time`}) : null),
+                text: ` · ${fmtNs(stats.time_ns)} op time`})
+                : this.overview && this.overview.modes[mode].time_ns !== null
+                  ? el('span', {class: 'opm-muted', text: ' · not in the profiled window'}) : null),
           kernelCell(mode, stats, true),
           this.dtypeSplit(mode, stats),
           deviceLine(stats, Object.keys(stats.devices || {}).sort()),

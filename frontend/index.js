@@ -6,6 +6,10 @@
 import {App} from './views.js';
 
 export async function render() {
+  // TensorBoard's plugin_entry.html has neither: screen readers name the frame by its
+  // title and pick a voice by its language.
+  document.documentElement.lang = 'en';
+  document.title = 'Op Mode: which ops ran eagerly, in graphs, with oneDNN';
   const link = document.createElement('link');
   link.rel = 'stylesheet';
   link.href = './style.css';

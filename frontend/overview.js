@@ -60,9 +60,10 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
    */
   renderGlance(o) {
     const onednn = o.onednn_state || V.ONEDNN_UNKNOWN;
-    const g = o.glance || {rows: [], total: 0, basis: ''};
-    this.glanceTitle.textContent = g.basis !== 'both'
-      ? 'At a glance: op types that ran a oneDNN kernel' : 'At a glance: op types that ran in both modes';
+    const g = o.glance || {rows: [], total: 0, basis: '', names: [], differs_total: 0, premises: []};
+    // Always the same question, whatever the oneDNN state: what ran in both modes, and
+    // whose kernel differs by mode.
+    this.glanceTitle.textContent = 'At a glance: op types that ran both eagerly and in graphs';
     /** @type {{features?: ?Array<string>}} */
     const cpu = o.cpu || {};
     const head = el('div', {class: 'opm-glance-head'}, el('p', {class: 'opm-glance-facts'},
@@ -75,9 +76,20 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
         (o.xla_functions || []).length ? el('span', {},
             ` · XLA: ${fmtInt(o.xla_functions.length)} function(s) compiled`) : null),
     this.lowerBoundNote(o, 'opm-glance-lower-bound'));
+    const names = g.names || [];
+    const both = el('p', {class: 'opm-glance-both', id: 'opm-glance-both'},
+        el('strong', {text: `${fmtInt(g.total)} ran in both modes`}),
+        names.length ? `: ${names.join(', ')}${g.total > names.length ? ', …' : ''}. ` : '. ',
+        el('strong', {text: `${fmtInt(g.differs_total || 0)} ran a different kernel by mode`}),
+        g.differs_total ? `: ${g.rows.filter((r) => r.kernel_differs).map((r) => r.op_type).join(', ')}.` : '.');
+    const premises = (g.premises || []).length ? el('ul', {class: 'opm-glance-premises', id: 'opm-glance-premises'},
+        g.premises.map((line) => el('li', {}, line.split('`').map((part, i) =>
+          i % 2 ? el('code', {text: part}) : part)))) : null;
+    head.append(both);
+    if (premises) head.append(premises);
     if (!g.rows.length) {
       this.glanceBody.replaceChildren(head, el('p', {class: 'opm-muted',
-        text: 'No op type ran a oneDNN kernel, and none ran in both modes.'}));
+        text: 'No op type ran both eagerly and in a graph.'}));
       return;
     }
     /**
@@ -107,6 +119,27 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
       text: `and ${fmtInt(g.total - g.rows.length)} more in the op table below`}) : null;
     rovingRows(/** @type {!HTMLTableElement} */ (table).tBodies[0]);
     this.glanceBody.replaceChildren(.../** @type {!Array<!HTMLElement>} */ ([head, table, more].filter(Boolean)));
+  },
+
+  /**
+   * A mode's oneDNN share of profiled kernel time (oneDNN and stock kernels), labelled.
+   * @param {!Overview} o
+   * @param {string} mode
+   * @return {?HTMLElement}
+   */
+  onednnTimeShare(o, mode) {
+    const time = (/** @type {string} */ kind) => {
+      const cell = (o.kinds || []).find((c) => c.mode === mode && c.kind === kind);
+      return (cell && cell.time_ns) || 0;
+    };
+    const onednn = time(V.KIND_ONEDNN);
+    const all = onednn + time(V.KIND_STOCK);
+    if (!all) return el('span', {class: 'opm-muted', text: '; by time: not in the profiled window'});
+    if (!onednn && o.modes[mode].onednn_executions) {
+      return el('span', {class: 'opm-muted', text: '; by time: its oneDNN executions were not in the profiled window'});
+    }
+    return el('span', {}, `; by time in the profiled window: ${fmtPct(onednn / all)} ` +
+      `(${fmtNs(onednn)} of ${fmtNs(all)})`);
   },
 
   /**
@@ -141,9 +174,11 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
       'graph: kernel compute time)';
     const outside = V.MODES.filter((m) => o.modes[m].time_outside_table_ns);
     const dump = o.dump;
-    const dumpNote = dump && (dump.uncounted_total || dump.outside_table.length) ? el('p', {
+    // Folded under the execution shares it qualifies: the caveat, not the figures, first.
+    const dumpNote = dump && (dump.uncounted_total || dump.outside_table.length) ? el('details', {
       class: 'opm-hint opm-dump-coverage', id: 'opm-dump-coverage'},
-    el('strong', {text: 'Not counted: '}),
+    el('summary', {text: `Not counted by the dump: ${fmtInt(dump.uncounted_total +
+      dump.outside_table.length)} op type(s) the profile or log saw run`}),
     `${dump.gap}. `,
     dump.uncounted_total ? `Graph executions of ${fmtInt(dump.uncounted_total)} op type(s) in the ` +
       `table are therefore 0 (${dump.uncounted_op_types.slice(0, 6).join(', ')}` +
@@ -177,8 +212,9 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
               return el('p', {},
                   swatch(kindKey(mode, V.KIND_ONEDNN)),
                   el('strong', {text: `${mode}: `}),
-                  `${fmtInt(m.onednn_executions)} of ${fmtInt(m.kernel_known_executions)} ` +
-                  `executions with a known kernel ran oneDNN (${fmtPct(m.onednn_share_of_known)})`,
+                  `by executions: ${fmtPct(m.onednn_share_of_known)} (${fmtInt(m.onednn_executions)} ` +
+                  `of ${fmtInt(m.kernel_known_executions)} with a known kernel ran oneDNN)`,
+                  this.onednnTimeShare(o, mode),
                   notes.length ? el('span', {class: 'opm-muted', text: `; ${notes.join('; ')}`}) : null);
             })));
 
@@ -202,7 +238,7 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
               swatch(key), el('span', {class: 'opm-cell-label', text: CLASSES[key].label}),
               el('strong', {text: fmtInt(cell.executions)}),
               showTime ? el('span', {class: 'opm-muted', title: timeTitle,
-                text: ` · ${fmtNs(cell.time_ns)}`}) : null,
+                text: cell.time_ns ? ` · ${fmtNs(cell.time_ns)}` : ' · not in the profiled window'}) : null,
               cell.fused_executions ? el('div', {class: 'opm-cell-fused'}, swatch(key, true),
                   `${fmtInt(cell.fused_executions)} fused`) : null);
             }))), this.xlaRow(o, kindCols.length)));

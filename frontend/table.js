@@ -10,6 +10,17 @@ import {V} from './vocab.js';
 /** @typedef {import('./data.js').TableQuery} TableQuery */
 
 /** @typedef {import('./views.js').App} App */
+
+/**
+ * A mode's profiled time, or why there is none: the mode ran, but not while the
+ * profiler did (a profile covers a window of the run; the counts cover all of it).
+ * @param {!import('./data.js').ModeStats} stats
+ * @return {string}
+ */
+function profiledTime(stats) {
+  if (stats.time_ns !== undefined && stats.time_ns > 0) return fmtNs(stats.time_ns);
+  return stats.executions ? 'not in profile window' : '–';
+}
 /**
  * What the op table keeps on the app (buildTable): its elements, the detail's (which
  * detail.js fills), the search's debounce timer and the page request in flight.
@@ -190,9 +201,9 @@ export const TableSection = /** @satisfies {ThisType<App>} */ ({
                 fmtInt(((ofMode(row, mode).devices || {})[d]) || 0))))),
         el('td', {class: 'opm-num opm-muted opm-time'},
             el('div', {title: 'eager: EagerExecute time in the profile, including dispatch'},
-                el('span', {class: 'opm-time-label', text: 'eager '}), fmtNs(row.eager.time_ns)),
+                el('span', {class: 'opm-time-label', text: 'eager '}), profiledTime(row.eager)),
             el('div', {title: 'graph: the kernel\u2019s compute time in the profile'},
-                el('span', {class: 'opm-time-label', text: 'graph '}), fmtNs(row.graph.time_ns))));
+                el('span', {class: 'opm-time-label', text: 'graph '}), profiledTime(row.graph))));
         return tr;
       }));
     }

@@ -408,6 +408,7 @@ export class Timeline {
     else if (d && d.level === 'bins') this.drawBins(ctx, d);
     ctx.restore();
 
+    if (d) this.noteEmptyLanes(ctx, d, muted);
     if (this.focusItem && d) this.drawFocus(ctx, d, fg);
     this.drawStrip();
     let message = this.status;
@@ -538,13 +539,39 @@ export class Timeline {
       ctx.fillStyle = CLASSES[key] ? CLASSES[key].text : '#000000';
       // Graph boxes: the kernel that ran (the node name is in the tooltip); others: the op.
       const kernel = d.names[ev[4]];
-      const label = laneName === V.GRAPH && kernel ? kernel : /** @type {string} */ (d.names[nameId].split('/').pop());
+      // tf.function boxes: the Python function's name (`step`, `Keras train step`).
+      const label = laneName === V.GRAPH && kernel ? kernel
+        : (d.labels && d.labels[d.names[nameId]]) || /** @type {string} */ (d.names[nameId].split('/').pop());
       ctx.save();
       ctx.beginPath();
       ctx.rect(x, top, visible + 3, h);
       ctx.clip();
       ctx.fillText(label, x + 3, top + h / 2);
       ctx.restore();
+    }
+  }
+
+  /**
+   * A lane with nothing in the window says why: the profile holds only what ran while the
+   * profiler did (eager ops outside it are still counted in the table).
+   * @param {!CanvasRenderingContext2D} ctx
+   * @param {!TimelineWindow} d
+   * @param {string} muted
+   */
+  noteEmptyLanes(ctx, d, muted) {
+    const items = d.level === 'events' ? d.events : d.bins;
+    if (!items.length) return;   // the whole canvas says so
+    const used = new Set(items.map((item) => d.lanes[item[0]]));
+    const whole = this.span !== null && this.view.end - this.view.start >= this.span;
+    const empty = this.lanes().filter((lane) => !used.has(lane));
+    this.canvas.dataset.emptyLanes = empty.join(',');
+    ctx.fillStyle = muted;
+    ctx.textAlign = 'left';
+    for (const lane of empty) {
+      const what = lane === 'function' ? 'tf.function call' : `${lane} op`;
+      ctx.fillText(whole ? `no ${what} in the profiled window (the profiler ran for part of the run; ` +
+        'the table counts all of it)' : `no ${what} in this part of the window`,
+      GUTTER + 8, this.laneTop(lane) + LANE_HEIGHT[lane] / 2);
     }
   }
 
@@ -767,7 +794,8 @@ export class Timeline {
     const legend = CLASSES[cls];
     if (hit.kind === 'event') {
       const [lane, start, dur, nameId, kernelId] = hit.item;
-      const lines = [d.names[nameId]];
+      const pyName = d.labels && d.labels[d.names[nameId]];
+      const lines = [pyName ? `${pyName} (${d.names[nameId]})` : d.names[nameId]];
       lines.push(`${legend ? legend.label : cls} (${d.lanes[lane]} lane)`);
       const kernel = d.names[kernelId];
       if (d.lanes[lane] !== 'function') {

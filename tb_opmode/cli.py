@@ -12,6 +12,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import socket
 import sys
 import textwrap
@@ -32,7 +33,9 @@ from .model import RunModel
 from .present.contract import run_json, summary
 from .present.csv import render_csv
 from .present.eager_text import render_hot_spots
+from .present.lead import lead
 from .present.report import DEFAULT_FOCUS, FORMATS, MAX_SITES, Redaction, focus_ops, render, report_blocks
+from .present.tab import build_view
 from .present.workers import render_workers
 from .read import fs
 from .read.cache import load_summary, store_summary
@@ -227,8 +230,26 @@ def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.op_type not in model.op_types:
         hint = did_you_mean(args.op_type, model.op_types)
         raise UnknownOpType(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
+    stdout.write(f"{display(args.op_type)} in run {display(model.run)} "
+                 f"(TensorFlow {display(model.tensorflow_version) or '?'})\n\n")
+    _write_lead(model, args.logdir, args.op_type, stdout)
+    stdout.write("How TF decided, and the evidence:\n")
     _write_explanation(model, args.op_type, args.top, stdout)
     return 0
+
+
+def _width() -> int:
+    """The terminal's width, within reason (80 when output is not a terminal)."""
+    return max(60, min(shutil.get_terminal_size((80, 24)).columns, 140))
+
+
+def _write_lead(model: RunModel, logdir: str, op_type: str, stdout: TextIO) -> None:
+    """The answer first, in the tab's words (``lead``): a sentence per mode, one on kernels."""
+    row = build_view(model, logdir, timeline=False).rows[op_type]
+    sentences = lead(model, row)
+    for text in (sentences["eager"], sentences["graph"], sentences["kernel"]):
+        stdout.write(textwrap.fill(display(text), width=_width(), subsequent_indent="  ") + "\n")
+    stdout.write("\n")
 
 
 def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) -> None:
@@ -236,8 +257,6 @@ def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) 
     file's path is whatever the user's program was called): all go through ``display``."""
     row = model.op_types[op_type]
     why = explain(model, op_type)
-    stdout.write(f"{display(op_type)} in run {display(model.run)} "
-                 f"(TensorFlow {display(model.tensorflow_version) or '?'})\n")
     for mode in MODES:
         stats = row.mode(mode)
         stdout.write(f"\n{mode}: {stats.executions} executions\n")
@@ -245,7 +264,7 @@ def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) 
             stdout.write(f"  kernel {display(k.name)}  x{k.executions}  [{k.evidence}]"
                          + ("  oneDNN" if k.onednn else "") + "\n")
         for reason in why[mode]["reasons"]:
-            stdout.write(textwrap.fill(display(reason["text"]), width=100, initial_indent="  - ",
+            stdout.write(textwrap.fill(display(reason["text"]), width=_width(), initial_indent="  - ",
                                        subsequent_indent="    ") + "\n")
         if stats.executions:
             _write_call_sites(call_sites(model, op_type, mode, limit=top, snippets=False),
@@ -255,8 +274,8 @@ def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) 
 def _write_call_sites(sites: list[dict[str, Any]], mode: str, stdout: TextIO) -> None:
     """The call sites of an op type in one mode, with the user's code that led there."""
     if sites:
-        stdout.write("  call sites" + (" (where the graph op was traced)" if mode == "graph"
-                                       else "") + ":\n")
+        stdout.write("  call sites" + (" (the Python lines that built its graph ops; counts are "
+                                       "their executions)" if mode == "graph" else "") + ":\n")
     for site in sites:
         stdout.write(f"    {site['count']:>7}  {display(site['file'])}:{site['line']}  "
                      f"{display(site['function'])}\n")

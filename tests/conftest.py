@@ -64,22 +64,33 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def reused(variable: str) -> Path | None:
+    """A logdir made before by demo/make_logdir.py with the same arguments, named by an
+    environment variable, to check against without making it again (a developer's
+    targeted run; the suite makes its own)."""
+    given = os.environ.get(variable)
+    return Path(given) if given else None
+
+
 @pytest.fixture(scope="session")
 def bert_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The seed scenario: BERT-like model.fit, dump + profile + VLOG log."""
-    return make_logdir(tmp_path_factory.mktemp("bert"))
+    """The seed scenario: BERT-like model.fit, dump + profile + VLOG log
+    (``TB_OPMODE_BERT_LOGDIR``: one made before)."""
+    return reused("TB_OPMODE_BERT_LOGDIR") or make_logdir(tmp_path_factory.mktemp("bert"))
 
 
 @pytest.fixture(scope="session")
 def cnn_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A custom loop: some steps eager, some in tf.function."""
-    return make_logdir(tmp_path_factory.mktemp("cnn"), "--workload", "cnn")
+    """A custom loop: some steps eager, some in tf.function (``TB_OPMODE_CNN_LOGDIR``)."""
+    return reused("TB_OPMODE_CNN_LOGDIR") or make_logdir(tmp_path_factory.mktemp("cnn"),
+                                                         "--workload", "cnn")
 
 
 @pytest.fixture(scope="session")
 def cnn_off_logdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same custom loop with TF_ENABLE_ONEDNN_OPTS=0."""
-    return make_logdir(tmp_path_factory.mktemp("cnn_off"), "--workload", "cnn", "--onednn", "off")
+    """The same custom loop with TF_ENABLE_ONEDNN_OPTS=0 (``TB_OPMODE_CNN_OFF_LOGDIR``)."""
+    return reused("TB_OPMODE_CNN_OFF_LOGDIR") or make_logdir(
+        tmp_path_factory.mktemp("cnn_off"), "--workload", "cnn", "--onednn", "off")
 
 
 @pytest.fixture(scope="session")

@@ -129,8 +129,8 @@ def test_clicked_op_detail_is_in_view(browser: Any, tensorboard: str, width: int
         assert centre
         assert p.frame.locator("#opm-answer").count() == 1
         p.shot("detail_after_click")
-        # Escape closes a drawer; another row then opens it again.
-        if width < 1600:
+        # Escape closes the detail below the table; another row then opens it again.
+        if width < 1200:
             p.frame.press("#opm-detail", "Escape")
             p.frame.wait_for_timeout(300)
             assert not in_viewport(p.frame.locator("#opm-detail").bounding_box(), width, height)
@@ -341,7 +341,7 @@ def test_detail_leads_with_the_answer(browser: Any, tensorboard: str) -> None:
         p.frame.wait_for_selector("#opm-answer", timeout=20000)
         order = p.frame.eval_on_selector(
             ".opm-detail-body", "b => [...b.children].map(c => c.id || c.tagName.toLowerCase())")
-        assert order[:3] == ["h3", "opm-answer", "opm-explanation"], order
+        assert order[:4] == ["h3", "opm-lead", "opm-answer", "opm-explanation"], order
         eager = p.frame.inner_text("#opm-answer [data-mode='eager']")
         graph = p.frame.inner_text("#opm-answer [data-mode='graph']")
         api = get_json(f"{tensorboard}/data/plugin/opmode/optypes?run=bert&q=Transpose")["rows"][0]

@@ -96,6 +96,9 @@ def test_ops_the_dump_cannot_count_are_said(browser: Any, tensorboard: str) -> N
         assert op in o["dump"]["uncounted_op_types"]
     p = Page(browser, tensorboard, 1400, 900)
     try:
+        # Folded under the shares it qualifies; its summary says how many, opened it says which.
+        assert "Not counted by the dump" in p.frame.inner_text("#opm-dump-coverage summary")
+        p.frame.click("#opm-dump-coverage summary")
         coverage = p.frame.inner_text("#opm-dump-coverage")
         assert "FULL_HEALTH" in coverage and "float tensors only" in coverage
         assert "Pack" in coverage and "cover what the dump counts" in coverage

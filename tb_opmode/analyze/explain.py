@@ -231,8 +231,13 @@ def _kernel_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[_Reason
     for use in sorted(stats.kernels, key=lambda k: -k.executions):
         kernel = _Kernel(facts.model, facts.op_type, mode, use,
                          facts.kernel_dtype(mode, use.name))
+        text = _kernel_sentence(kernel)
+        # Where executions split, each reason says whose it is: "24 of 40: No kernel ran"
+        # beside "16 of 40: Runs _MklTranspose" is a split, not a contradiction.
+        if len(stats.kernels) > 1:
+            text = f"{use.executions} of {stats.executions}: {text}"
         out.append({"kind": "kernel", "kernel": use.name, "evidence": use.evidence,
-                    "executions": use.executions, "text": _kernel_sentence(kernel)})
+                    "executions": use.executions, "text": text})
     return out
 
 

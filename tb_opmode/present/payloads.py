@@ -23,7 +23,7 @@ __all__ = [
     "OnednnVerbose", "XlaFunction", "TimeShareCell", "TimeShare", "RunDoc", "SummaryDoc",
     "Kernel", "DtypeKernel", "DtypeSplit", "UncountedKernel", "Uncounted", "RowMode",
     "RowOptional", "Row", "OpPage", "ExportRun", "ExportDoc", "Frame", "Snippet", "Site", "GraphEntry", "FusedInto",
-    "OpDetailOptional", "OpDetail",
+    "Lead", "OpDetailOptional", "OpDetail",
     "ModeTotals", "MatrixCell", "KindCell", "Glance", "DumpCoverage", "CpuFacts", "CutModes",
     "DtypeCount", "DtypeTotals", "DeviceTotals", "UnknownOp", "UnknownGroup", "Unknowns",
     "CappedVerbose", "ProfileFacts", "Overview", "RunBrief", "CompareSide", "CompareMode",
@@ -358,6 +358,15 @@ class FusedInto(TypedDict):
     nodes: list[str]
 
 
+class Lead(TypedDict):
+    """The answer for an op type in plain words, first: one sentence per mode, one on
+    the kernels of both (``present.lead``)."""
+
+    eager: str
+    graph: str
+    kernel: str
+
+
 class OpDetailOptional(TypedDict, total=False):
     """What only some op details carry."""
 
@@ -369,6 +378,7 @@ class OpDetailOptional(TypedDict, total=False):
 class OpDetail(Row, OpDetailOptional):
     """One op type, all of it (the op route)."""
 
+    lead: Lead
     evidence: list[str]
     call_sites: dict[str, list[Site]]
     call_sites_total: dict[str, int]
@@ -409,9 +419,15 @@ class KindCell(TypedDict):
 
 
 class Glance(TypedDict):
+    """The headline: the op types that ran in both modes (the kernel-differs ones first),
+    how many of them differ, and where "oneDNN runs in graphs only" is false."""
+
     basis: str
     total: int
     rows: list[Row]
+    names: list[str]
+    differs_total: int
+    premises: list[str]
 
 
 class DumpCoverage(TypedDict):
@@ -584,6 +600,7 @@ class Nearest(TypedDict):
 
 class _TimelineOptional(TypedDict, total=False):
     nearest: Nearest
+    labels: dict[str, str]   # a tf.function's graph name -> its Python function's
 
 
 class _TimelineBase(_TimelineOptional):

@@ -25,6 +25,7 @@ from ..analyze.nodes import canonical_op
 from ..errors import BadParameter
 from ..model import RunModel
 from ..vocab import PLUMBING_KERNELS, REMOVED, UNKNOWN, is_debug_kernel, is_function, is_onednn
+from .lead import function_words
 
 __all__ = ["Timeline", "build_timeline", "timeline_window", "export_trace", "LANES", "CLASSES",
            "MAX_EVENTS", "MAX_TRACE_EVENTS"]
@@ -216,6 +217,9 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
     if not picked:
         out["nearest"] = _nearest(tl, lo, hi, debug)
     out["names"] = list(names.ids)
+    labels = {name: function_words(name) for name in names.ids if is_function(name)}
+    if labels:
+        out["labels"] = labels
     out["fused"] = sorted(fused)
     return out
 

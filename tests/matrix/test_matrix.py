@@ -33,6 +33,7 @@ from tb_opmode.analyze.explain import explain, function_graphs
 from tb_opmode.present.contract import summary
 from tb_opmode.read.tfdbg import digest_rank
 from tests.conftest import ROOT, ddr_counts, link_tree, machine_cpu, needs_tensorflow
+from tests.lead_check import disagreements
 from tests.matrix.truth import parse_log, score, truth_of
 from tests.matrix.workloads import CELLS, CellFailed, MissingPackages, make_cell
 
@@ -272,6 +273,11 @@ def table_text(version: str, table: dict[str, Any]) -> str:
                      f"{_three_ways(row['without_log'])} | {_three_ways(row.get('dump_only'))} | "
                      f"{_three_ways(row.get('startup'))} |")
     return "\n".join(lines) + "\n"
+
+
+def test_plain_sentences_agree_with_the_chips(cell: dict[str, Any]) -> None:
+    """Every (op type, mode)'s lead sentence says the counts, split and kinds its row's chips show."""
+    assert disagreements(cell["logdir"]) == []
 
 
 def test_counts_equal_debug_data_reader(cell: dict[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """The op route: one op type, all of it (``frontend/detail.js`` shows it).
 
 In: a ``view.RunView`` and an op type of it. Out: ``op_detail``, the
-``payloads.OpDetail``: the op type's row plus the evidence per mode in plain words, the
+``payloads.OpDetail``: the op type's row plus the answer first (``lead.lead``: a
+sentence per mode and one on its kernels), the evidence per mode in plain words, the
 explanation and its short why (``short_why``) per mode, the kernels grappler fused it
 into, its call sites with their source lines (``analyze.explain.call_sites``) and the
 graphs that hold it (``analyze.explain.function_graphs``). Explanations are made here,
@@ -18,6 +19,7 @@ from ...analyze.nodes import canonical_op
 from ...errors import BadParameter, UnknownOpType
 from ...model import KernelUse, ModeStats, OpTypeRow, RunModel
 from ...vocab import KIND_FUSED, MODES
+from ..lead import lead
 from ..payloads import FusedInto, GraphEntry, OpDetail, OpDetailOptional, Site
 from .limits import DEFAULT_SITES, MAX_FUSED_NODES_SHOWN, MAX_GRAPHS, MAX_SITES, SNIPPET_CONTEXT, WHY_SENTENCES
 from .view import RunView
@@ -27,7 +29,7 @@ __all__ = ["op_detail", "short_why"]
 _EVIDENCE_SOURCE = {"log": "the TensorFlow log", "profile": "the profiler trace",
                     "inferred": "inferred, not observed"}
 _CLASS_WORD = {"onednn": "oneDNN", "fused": "fused", "stock": "stock", "unknown": "no kernel"}
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(]|\d+ of \d+: )")
 # Sentences every explanation of a mode carries: in the full text only.
 _GENERIC = ("Rules as of", "A graph op runs each time")
 
@@ -108,7 +110,8 @@ def op_detail(view: RunView, op_type: str, sites: int = DEFAULT_SITES) -> OpDeta
                                                context=SNIPPET_CONTEXT, via=True))
              for mode in MODES}
     graphs = function_graphs(model, op_type)
-    return {**view.rows[op_type], "evidence": _evidence_lines(row), **extras,
+    return {**view.rows[op_type], "lead": lead(model, view.rows[op_type]),
+            "evidence": _evidence_lines(row), **extras,
             "call_sites": {mode: found[mode][:sites] for mode in MODES},
             "call_sites_total": {mode: len(found[mode]) for mode in MODES},
             "graphs": [_graph_entry(g) for g in graphs[:MAX_GRAPHS]],

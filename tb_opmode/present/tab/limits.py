@@ -11,9 +11,9 @@ from __future__ import annotations
 __all__ = [
     "MAX_PAGE_SIZE", "DEFAULT_PAGE_SIZE", "DEFAULT_COMPARE_PAGE_SIZE", "MAX_SITES",
     "DEFAULT_SITES", "SNIPPET_CONTEXT", "MAX_GRAPHS", "MAX_FUSED_NODES_SHOWN", "WHY_SENTENCES",
-    "MAX_WARNINGS", "MAX_FUNCTIONS", "MAX_PRIMITIVES", "GLANCE_ROWS", "MAX_UNKNOWN_GROUPS",
-    "MAX_OUTSIDE_TABLE_PER_MODE", "MAX_DUMP_COVERAGE_OP_TYPES", "MAX_HOT_SPOTS",
-    "MAX_HOT_SPOT_OP_TYPES",
+    "MAX_WARNINGS", "MAX_FUNCTIONS", "MAX_PRIMITIVES", "GLANCE_ROWS", "MAX_GLANCE_NAMES",
+    "MAX_UNKNOWN_GROUPS", "MAX_OUTSIDE_TABLE_PER_MODE", "MAX_DUMP_COVERAGE_OP_TYPES",
+    "MAX_HOT_SPOTS", "MAX_HOT_SPOT_OP_TYPES",
 ]
 
 # Rows of a page of the op table or of the comparison: the most a request may ask for,
@@ -37,6 +37,7 @@ MAX_WARNINGS = 100
 MAX_FUNCTIONS = 100
 MAX_PRIMITIVES = 30          # ONEDNN_VERBOSE primitive kinds
 GLANCE_ROWS = 8              # op types in the answer at a glance
+MAX_GLANCE_NAMES = 100       # op types named in its line of all that ran in both modes
 MAX_UNKNOWN_GROUPS = 20      # reasons a kernel is unknown
 # Op types the table has no row for, by profiled time: per mode in the mode totals (a
 # line of a table cell), and in the dump coverage note (a paragraph of its own), which

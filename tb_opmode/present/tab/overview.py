@@ -19,6 +19,7 @@ from ...analyze.kernels import cpu_from_kernels, is_fused
 from ...model import ModeStats, RunModel
 from ...read.tfdbg import DTYPE_UNKNOWN
 from ...vocab import GRAPH, KERNEL_KINDS, KIND_FUSED, KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN, MODES
+from ..lead import premises
 from ..payloads import (
     CappedVerbose,
     CpuFacts,
@@ -44,6 +45,7 @@ from .limits import (
     GLANCE_ROWS,
     MAX_DUMP_COVERAGE_OP_TYPES,
     MAX_FUNCTIONS,
+    MAX_GLANCE_NAMES,
     MAX_OUTSIDE_TABLE_PER_MODE,
     MAX_PRIMITIVES,
     MAX_UNKNOWN_GROUPS,
@@ -197,15 +199,17 @@ def _kinds(view: RunView, counts: dict[str, _ModeCounts]) -> list[KindCell]:
 # ---------------------------------------------------------------- the other sections
 
 def _glance(view: RunView) -> Glance:
-    """The answer at a glance: the op types that ran a oneDNN kernel in either mode (or,
-    in a run without one, those that ran in both modes), most executed first."""
-    rows = sorted(view.rows.values(), key=lambda r: (-r["total"], r["op_type"]))
-    picked = [r for r in rows if r["onednn"]]
-    basis = "onednn"
-    if not picked:
-        picked = [r for r in rows if r["eager"]["executions"] and r["graph"]["executions"]]
-        basis = "both"
-    return {"basis": basis, "total": len(picked), "rows": picked[:GLANCE_ROWS]}
+    """The headline, the same question on every run: the op types that ran in both modes,
+    those whose kernel differs by mode first, then those that ran oneDNN, then by
+    executions (all their names, the first rows whole); and where the premise "oneDNN
+    kernels run in graphs only" is false (``lead.premises``)."""
+    rows = sorted(view.rows.values(), key=lambda r: (not r["kernel_differs"], not r["onednn"],
+                                                     -r["total"], r["op_type"]))
+    picked = [r for r in rows if r["eager"]["executions"] and r["graph"]["executions"]]
+    return {"basis": "both", "total": len(picked), "rows": picked[:GLANCE_ROWS],
+            "names": [r["op_type"] for r in picked][:MAX_GLANCE_NAMES],
+            "differs_total": sum(r["kernel_differs"] for r in picked),
+            "premises": premises(picked)}
 
 
 def _dump_coverage(view: RunView) -> Optional[DumpCoverage]:
