@@ -90,6 +90,11 @@ class RunModel:
     # Dumps whose circular buffer dropped records (``analyze.assemble`` sets it; each is
     # also one of ``problems``, in words).
     buffer_cuts: list[BufferCut] = field(default_factory=list)
+    # Mode ("eager", "graph", "functions") -> how its counts were made, in words: exact, or
+    # per call x calls (``analyze.per_call``), or the profiled window only.
+    count_basis: dict[str, str] = field(default_factory=dict)
+    # A run counted per call x calls: (op type, kernel, executions, evidence) per kernel.
+    per_call_kernels: list[tuple[str, str, int, str]] = field(default_factory=list)
 
     def row(self, op_type: str) -> OpTypeRow:
         row = self.op_types.get(op_type)
