@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Problem
+from .read.recorded import Recorded
 from .read.textlog import LogFacts
 from .read.tfdbg import DumpSet
 from .read.xplane import Profile
@@ -95,6 +96,11 @@ class RunModel:
     count_basis: dict[str, str] = field(default_factory=dict)
     # A run counted per call x calls: (op type, kernel, executions, evidence) per kernel.
     per_call_kernels: list[tuple[str, str, int, str]] = field(default_factory=list)
+    # How ``tb-opmode record`` made the run (its manifest), None for a run made by hand.
+    recorded: Recorded | None = None
+    # The tensor_debug_mode of a dump whose debug ops read tensors ("" if none): its
+    # graph kernels are not the job's (``analyze.recording``).
+    reads_tensors: str = ""
 
     def row(self, op_type: str) -> OpTypeRow:
         row = self.op_types.get(op_type)

@@ -37,6 +37,7 @@ from .events import (
 )
 from .kernels import assign_eager, assign_graph, detect_onednn
 from .per_call import BASIS_EXACT_LOG, count_per_call
+from .recording import note_recording
 from .workers import breakdown
 
 __all__ = ["build_run", "find_runs", "load", "row_op", "is_user_op"]
@@ -341,6 +342,7 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
     _describe_sources(model, dumps, sources, logdir)
     model.problems.extend(_source_problems(model, dumps, sources, read_problems))
     _count(model)
+    note_recording(model)
     model.onednn_enabled, model.onednn_source = detect_onednn(model)
     _apply_kernels(model)
     model.times = op_times(model)
