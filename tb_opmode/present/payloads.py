@@ -483,6 +483,8 @@ class Overview(TypedDict):
     onednn_state: str
     onednn_reason: str
     counts_from: str
+    count_basis: dict[str, str]
+    recording: Optional[RecordingDoc]
     sources: dict[str, list[str]]
     warnings: list[str]
     warnings_total: int
