@@ -21,7 +21,6 @@ from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
 from ..read.discover import problem_text, relpath
-from .recording import compare_fusions, recording_doc
 from .payloads import (
     FunctionCalls,
     KernelDoc,
@@ -35,6 +34,7 @@ from .payloads import (
     TimeShare,
     XlaFunction,
 )
+from .recording import compare_fusions, recording_doc
 
 __all__ = ["summary", "run_json", "summary_doc", "run_doc", "onednn_primitives", "xla_functions",
            "MAX_KERNEL_NOTES", "MAX_FUSED_NODES"]
