@@ -114,8 +114,9 @@ def test_each_level_leaves_its_evidence(recorded: dict[tuple[str, str], tuple[Pa
     assert "Executing op " in log and "Instantiating kernel for node" in log
     assert ("Process node: " in log) == (level != "kernels")  # calls: the user's TRUTH_VMODULE
     if level == "calls":
-        assert "executor=1" in doc["environment"]["from_the_user"]["TF_CPP_VMODULE"] or \
-            "executor=1" in doc["environment"]["set_by_record"]["TF_CPP_VMODULE"]
+        # the user's modules kept beside ours
+        assert set(doc["environment"]["set_by_record"]["TF_CPP_VMODULE"].split(",")) == \
+            {*TRUTH_VMODULE.split(","), "execute=1", "op_kernel=1"}
     assert "Executing op " not in proc.stderr and "Instantiating kernel" not in proc.stderr
     assert f"{job} done" in proc.stdout and f"{job} done" in (rundir / "stdout.log").read_text()
     assert f"run {rundir.name} " in proc.stdout and "tensorboard --logdir" in proc.stdout
