@@ -233,7 +233,10 @@ def test_a_kernels_run_counts_per_call_times_calls_as_tf_ran_them(
     (run,) = _summary(recorded[job, "kernels"][0])["runs"]
     truth_dir = recorded[job, "calls"][0]
     eager, _graph, functions = ddr_counts(truth_dir)
-    assert +Counter({r["op_type"]: r["eager"]["executions"] for r in run["op_types"]}) == eager
+    # _EagerConst (a Python value made a tensor): the log shows it, tfdbg records none
+    ours_eager = Counter({r["op_type"]: r["eager"]["executions"] for r in run["op_types"]
+                          if r["op_type"] != "_EagerConst"})
+    assert +ours_eager == eager
     assert sorted(f["calls"] for f in run["functions"]) == sorted(functions.values())
     assert run["count_basis"]["eager"].startswith("exact")
     assert run["count_basis"]["graph"].startswith("per call x calls")
