@@ -20,6 +20,7 @@ interleaved within each repetition so that load from other work hits them alike.
     python bench/bench_record.py                      # 120 steps, 2 repetitions
     python bench/bench_record.py --quick              # 8 steps, once: the rows, not judged
     python bench/bench_record.py --results-dir bench/results
+    python bench/bench_record.py --levels kernels     # one level (and the plain job)
 """
 from __future__ import annotations
 
@@ -115,12 +116,13 @@ def _recorded(job: str, level: str, steps: int, work: Path, name: str) -> dict[s
     return sample
 
 
-def measure(steps: int, reps: int, work: Path) -> dict[str, dict[str, list[dict[str, float]]]]:
-    """Per job, per variant (plain and each level), one sample per repetition."""
+def measure(steps: int, reps: int, work: Path, levels: tuple[str, ...] = LEVELS
+            ) -> dict[str, dict[str, list[dict[str, float]]]]:
+    """Per job, per variant (plain and each of ``levels``), one sample per repetition."""
     results: dict[str, dict[str, list[dict[str, float]]]] = {job: {} for job in JOBS}
     for rep in range(reps):
         for job in JOBS:
-            for variant in ("plain", *LEVELS):
+            for variant in ("plain", *levels):
                 name = f"{variant}-{rep}"
                 sample = (_plain(job, steps, work) if variant == "plain"
                           else _recorded(job, variant, steps, work, name))
@@ -138,7 +140,7 @@ def record_rows(results: dict[str, dict[str, list[dict[str, float]]]], steps: in
     rows = []
     for job, variants in results.items():
         plain, plain_cpu = _median(variants["plain"], "job_s"), _median(variants["plain"], "cpu_s")
-        for level in LEVELS:
+        for level in [lv for lv in LEVELS if lv in variants]:
             samples = variants[level]
             job_s, total_s = _median(samples, "job_s"), _median(samples, "total_s")
             cpu_s = _median(samples, "cpu_s")
@@ -171,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="8 steps, once: the rows, not judged")
+    parser.add_argument("--levels", default=",".join(LEVELS),
+                        help="the levels to measure, comma-separated (default all; the plain job always)")
     parser.add_argument("--json", help="also write the samples to this file")
     parser.add_argument("--results-dir", metavar="DIR",
                         help="also write the printed table to DIR/<date>-<short commit>-record.md")
@@ -180,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; python {PY}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="tb_opmode_bench_record_"))
     try:
-        results = measure(steps, reps, work)
+        levels = tuple(lv for lv in LEVELS if lv in args.levels.split(","))
+        results = measure(steps, reps, work, levels)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = record_rows(results, steps)

@@ -275,10 +275,18 @@ export class Store {
  */
 
 /**
+ * How `tb-opmode record` made a run, and whether its kernels are the job's
+ * (present/recording.recording_doc).
+ * @typedef {{evidence: string, dump_mode: ?string, command: !Array<string>, note: string,
+ *   compared_with: string, fused_kernels: !Array<string>}} RecordingDoc
+ */
+
+/**
  * The run at a glance and in full (the overview route, tab/overview.overview).
  * @typedef {{run: string, tensorflow_version: ?string, hosts: !Array<string>,
  *   onednn_enabled: ?boolean, onednn_source: string, onednn_state: string,
- *   onednn_reason: string, counts_from: string, sources: !Object<string, !Array<string>>,
+ *   onednn_reason: string, counts_from: string, count_basis: !Object<string, string>,
+ *   recording: ?RecordingDoc, sources: !Object<string, !Array<string>>,
  *   warnings: !Array<string>, warnings_total: number,
  *   functions: !Array<{name: string, calls: number}>, functions_total: number,
  *   op_types_total: number,

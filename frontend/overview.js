@@ -20,6 +20,30 @@ import {V} from './vocab.js';
  *   overview: ?Overview}} OverviewFields
  */
 
+/**
+ * How the run was recorded (`tb-opmode record`'s evidence level), how its counts were
+ * made where that is not one exact count per execution, and the note of a dump that
+ * reads tensors (its fusions are not the job's): dt/dd pairs, none for a run made by hand.
+ * @param {!Overview} o
+ * @return {!Array<!HTMLElement>}
+ */
+function recordingFacts(o) {
+  const out = [];
+  const r = o.recording;
+  if (r && r.evidence) {
+    out.push(el('dt', {text: 'Recorded with'}),
+        el('dd', {id: 'opm-recorded', text: `--evidence ${r.evidence} (${r.dump_mode || 'no dump'})`}));
+  }
+  const graph = (o.count_basis || {}).graph || '';
+  if (graph.startsWith('per call')) {
+    out.push(el('dt', {text: 'Graph counts'}), el('dd', {id: 'opm-count-basis', text: graph}));
+  }
+  if (r && r.note) {
+    out.push(el('dt', {text: 'Kernels'}), el('dd', {id: 'opm-fusion-note', class: 'opm-hint', text: r.note}));
+  }
+  return out;
+}
+
 // `this` in each method is the App these methods are mixed into (views.js).
 export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
   buildOverview() {
@@ -162,6 +186,7 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
           : el('span', {class: 'opm-muted', text: (o.cpu && o.cpu.note) || 'unknown'})),
         el('dt', {text: 'Hosts'}), el('dd', {text: (o.hosts || []).join(', ') || '–'}),
         el('dt', {text: 'Counts from'}), el('dd', {text: o.counts_from || 'nothing readable'}),
+        recordingFacts(o),
         el('dt', {text: 'Sources'}), el('dd', {},
             el('details', {class: 'opm-sources'},
                 el('summary', {text: Object.entries(o.sources || {}).map(([kind, files]) =>

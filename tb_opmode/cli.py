@@ -76,12 +76,31 @@ def _run_header(run: dict[str, Any]) -> str:
              f"hosts {display(', '.join(run['hosts'])) or '?'}  oneDNN {onednn}{why}",
              f"  counts from: {run['counts_from'] or 'nothing'}; sources: "
              + "; ".join(f"{k} {len(v)}" for k, v in run["sources"].items())]
+    lines += _recording_lines(run)
     if run["functions"]:
         lines.append("  tf.function calls: " + ", ".join(
             f"{display(f['name'])} x{f['calls']}" for f in run["functions"]))
     lines += [f"  XLA: {display(f['name'])} ({f['launches']} launches in the log): "
               f"{display(f['note'])}" for f in run.get("xla_functions", [])]
     return "".join(line + "\n" for line in lines)
+
+
+def _recording_lines(run: dict[str, Any]) -> list[str]:
+    """How the run was recorded, how its counts were made, and a note where a dump that
+    reads tensors changed its kernels."""
+    lines = []
+    recording = run.get("recording")
+    if recording and recording["evidence"]:
+        dump = recording["dump_mode"] or "no dump"
+        lines.append(f"  recorded with: tb-opmode record --evidence {display(recording['evidence'])} "
+                     f"({display(dump)})")
+    basis = run.get("count_basis") or {}
+    if basis.get("graph", "").startswith("per call"):
+        lines.append(f"  counts: eager ops and tf.function calls {display(basis.get('eager', ''))}; "
+                     f"graph ops {display(basis['graph'])}")
+    if recording and recording["note"]:
+        lines.append(f"  note: {display(recording['note'])}")
+    return lines
 
 
 _TABLE_HEADER = ["op type", "eager", "eager kernels", "graph", "graph kernels"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import Problem
 from .read.manifest import RecordedRun
+from .read.recorded import Recorded
 from .read.textlog import LogFacts
 from .read.tfdbg import DumpSet
 from .read.xplane import Profile
@@ -93,6 +94,16 @@ class RunModel:
     # Dumps whose circular buffer dropped records (``analyze.assemble`` sets it; each is
     # also one of ``problems``, in words).
     buffer_cuts: list[BufferCut] = field(default_factory=list)
+    # Mode ("eager", "graph", "functions") -> how its counts were made, in words: exact, or
+    # per call x calls (``analyze.per_call``), or the profiled window only.
+    count_basis: dict[str, str] = field(default_factory=dict)
+    # A run counted per call x calls: (op type, kernel, executions, evidence) per kernel.
+    per_call_kernels: list[tuple[str, str, int, str]] = field(default_factory=list)
+    # How ``tb-opmode record`` made the run (its manifest), None for a run made by hand.
+    recorded: Recorded | None = None
+    # The tensor_debug_mode of a dump whose debug ops read tensors ("" if none): its
+    # graph kernels are not the job's (``analyze.recording``).
+    reads_tensors: str = ""
 
     def row(self, op_type: str) -> OpTypeRow:
         row = self.op_types.get(op_type)

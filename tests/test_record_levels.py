@@ -7,6 +7,14 @@ tf.function), TF's line per new trace, the log of the modules we read, the manif
 there is a dump, our counts equal TensorFlow's ``DebugDataReader``'s. The NO_TENSOR run
 keeps grappler's MatMul fusion (the job's own kernels), the FULL_HEALTH run loses it, as
 TF's own log says.
+
+A ``kernels`` run (no dump, no line per node execution) counts eager ops and function
+calls exactly (TF's ``execute`` lines) and graph ops per call x calls: checked against the
+``calls`` run of the same job, whose log also has TF's ``executor`` and function-runtime
+lines (the user's ``TF_CPP_VMODULE``, which ``record`` keeps), read by the truth matrix's
+own checker (``tests/matrix/truth.py``, no code of the product's), and against
+``DebugDataReader``. Each run says the evidence level that made it, and the ``full`` run
+that its fusions are not the job's, naming the fused kernels of the ``kernels`` run.
 """
 from __future__ import annotations
 
@@ -25,12 +33,16 @@ import pytest
 from tb_opmode.cli import main
 
 from .conftest import ddr_counts, needs_tensorflow
+from .matrix.truth import parse_log
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = str(ROOT / "tests" / "record_jobs.py")
 PY = sys.executable
 # The outermost tf.function a job calls once per step (Keras 3, Keras 2, the loop's own).
 STEP_FUNCTIONS = {"fit": ("multi_step_on_iterator", "train_function"), "loop": ("step",)}
+# The user's own TF_CPP_VMODULE at the calls level: what the truth checker reads besides
+# ``execute`` and ``op_kernel`` (a line per node execution, the eager wrappers' runs).
+TRUTH_VMODULE = "executor=1,process_function_library_runtime=1"
 
 
 def _env() -> dict[str, str]:
@@ -38,10 +50,11 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
 
 
-def _record(logdir: Path, name: str, level: str, *job: str) -> subprocess.CompletedProcess[str]:
+def _record(logdir: Path, name: str, level: str, *job: str,
+            extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     needs_tensorflow()
     return subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", name,
-                           "--evidence", level, "--", PY, JOBS, *job], env=_env(),
+                           "--evidence", level, "--", PY, JOBS, *job], env={**_env(), **(extra or {})},
                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
 
 
@@ -64,7 +77,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
     runs = {}
     for job in ("fit", "loop"):
         for level in ("kernels", "calls", "full"):
-            proc = _record(logdir, f"{job}-{level}", level, job)
+            extra = {"TF_CPP_VMODULE": TRUTH_VMODULE} if level == "calls" else {}
+            proc = _record(logdir, f"{job}-{level}", level, job, extra=extra)
             assert proc.returncode == 0, proc.stderr[-3000:]
             runs[job, level] = (logdir / f"{job}-{level}", proc)
     return runs
@@ -98,7 +112,11 @@ def test_each_level_leaves_its_evidence(recorded: dict[tuple[str, str], tuple[Pa
     # the log of the modules we read, kept whole in the run and off the terminal
     log = (rundir / "stderr.log").read_text(errors="replace")
     assert "Executing op " in log and "Instantiating kernel for node" in log
-    assert ("Process node: " in log) == (level == "full")
+    assert ("Process node: " in log) == (level != "kernels")  # calls: the user's TRUTH_VMODULE
+    if level == "calls":
+        # the user's modules kept beside ours
+        assert set(doc["environment"]["set_by_record"]["TF_CPP_VMODULE"].split(",")) == \
+            {*TRUTH_VMODULE.split(","), "execute=1", "op_kernel=1"}
     assert "Executing op " not in proc.stderr and "Instantiating kernel" not in proc.stderr
     assert f"{job} done" in proc.stdout and f"{job} done" in (rundir / "stdout.log").read_text()
     assert f"run {rundir.name} " in proc.stdout and "tensorboard --logdir" in proc.stdout
@@ -185,3 +203,82 @@ def test_the_python_api_records_a_block(tmp_path: Path) -> None:
         (run,) = _summary(rundir)["runs"]
         assert sum(r["graph"]["executions"] for r in run["op_types"]) == sum(graph.values())
         assert sum(r["eager"]["executions"] for r in run["op_types"]) == sum(eager.values())
+
+
+def _graph_kernels(run: dict[str, Any]) -> Counter[str]:
+    """Kernel -> graph executions in the row of the op it ran for (a fused kernel in the
+    row of its pattern's first op only: the rows of the ops fused into it repeat it)."""
+    out: Counter[str] = Counter()
+    for row in run["op_types"]:
+        for k in row["graph"]["kernels"]:
+            base = k["name"].removeprefix("_MklNative").removeprefix("_Mkl").lstrip("_")
+            head = base.removeprefix("Fused") if base.startswith("Fused") else base
+            if head == row["op_type"]:
+                out[k["name"]] += k["executions"]
+    return out
+
+
+# Kernels whose counts in the NO_TENSOR run are not the job's: its debug ops read
+# constants (NO_TENSOR's) and identities grappler removes without them.
+INSTRUMENTED = {"Const", "Identity"}
+_NOT_OPS = {"_Arg", "_Retval", "_DeviceArg", "_DeviceRetval", "NoOp", "_SOURCE", "_SINK"}
+
+
+@pytest.mark.parametrize("job", ["fit", "loop"])
+def test_a_kernels_run_counts_per_call_times_calls_as_tf_ran_them(
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str) -> None:
+    """Eager ops and function calls: DebugDataReader's counts of the same job. Graph: each
+    kernel's executions (per call x calls) are the Process node lines of TF's log of the
+    same job, every one with log or profile evidence, the job's fused MatMul among them."""
+    (run,) = _summary(recorded[job, "kernels"][0])["runs"]
+    truth_dir = recorded[job, "calls"][0]
+    eager, _graph, functions = ddr_counts(truth_dir)
+    # _EagerConst (a Python value made a tensor): the log shows it, tfdbg records none
+    ours_eager = Counter({r["op_type"]: r["eager"]["executions"] for r in run["op_types"]
+                          if r["op_type"] != "_EagerConst"})
+    assert +ours_eager == eager
+    assert sorted(f["calls"] for f in run["functions"]) == sorted(functions.values())
+    assert run["count_basis"]["eager"].startswith("exact")
+    assert run["count_basis"]["graph"].startswith("per call x calls")
+    truth = Counter({k: n for k, n in parse_log([truth_dir / "stderr.log"]).graph_kernels.items()
+                     if k not in _NOT_OPS and not k.startswith("Debug")})
+    ours = _graph_kernels(run)
+    assert ours and {k: n for k, n in ours.items() if k not in INSTRUMENTED} == \
+        {k: truth[k] for k in ours if k not in INSTRUMENTED}
+    # what TF ran that the kernels run does not count: instrumented kernels, and tf.data's
+    # own functions, run once as the pipeline is built (not through execute)
+    assert all(k in INSTRUMENTED or truth[k] == 1 for k in truth if k not in ours), truth - ours
+    evidence = {k["evidence"] for r in run["op_types"] for k in r["graph"]["kernels"]}
+    assert evidence <= {"log", "profile"}, evidence
+    fused = {k["name"] for r in run["op_types"] if r["op_type"] in ("MatMul", "BiasAdd", "Relu")
+             for k in r["graph"]["kernels"]}
+    assert any("FusedMatMul" in k for k in fused), fused
+    assert fused & set(truth), (fused, truth)
+
+
+@pytest.mark.parametrize(("job", "level"), CELLS)
+def test_each_run_says_its_evidence_level(recorded: dict[tuple[str, str], tuple[Path, Any]],
+                                          job: str, level: str) -> None:
+    rundir, proc = recorded[job, level]
+    (run,) = _summary(rundir)["runs"]
+    dump = {"kernels": None, "calls": "NO_TENSOR", "full": "FULL_HEALTH"}[level]
+    assert run["recording"]["evidence"] == level and run["recording"]["dump_mode"] == dump
+    assert f"recorded with: tb-opmode record --evidence {level} ({dump or 'no dump'})" in proc.stdout
+    assert bool(run["recording"]["note"]) == (level == "full")
+
+
+@pytest.mark.parametrize("job", ["fit", "loop"])
+def test_a_tensor_reading_dump_says_its_fusions_differ_naming_the_jobs(
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str) -> None:
+    """Summarised together, the full run names the fused kernels the kernels run of the
+    same command ran; those are the kernels TF's log shows the kernels run instantiate."""
+    logdir = recorded[job, "full"][0].parent
+    out = io.StringIO()
+    assert main(["summary", str(logdir), "--format", "json"], out, io.StringIO()) == 0
+    runs = {r["run"]: r for r in json.loads(out.getvalue())["runs"]}
+    full = runs[f"{job}-full"]["recording"]
+    assert "FULL_HEALTH" in full["note"] and full["compared_with"] == f"{job}-kernels"
+    logged = (logdir / f"{job}-kernels" / "stderr.log").read_text(errors="replace")
+    assert full["fused_kernels"] and all(f"}} = {k}[" in logged for k in full["fused_kernels"])
+    assert any("FusedMatMul" in k for k in full["fused_kernels"])
+    assert not runs[f"{job}-calls"]["recording"]["note"] and not runs[f"{job}-kernels"]["recording"]["note"]

@@ -37,6 +37,8 @@ from .events import (
     row_op,
 )
 from .kernels import assign_eager, assign_graph, detect_onednn
+from .per_call import BASIS_EXACT_LOG, count_per_call
+from .recording import note_recording
 from .workers import breakdown
 
 __all__ = ["build_run", "find_runs", "load", "row_op", "is_user_op"]
@@ -131,7 +133,10 @@ def _apply_kernels(model: RunModel) -> None:
     for op in model.graph_ops:
         _add_kernel(model.row(op.op_type).graph, op.kernel, op.executions, op.evidence,
                     op.note, op.fused_into)
-    if not model.dumps:
+    if model.per_call_kernels:
+        for op_type, kernel, n, evidence in model.per_call_kernels:
+            _add_kernel(model.row(op_type).graph, kernel, n, evidence)
+    elif not model.dumps:
         _graph_kernels_without_dump(model)
     model.eager_ops = assign_eager(model, model.graph_ops)
     for e in model.eager_ops:
@@ -288,12 +293,36 @@ def _has_host_plane(model: RunModel) -> bool:
     return any(p.time_source for p in model.profiles)
 
 
+def _count_from_logs(model: RunModel) -> None:
+    """The log's counts; graph counts per call x calls where the log has no line per
+    node execution (only ``execute`` and ``op_kernel``) and a profile saw calls."""
+    log_counts(model)
+    model.count_basis.update(eager=BASIS_EXACT_LOG, functions=BASIS_EXACT_LOG)
+    if any(log.kernel_executions for log in model.logs):
+        model.count_basis["graph"] = "exact: one Process node line per node execution in the log"
+    else:
+        model.per_call_kernels = count_per_call(model)
+
+
+def _count_from_profiles(model: RunModel) -> None:
+    profile_counts(model)
+    model.count_basis.update(dict.fromkeys(("eager", "graph", "functions"),
+                                           "the profiled window only"))
+
+
+def _count_dumped(model: RunModel) -> None:
+    _count_from_dumps(model)
+    model.count_basis.update(eager="exact: one execution record per op in the dump",
+                             graph="exact: one trace per op execution in the dump",
+                             functions="exact: one execution record per call in the dump")
+
+
 # Where a run's counts come from: the strongest source present, in this order.
 _COUNT_SOURCES: tuple[tuple[str, Callable[[RunModel], bool], Callable[[RunModel], None]],
                       ...] = (
-    ("debugger", _has_dump, _count_from_dumps),
-    ("log", _has_logged_executions, log_counts),
-    ("profile", _has_host_plane, profile_counts),
+    ("debugger", _has_dump, _count_dumped),
+    ("log", _has_logged_executions, _count_from_logs),
+    ("profile", _has_host_plane, _count_from_profiles),
 )
 
 
@@ -315,6 +344,7 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
     model.problems.extend(_source_problems(model, dumps, sources, read_problems))
     _count(model)
     model.recorded = recorded_run(sources.directory)
+    note_recording(model)
     model.onednn_enabled, model.onednn_source = detect_onednn(model)
     _apply_kernels(model)
     model.times = op_times(model)

@@ -36,6 +36,7 @@ from .payloads import (
     TimeShare,
     XlaFunction,
 )
+from .recording import compare_fusions, recording_doc
 
 __all__ = ["summary", "run_json", "summary_doc", "run_doc", "eager_site_doc", "eager_sites_doc",
            "onednn_primitives", "xla_functions",
@@ -177,6 +178,8 @@ def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
         "onednn_enabled": m.onednn_enabled,
         "onednn_source": m.onednn_source,
         "counts_from": m.counts_from,
+        "count_basis": dict(m.count_basis),
+        "recording": recording_doc(m),
         "sources": m.sources,
         "warnings": warnings,
         "notes": [f"{relpath(p.path, logdir)}: {n}" for p in m.profiles for n in p.notes],
@@ -198,6 +201,7 @@ def summary_doc(models: list[RunModel], logdir: str, explanations: bool = True) 
     """The JSON contract of ``tb-opmode summary --format json``."""
     logdir = fs.absolute(logdir)
     runs = [run_doc(m, logdir, explanations) for m in models]
+    compare_fusions(models, runs)
     all_warnings = [f"{r['run']}: {w}" for r in runs for w in r["warnings"]]
     return {"version": __version__, "warnings": all_warnings, "runs": runs}
 

@@ -20,7 +20,7 @@ from ..vocab import EAGER, GRAPH
 
 __all__ = [
     "TimeDoc", "KernelDoc", "ModeDoc", "OpTypeDoc", "FunctionCalls", "Primitive",
-    "OnednnVerbose", "XlaFunction", "TimeShareCell", "TimeShare", "RunDoc", "SummaryDoc",
+    "OnednnVerbose", "XlaFunction", "TimeShareCell", "TimeShare", "RunDoc", "SummaryDoc", "RecordingDoc",
     "Kernel", "DtypeKernel", "DtypeSplit", "UncountedKernel", "Uncounted", "RowMode",
     "RowOptional", "Row", "OpPage", "ExportRun", "ExportDoc", "Frame", "Snippet", "Site", "GraphEntry", "FusedInto",
     "Lead", "OpDetailOptional", "OpDetail",
@@ -153,6 +153,17 @@ class HotSpots(TypedDict):
     executions: int
     time_ns: Optional[int]
     note: str
+class RecordingDoc(TypedDict):
+    """How ``tb-opmode record`` made a run (its manifest), and whether its kernels are
+    the job's: ``note`` says where a tensor-reading dump changed them, ``fused_kernels``
+    the fused kernels the ``kernels`` run ``compared_with`` of the same command ran."""
+
+    evidence: str
+    dump_mode: Optional[str]
+    command: list[str]
+    note: str
+    compared_with: str
+    fused_kernels: list[str]
 
 
 class _RunDocOptional(TypedDict, total=False):
@@ -168,6 +179,8 @@ class _RunFacts(_RunDocOptional):
     onednn_enabled: Optional[bool]
     onednn_source: str
     counts_from: str
+    count_basis: dict[str, str]
+    recording: Optional[RecordingDoc]
     sources: dict[str, list[str]]
     warnings: list[str]
     notes: list[str]
@@ -525,6 +538,8 @@ class Overview(TypedDict):
     onednn_state: str
     onednn_reason: str
     counts_from: str
+    count_basis: dict[str, str]
+    recording: Optional[RecordingDoc]
     sources: dict[str, list[str]]
     warnings: list[str]
     warnings_total: int

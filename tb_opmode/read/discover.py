@@ -46,6 +46,7 @@ from . import fs
 from .jobs import Scan, group_jobs
 from .logattach import attach_logs
 from .memo import memo
+from .recorded import is_recorded
 from .sources import (
     CLOCK_SLACK_S,
     RunSources,
@@ -240,6 +241,8 @@ def _take_directory(found: _Found, logdir: str, directory: str, filenames: list[
     if sets:
         found.runs[directory] = RunSources(relpath(directory, logdir), directory, dump_sets=sets)
         found.windows[directory] = dump_window(sets)
+    if is_recorded(directory, filenames):
+        found.runs.setdefault(directory, RunSources(relpath(directory, logdir), directory)).recorded = True
     if found.remote:  # the heads of the logs below are read next: fetch them in parallel
         fs.prefetch(fs_join(directory, n) for n in filenames if n.endswith(LOG_SUFFIXES))
     for name in filenames:
@@ -370,7 +373,8 @@ def _profile_owner(path: str, dump_dirs: list[str], windows: dict[str, _Window])
     owner = next((d for d in dump_dirs if within(home, d)), None)
     span = windows.get(path)
     if owner is None and span is not None:
-        owner = next((d for d in dump_dirs if _same_time_and_host(span, windows[d])), None)
+        owner = next((d for d in dump_dirs if d in windows and _same_time_and_host(span, windows[d])),
+                     None)
     return owner
 
 

@@ -54,7 +54,7 @@ def attach_logs(runs: dict[str, RunSources], logs: list[str], extra: list[str], 
     ``extra``: the ``--log`` files, attached to ``log_run`` whatever they hold when it is
     given, else by what they hold. What cannot be read or attached is said in
     ``warnings`` as (path, message)."""
-    dump_dirs = sorted((d for d, r in runs.items() if r.dump_sets), key=len, reverse=True)
+    dump_dirs = sorted((d for d, r in runs.items() if r.dump_sets or r.recorded), key=len, reverse=True)
     by_name = {r.name: d for d, r in runs.items()}
     for path in logs:
         if path in extra and log_run is not None:

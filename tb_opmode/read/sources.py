@@ -44,6 +44,9 @@ class RunSources:
     warnings: list[tuple[str, str]] = field(default_factory=list)
     # A multi-worker job's run: (directory, why) of each worker whose dump is not there.
     missing_workers: list[tuple[str, str]] = field(default_factory=list)
+    # A directory ``tb-opmode record`` made (its manifest): one run, whatever it holds, so
+    # its profile and logs are its own even without a dump.
+    recorded: bool = False
 
 
 def dump_location(sources: RunSources, key: str) -> tuple[str, str]:

@@ -393,6 +393,8 @@ def overview(view: RunView) -> Overview:
         "onednn_state": state,
         "onednn_reason": reason,
         "counts_from": doc["counts_from"],
+        "count_basis": doc["count_basis"],
+        "recording": doc["recording"],
         "sources": doc["sources"],
         "warnings": doc["warnings"][:MAX_WARNINGS],
         "warnings_total": len(doc["warnings"]),

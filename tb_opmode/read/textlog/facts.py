@@ -82,6 +82,13 @@ class LogFacts:
     # Functions XLA compiled (jit_compile=True) -> launches the log shows (xla_ops.cc).
     xla_launches: Counter[str] = field(default_factory=Counter)
     graph_executions: Counter[str] = field(default_factory=Counter)
+    # tf.function (``__inference_...``) -> the nodes its executor instantiated, node ->
+    # (kernel, dtype); plumbing left out. TF 2.21 logs the end of each function's
+    # execution: without that line a function also takes the kernels grappler's constant
+    # folding instantiates before the thread's next function.
+    function_nodes: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    # Fused node -> the ops fused into it after its first (fused_ops: ("BiasAdd", "Relu")).
+    fused_ops: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # kernel -> graph node executions that ran it (node names repeat across functions,
     # so per-kernel counts are taken per line, not through graph_kernels)
     kernel_executions: Counter[str] = field(default_factory=Counter)
@@ -111,6 +118,10 @@ def log_facts(state: StepFiling) -> LogFacts:
         facts.graph_executions[as_text(n)] += v
     for k, v in state.kernel_executions.items():
         facts.kernel_executions[as_text(k)] += v
+    facts.function_nodes = {as_text(f): {as_text(n): (as_text(k), as_text(t)) for n, (k, t) in nodes.items()}
+                            for f, nodes in state.function_nodes.items()}
+    facts.fused_ops = {as_text(n): tuple(as_text(o).strip().strip('"') for o in ops.split(b",") if o.strip())
+                       for n, ops in state.fused_ops.items()}
     _add_primitives(state, facts)
     facts.problems = _problems(state)
     return facts

@@ -58,7 +58,8 @@ from .. import fs
 __all__ = [
     "MAX_LINE", "TF221_STYLE", "TF213_STYLE", "PREFIX", "EMBEDDED_LINE_START", "SOURCE_LOCATION",
     "Handler", "Route", "ONEDNN_LINE_START", "T_ATTR", "KERNEL_END",
-    "PLUMBING_KERNELS", "PLUMBING_NODES", "EXECUTING_OP", "IN_DEVICE", "RUNNING_COMPONENT",
+    "PLUMBING_KERNELS", "PLUMBING_NODES", "EXECUTING_OP", "EXITING_EAGER", "FUNCTION_PREFIX",
+    "FUSED_OPS", "IN_DEVICE", "RUNNING_COMPONENT",
     "COMPONENT_SUCCEEDED", "INSTANTIATING_KERNEL", "PROCESS_NODE", "FOLDING_STEP", "DEAD_NODE",
     "CPU_GUARD", "CPU_FEATURES", "CPU_LINE_BLOCKS", "FOLDED_NODE", "ONEDNN_BANNER", "XLA_LAUNCH",
     "WRAPPED", "DEBUG_OP_NAME", "DEBUG_CONTEXT", "DEBUG_SLOT", "DEBUG_MODE", "DEBUG_BUFFER",
@@ -104,6 +105,12 @@ PLUMBING_KERNELS = frozenset((b"_Arg", b"_Retval", b"_DeviceArg", b"_DeviceRetva
 PLUMBING_NODES = frozenset((b"_SOURCE", b"_SINK"))
 
 EXECUTING_OP = b"Executing op "
+# The end of an eager function's (or op's) execution on its thread (TF 2.21; execute.cc):
+# the kernels instantiated after it are no longer that function's.
+EXITING_EAGER = b"Exiting eager executing local operation "
+FUNCTION_PREFIX = b"__inference_"
+# The ops a fused kernel's node stands for besides its first: fused_ops=["BiasAdd", "Relu"]
+FUSED_OPS = re.compile(rb'[ \[]fused_ops=\[([^\]]*)\]')
 IN_DEVICE = b" in device "
 RUNNING_COMPONENT = b"Running component function on device "
 COMPONENT_SUCCEEDED = b"Component function execution succeeded"
@@ -134,7 +141,7 @@ DEBUG_KERNEL = b"Debug"  # DebugNumericSummaryV2, DebugIdentityV2: tfdbg's instr
 # no prefix, is searched for only near cpu_feature_guard's line):
 _HANDLED_MESSAGES = rb"|".join(re.escape(m) for m in (
     EXECUTING_OP, RUNNING_COMPONENT, COMPONENT_SUCCEEDED, INSTANTIATING_KERNEL, ONEDNN_BANNER,
-    XLA_LAUNCH, FOLDED_NODE, CPU_GUARD))
+    XLA_LAUNCH, FOLDED_NODE, CPU_GUARD, EXITING_EAGER))
 HANDLED_LINE = re.compile(rb"\] (?:" + _HANDLED_MESSAGES + rb")")
 # Every Process node line at once: (step id, "{{node NAME}} = KERNEL[..." to the end of
 # the line), or ("", rest of the line) when it is not laid out so (read as a lone line).

@@ -28,8 +28,11 @@ from .format import (
     DEAD_NODE,
     DEBUG_KERNEL,
     EXECUTING_OP,
+    EXITING_EAGER,
     FOLDED_NODE,
     FOLDING_STEP,
+    FUNCTION_PREFIX,
+    FUSED_OPS,
     GARBLED,
     IN_DEVICE,
     INSTANTIATING_KERNEL,
@@ -63,7 +66,7 @@ class LineHandlers(StepFiling):
     def __init__(self, path: str) -> None:
         super().__init__(path)
         self.routes: dict[bytes, Route] = {
-            b"execute.cc": ((EXECUTING_OP,), self._on_execute_line),
+            b"execute.cc": ((EXECUTING_OP, EXITING_EAGER), self._on_execute_line),
             b"process_function_library_runtime.cc": ((RUNNING_COMPONENT, COMPONENT_SUCCEEDED),
                                                      self._on_function_runtime_line),
             b"op_kernel.cc": ((INSTANTIATING_KERNEL,), self._on_instantiation_line),
@@ -75,8 +78,10 @@ class LineHandlers(StepFiling):
 
     # -- eager ops ------------------------------------------------------------------------
     def _on_execute_line(self, line: bytes, at: int, tid: Optional[bytes], off: int, cut: bool) -> None:
-        """``Executing op X in device D``: X dispatched; the thread's previous op is done."""
+        """``Executing op X in device D``: X dispatched; the thread's previous op is done.
+        ``Exiting eager executing local operation``: the thread's function is done."""
         if not line.startswith(EXECUTING_OP, at):
+            self.open_functions.pop(tid, None)
             return
         i = line.find(IN_DEVICE, at)
         if i < 0:
@@ -89,6 +94,10 @@ class LineHandlers(StepFiling):
             self.note_problem(GARBLED, off)
             return
         self.dispatch[op] += 1
+        if op.startswith(FUNCTION_PREFIX):
+            self.open_functions[tid] = op
+        else:
+            self.open_functions.pop(tid, None)
         if self.tail:
             self.dispatched.add(tid)
         prev = self.eager_ops.get(tid)
@@ -148,8 +157,21 @@ class LineHandlers(StepFiling):
             self.wrapper_kernels[key] = (kernel, dtype)
             return
         self.instantiated[name] = (kernel, dtype)
+        self._file_function_node(line, at, tid, name, kernel, dtype)
         if kernel.startswith(DEBUG_KERNEL) and name not in self.debug_inputs:
             self.record_debug_node(name, line)
+
+    def _file_function_node(self, line: bytes, at: int, tid: Optional[bytes], name: bytes,
+                            kernel: bytes, dtype: bytes) -> None:
+        """A node instantiated while its thread runs a function: that function's; a fused
+        node's fused_ops kept."""
+        function = self.open_functions.get(tid)
+        if function is not None:
+            self.function_nodes.setdefault(function, {})[name] = (kernel, dtype)
+        if b"fused_ops=[" in line:
+            m = FUSED_OPS.search(line, at)
+            if m is not None:
+                self.fused_ops[name] = m.group(1)
 
     # -- graph nodes ----------------------------------------------------------------------
     def _node_of_kernel_line(self, line: bytes, at: int, off: int,

@@ -37,7 +37,8 @@ _TAIL_FIELDS = ("tf_format", "first_time", "last_prefixed", "last_matched", "one
                 "instantiated", "folded", "debug_targets", "debug_modes", "circular_buffer_size",
                 "run_ids", "xla_launches", "context_kernels", "graph_executions",
                 "kernel_executions", "primitives", "primitive_ms", "wrapper_kernels", "problems",
-                "lines", "context_debug_inputs", "bytes", "dispatched", "orphans", "unresolved")
+                "lines", "context_debug_inputs", "bytes", "dispatched", "orphans", "unresolved",
+                "function_nodes", "fused_ops")
 # Counters the merge adds up.
 _SUMMED = ("dispatch", "eager_kernels", "xla_launches", "graph_executions", "kernel_executions",
            "primitives")
@@ -138,6 +139,9 @@ def merge_tail(parser: LogParser, tail: dict[str, Any]) -> None:
     _merge_debug_nodes(parser, tail)
     parser.graph_kernels.update(tail["graph_kernels"])
     parser.instantiated.update(tail["instantiated"])
+    for function, nodes in tail["function_nodes"].items():
+        parser.function_nodes.setdefault(function, {}).update(nodes)
+    parser.fused_ops.update(tail["fused_ops"])
     parser.wrapper_kernels.update(tail["wrapper_kernels"])
     parser.folded |= tail["folded"]
     parser.run_ids |= tail["run_ids"]

@@ -123,6 +123,12 @@ class ParseState:
         # under constant folding (step -1).
         self.instantiated: dict[bytes, tuple[bytes, bytes]] = {}
         self.folded: set[bytes] = set()
+        # Function -> the nodes its executor instantiated (node -> (kernel, dtype)): the
+        # instantiation lines after its "Executing op" on its thread, until it exits.
+        self.function_nodes: dict[bytes, dict[bytes, tuple[bytes, bytes]]] = {}
+        self.open_functions: dict[Optional[bytes], bytes] = {}
+        # Fused node -> its fused_ops attribute as written ('"BiasAdd", "Relu"').
+        self.fused_ops: dict[bytes, bytes] = {}
         self.debug_targets: dict[bytes, tuple[bytes, bytes, int]] = {}
         self.debug_modes: dict[bytes, int] = {}
         self.circular_buffer_size: Optional[int] = None

@@ -1,0 +1,127 @@
+"""Graph counts of a run without a dump nor per-node log lines: per call times calls.
+
+In: a ``RunModel`` whose logs count eager dispatches and ``tf.function`` calls (TF's
+``execute`` lines, exact) and name the nodes each function's executor instantiated
+(``op_kernel`` lines, ``LogFacts.function_nodes``), but hold no line per node execution
+(no ``executor`` lines: the ``kernels`` evidence level of ``tb-opmode record``); and a
+profile of a window of calls. Out: the graph executions of each node of each function,
+``per call x the function's calls in the log``, booked to the row of its kernel's op type
+(``events.row_op``), and, for a fused node, to the rows of the ops fused into it (its
+``fused_ops``), with that kernel; the kernel's evidence is ``log`` where the log
+instantiated that node with that kernel, else ``profile``. A node's per call count is its
+events in the window over its function's calls there; a node the profile does not show
+(cheap ones: Const, Identity) or of a function the window did not see runs once per call
+(a node of an untaken branch is counted all the same). ``count_basis`` says so.
+
+A graph event belongs to the call whose span holds its start (calls of one thread do not
+overlap; an inner ``tf.function`` is inlined, no call of its own).
+"""
+from __future__ import annotations
+
+import bisect
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from ..errors import Problem
+from ..model import RunModel
+from ..read.xtypes import Profile
+from .events import is_user_op, row_op
+
+__all__ = ["PerCall", "per_call", "count_per_call", "BASIS_EXACT_LOG", "BASIS_PER_CALL"]
+
+BASIS_EXACT_LOG = "exact: one execute line per dispatch in the log"
+BASIS_PER_CALL = ("per call x calls: the nodes each call runs (the profile of {calls} calls; "
+                  "nodes it does not show, and functions outside its window, once per call, "
+                  "from the log's instantiation lines) x the calls of its function (the "
+                  "log's execute lines, exact)")
+
+
+@dataclass
+class PerCall:
+    """Per function: its calls in the profiled window, and (node, kernel) -> events there."""
+
+    window_calls: Counter[str] = field(default_factory=Counter)
+    nodes: dict[str, Counter[tuple[str, str]]] = field(default_factory=lambda: defaultdict(Counter))
+
+
+def _add_profile(out: PerCall, prof: Profile) -> None:
+    calls = sorted((start, start + dur, name) for name, is_func, start, dur in prof.eager_ops
+                   if is_func)
+    starts = [c[0] for c in calls]
+    for _start, _end, name in calls:
+        out.window_calls[name] += 1
+    for node, kernel, start, _dur in prof.graph_ops:
+        i = bisect.bisect_right(starts, start) - 1
+        if i < 0 or start > calls[i][1] or not is_user_op(kernel):
+            continue
+        out.nodes[calls[i][2]][(node, kernel)] += 1
+
+
+def per_call(model: RunModel) -> PerCall:
+    """The nodes each profiled function ran in the window, and its calls there."""
+    out = PerCall()
+    for prof in model.profiles:
+        _add_profile(out, prof)
+    return out
+
+
+# Grappler's constant folding evaluates what it folds in a graph of its own while the
+# function is instantiated; the _Send/_Recv nodes of that graph run then, not per call.
+_FOLDING_NODES = ("_send_", "_recv_")
+
+
+def _logged_nodes(model: RunModel, function: str) -> dict[str, str]:
+    """Node -> kernel, as the logs' instantiation lines of ``function``'s executor say."""
+    out: dict[str, str] = {}
+    for log in model.logs:
+        for node, (kernel, _dtype) in log.function_nodes.get(function, {}).items():
+            if is_user_op(kernel) and not node.startswith(_FOLDING_NODES):
+                out[node] = kernel
+    return out
+
+
+def _per_call_nodes(model: RunModel, seen: PerCall, function: str
+                    ) -> list[tuple[str, str, float, str]]:
+    """(node, kernel, executions per call, evidence) of one function."""
+    logged = _logged_nodes(model, function)
+    window = seen.window_calls.get(function, 0)
+    out = []
+    profiled = seen.nodes.get(function, Counter()) if window else Counter()
+    for (node, kernel), events in profiled.items():
+        out.append((node, kernel, events / window, "log" if logged.get(node) == kernel else "profile"))
+    shown = {node for node, _kernel in profiled}
+    out += [(node, kernel, 1.0, "log") for node, kernel in logged.items() if node not in shown]
+    return out
+
+
+def _fused_ops(model: RunModel) -> dict[str, tuple[str, ...]]:
+    return {node: ops for log in model.logs for node, ops in log.fused_ops.items()}
+
+
+def count_per_call(model: RunModel) -> list[tuple[str, str, int, str]]:
+    """Adds the per call x calls graph executions to the model's rows and says how in
+    ``model.count_basis``; returns (op type, kernel, executions, evidence) for the kernels
+    to book. Nothing when neither the profile nor the log names a function's nodes."""
+    seen = per_call(model)
+    fused = _fused_ops(model)
+    booked: Counter[tuple[str, str, str]] = Counter()
+    unseen = []
+    for function, calls in model.functions.items():
+        nodes = _per_call_nodes(model, seen, function)
+        if not nodes:
+            unseen.append(function)
+        for node, kernel, per, evidence in nodes:
+            n = round(per * calls)
+            for op_type in (row_op(kernel), *fused.get(node, ())):
+                booked[(op_type, kernel, evidence)] += n
+    if not booked:
+        return []
+    for (op_type, _kernel, _evidence), n in booked.items():
+        model.row(op_type).graph.executions += n
+    model.count_basis["graph"] = BASIS_PER_CALL.format(calls=sum(seen.window_calls.values()))
+    if unseen:
+        model.problems.append(Problem(model.directory, 0, (
+            f"graph counts are per call x calls; {len(unseen)} function(s) neither the profile "
+            f"nor the log's instantiation lines show the nodes of are not counted: "
+            f"{', '.join(sorted(unseen)[:5])}{' ...' if len(unseen) > 5 else ''}")))
+    return [(op, kernel, n, evidence) for (op, kernel, evidence), n in sorted(booked.items())]
