@@ -1,0 +1,211 @@
+"""The trace ledger: per Python function run as a tf.function, its traces, their calls,
+what changed between them, the time spent tracing, and what to change.
+
+In: a ``RunModel`` (its dumps: graphs, op-creation stacks, executions of each concrete
+function; its profiles: ``tf.function-graph_building`` events). Out: ``ledger(model)``,
+a ``FunctionLedger`` per Python function (name and ``def`` line; Keras's step functions
+by what they do), each with its ``TraceEntry`` list in the order TF made them.
+
+A trace is a concrete function (``__inference_<name>_<uid>``, one dump graph); the
+graphs nested in it (a tf.cond's branches) are part of it, a tf.function called inside
+it is listed on its own as nested (no calls from Python). Calls are the dump's
+executions of the concrete function. Which trace starts a new tf.function object, and
+its arguments, come from the op-creation stacks (``trace_stacks``); why each trace was
+made from ``traces_causes``.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import RunModel
+from ..read.tfdbg import DEBUG_MODE_NAMES, DumpSet
+from .trace_stacks import TraceFacts, parameters_of, trace_facts
+from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, changed_of
+
+__all__ = ["TraceEntry", "FunctionLedger", "ledger", "KERAS_STEP_NAMES", "display_name"]
+
+KERAS_STEP_NAMES = frozenset({
+    "multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data",
+    "one_step_on_data_distributed", "train_function", "test_function", "predict_function",
+    "step_function", "run_step", "train_step", "test_step", "predict_step"})
+_KERAS_WORDS = {"train": "Keras train step", "evaluate": "Keras evaluate step",
+                "predict": "Keras predict step"}
+_LIBRARY = re.compile(r"[/\\](site-packages|dist-packages|lib[/\\]python\d+(\.\d+)?)[/\\]|^<")
+_MAX_SITES = 3
+
+
+@dataclass
+class TraceEntry:
+    """One trace (concrete function) of a Python function."""
+
+    graph: str                       # the concrete function's name, else the graph's
+    graph_id: str
+    calls: int = 0
+    call_sites: list[str] = field(default_factory=list)   # "path:line", busiest first
+    args: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+    tracing_s: float | None = None
+    tracing_from: str = ""           # "profile", "op_creations" (a lower bound) or ""
+    first_of_object: bool = False
+
+
+@dataclass
+class FunctionLedger:
+    """One Python function run as a tf.function, all its objects' traces."""
+
+    python_name: str
+    name: str                        # what to call it ("step", "Keras train step")
+    location: str                    # "path:line" of its def (a lambda: its line)
+    kind: str = "user"               # "user", "keras_train", "keras_evaluate", "keras_predict"
+    nested: bool = False
+    objects: int = 0
+    traces: list[TraceEntry] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return sum(t.calls for t in self.traces)
+
+    @property
+    def tracing_s(self) -> float | None:
+        times = [t.tracing_s for t in self.traces if t.tracing_s is not None]
+        return sum(times) if times else None
+
+    @property
+    def causes(self) -> dict[str, int]:
+        """Traces per cause word (the first named change of each trace)."""
+        return dict(Counter(t.changed[0]["cause"] for t in self.traces if t.changed))
+
+    @property
+    def advice(self) -> list[str]:
+        """What to change, per cause, at the call site."""
+        where = next((t.call_sites[0] for t in self.traces if t.call_sites), "")
+        at = f" (called at {where})" if where else ""
+        return [f"{cause}: {ADVICE[cause]}{at}" for cause in self.causes if ADVICE.get(cause)]
+
+
+def display_name(python_name: str, keras: str, path: str) -> str:
+    """Keras's step functions by what they do; any other function by its Python name."""
+    if keras and python_name in KERAS_STEP_NAMES and re.search(r"keras", path):
+        return _KERAS_WORDS[keras]
+    return python_name
+
+
+def _concrete_names(dump: DumpSet) -> dict[str, tuple[str, int]]:
+    """graph id -> (concrete function name, calls from Python)."""
+    out: dict[str, tuple[str, int]] = {}
+    for (op_type, graph_id), n in dump.executions.items():
+        if graph_id:
+            name, calls = out.get(graph_id, (op_type, 0))
+            out[graph_id] = (name, calls + n)
+    return out
+
+
+def _call_sites(dump: DumpSet, concrete: str) -> list[str]:
+    """Where Python called a concrete function: the innermost frame outside libraries."""
+    sites: Counter[str] = Counter()
+    for (op_type, stack), n in dump.execution_sites.items():
+        if op_type != concrete:
+            continue
+        frames = [f for f in (dump.frame(i) for i in stack) if f is not None]
+        user = [f for f in frames if not _LIBRARY.search(f[0])] or frames
+        if user:
+            sites[f"{user[-1][0]}:{user[-1][1]}"] += n
+    return [s for s, _ in sites.most_common(_MAX_SITES)]
+
+
+def _mode_name(dump: DumpSet) -> str:
+    modes = [m for m, _ in dump.tensor_debug_modes.most_common(1)]
+    return DEBUG_MODE_NAMES.get(modes[0], "") if modes else ""
+
+
+def _unrecorded_why(mode: str) -> str:
+    how = ("record with --evidence full (a FULL_HEALTH dump) or a SHAPE dump to tell a shape, "
+           "a dtype and a Python value apart")
+    if mode in ("NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH"):
+        return f"a {mode} dump records no dtypes or shapes of the arguments; {how}"
+    if mode:
+        return (f"the {mode} dump holds no debug values of this call's arguments (their producers "
+                f"were not recorded); {how}")
+    return f"the run records no dtypes or shapes of the arguments; {how}"
+
+
+def _args(facts: TraceFacts, python_args: list[str], specs: list[ArgSpec] | None) -> list[dict[str, Any]]:
+    by_name = {s.name: s for s in specs or []}
+    out: list[dict[str, Any]] = []
+    for name in facts.args:
+        spec = by_name.get(name)
+        out.append({"name": name, "kind": "tensor",
+                    "dtype": spec.dtype if spec and spec.dtype else NOT_RECORDED,
+                    "shape": list(spec.shape) if spec and spec.shape is not None else NOT_RECORDED})
+    out.extend({"name": name, "kind": "python", "value": NOT_RECORDED} for name in python_args)
+    return out
+
+
+def _python_args(dump: DumpSet, facts: TraceFacts) -> list[str]:
+    """The function's parameters no Placeholder stands for: Python values in the key."""
+    tensors = {re.sub(r"_\d+$", "", a) for a in facts.args}
+    return [p for p in parameters_of(dump, facts.path, facts.line) if p not in tensors]
+
+
+class _Builder:
+    """The ledger of one dump, built trace by trace in the order TF made them."""
+
+    def __init__(self, model: RunModel, dump: DumpSet) -> None:
+        self.model = model
+        self.dump = dump
+        self.concrete = _concrete_names(dump)
+        self.why = _unrecorded_why(_mode_name(dump))
+        self.functions: dict[tuple[str, str, str], FunctionLedger] = {}
+        self.last: dict[tuple[str, str, str], tuple[TraceFacts, TraceEntry, list[ArgSpec] | None]] = {}
+
+    def _function(self, facts: TraceFacts) -> tuple[tuple[str, str, str], FunctionLedger]:
+        location = f"{facts.path}:{facts.line}" if facts.path else ""
+        key = (facts.python_name, location, facts.keras)
+        if key not in self.functions:
+            kind = f"keras_{facts.keras}" if facts.keras and facts.python_name in KERAS_STEP_NAMES else "user"
+            self.functions[key] = FunctionLedger(
+                facts.python_name, display_name(facts.python_name, facts.keras, facts.path),
+                location, kind, facts.nested)
+        return key, self.functions[key]
+
+    def _outer_name(self, facts: TraceFacts) -> str:
+        outer = self.dump.graphs.get(self.dump.graphs[facts.graph_id].outer_id)
+        return outer.name if outer is not None else ""
+
+    def add(self, facts: TraceFacts) -> None:
+        key, fn = self._function(facts)
+        name, calls = self.concrete.get(facts.graph_id, (facts.python_name, 0))
+        if facts.nested:
+            calls = 0  # called from inside its outer function's graph, not from Python
+        python_args = _python_args(self.dump, facts)
+        specs: list[ArgSpec] | None = None
+        before = self.last.get(key)
+        ctx = CauseContext(first=before is None, first_of_object=facts.first_of_object,
+                           nested=facts.nested, outer=self._outer_name(facts),
+                           previous_first_of_object=bool(before and before[0].first_of_object),
+                           previous_calls=before[1].calls if before else 0,
+                           tensor_args=list(facts.args), python_args=python_args, specs=specs,
+                           previous_specs=before[2] if before else None, unrecorded_why=self.why)
+        verdict = changed_of(ctx)
+        entry = TraceEntry(name, facts.graph_id, calls, _call_sites(self.dump, name) if calls else [],
+                           _args(facts, python_args, specs), verdict.changed, verdict.note,
+                           first_of_object=facts.first_of_object)
+        fn.traces.append(entry)
+        fn.objects += int(facts.first_of_object or before is None)
+        self.last[key] = (facts, entry, specs)
+
+
+def ledger(model: RunModel) -> list[FunctionLedger]:
+    """Every Python function the run's dumps traced, the most traced first."""
+    out: list[FunctionLedger] = []
+    for dump in model.dumps:
+        builder = _Builder(model, dump)
+        for facts in trace_facts(dump):
+            builder.add(facts)
+        out.extend(builder.functions.values())
+    out.sort(key=lambda f: (f.nested, -len(f.traces), -f.calls, f.name))
+    return out
