@@ -19,7 +19,8 @@ from typing import Any, Literal, Optional, TypedDict, Union, overload
 from ..vocab import EAGER, GRAPH
 
 __all__ = [
-    "TimeDoc", "KernelDoc", "ModeDoc", "OpTypeDoc", "FunctionCalls", "Primitive",
+    "TimeDoc", "KernelDoc", "ModeDoc", "OpTypeDoc", "FunctionCalls", "TraceDoc", "TfFunction",
+    "Primitive",
     "OnednnVerbose", "XlaFunction", "TimeShareCell", "TimeShare", "RunDoc", "SummaryDoc",
     "Kernel", "DtypeKernel", "DtypeSplit", "UncountedKernel", "Uncounted", "RowMode",
     "RowOptional", "Row", "OpPage", "ExportRun", "ExportDoc", "Frame", "Snippet", "Site", "GraphEntry", "FusedInto",
@@ -82,6 +83,39 @@ class FunctionCalls(TypedDict):
     calls: int
 
 
+class TraceDoc(TypedDict):
+    """One trace (concrete function) of a tf.function (``analyze.traces.TraceEntry``)."""
+
+    graph: str
+    graph_id: str
+    calls: int
+    call_sites: list[str]
+    args: list[dict[str, Any]]
+    changed: list[dict[str, Any]]
+    note: str
+    tracing_s: Optional[float]
+    tracing_from: str
+
+
+class TfFunction(TypedDict):
+    """One Python function run as a tf.function: the trace ledger
+    (``analyze.traces.FunctionLedger``)."""
+
+    python_name: str
+    name: str
+    location: str
+    kind: str
+    nested: bool
+    objects: int
+    traces: int
+    calls: int
+    tracing_s: Optional[float]
+    tracing_from: str
+    causes: dict[str, int]
+    advice: list[str]
+    trace_list: list[TraceDoc]
+
+
 class Primitive(TypedDict):
     """ONEDNN_VERBOSE primitives of one kind and implementation."""
 
@@ -132,6 +166,7 @@ class _RunFacts(_RunDocOptional):
     warnings: list[str]
     notes: list[str]
     functions: list[FunctionCalls]
+    tf_functions: list[TfFunction]
     onednn_verbose: OnednnVerbose
     xla_functions: list[XlaFunction]
     time_share: TimeShare
