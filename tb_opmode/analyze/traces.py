@@ -133,6 +133,41 @@ def _unrecorded_why(mode: str) -> str:
     return f"the run records no dtypes or shapes of the arguments; {how}"
 
 
+_DTYPES = {"DT_FLOAT": "float32", "DT_DOUBLE": "float64", "DT_HALF": "float16",
+           "DT_BFLOAT16": "bfloat16", "DT_INT32": "int32", "DT_INT64": "int64", "DT_INT8": "int8",
+           "DT_INT16": "int16", "DT_UINT8": "uint8", "DT_BOOL": "bool", "DT_STRING": "string",
+           "DT_COMPLEX64": "complex64", "DT_COMPLEX128": "complex128"}
+_SPEC_MODES = ("FULL_HEALTH", "SHAPE")
+
+
+def _specs(dump: DumpSet, facts: TraceFacts, mode: str) -> list[ArgSpec] | None:
+    """What the dump recorded of the tensor arguments of the trace's first call (the
+    call that traced it), None where it recorded nothing of one of them."""
+    recorded = dump.call_args.get(facts.graph_id)
+    if mode not in _SPEC_MODES or recorded is None or len(recorded) < len(facts.args):
+        return None
+    out = []
+    for name, spec in zip(facts.args, recorded):
+        if spec is None:
+            return None
+        dtype, _rank, size, shape = spec
+        out.append(ArgSpec(name, _DTYPES.get(dtype, dtype), shape, size))
+    return out
+
+
+def _op_creation_spans(dump: DumpSet) -> dict[str, float]:
+    """graph id -> wall-time span (s) of its op creations and its nested graphs'."""
+    walls: dict[str, tuple[float, float]] = {}
+    for graph_id, (first, last) in dump.graph_walls.items():
+        seen: set[str] = set()
+        while graph_id and graph_id in dump.graphs and graph_id not in seen:
+            seen.add(graph_id)
+            lo, hi = walls.get(graph_id, (first, last))
+            walls[graph_id] = (min(lo, first), max(hi, last))
+            graph_id = dump.graphs[graph_id].outer_id
+    return {g: hi - lo for g, (lo, hi) in walls.items()}
+
+
 def _args(facts: TraceFacts, python_args: list[str], specs: list[ArgSpec] | None) -> list[dict[str, Any]]:
     by_name = {s.name: s for s in specs or []}
     out: list[dict[str, Any]] = []
@@ -158,7 +193,9 @@ class _Builder:
         self.model = model
         self.dump = dump
         self.concrete = _concrete_names(dump)
-        self.why = _unrecorded_why(_mode_name(dump))
+        self.mode = _mode_name(dump)
+        self.why = _unrecorded_why(self.mode)
+        self.spans = _op_creation_spans(dump)
         self.functions: dict[tuple[str, str, str], FunctionLedger] = {}
         self.last: dict[tuple[str, str, str], tuple[TraceFacts, TraceEntry, list[ArgSpec] | None]] = {}
 
@@ -182,7 +219,7 @@ class _Builder:
         if facts.nested:
             calls = 0  # called from inside its outer function's graph, not from Python
         python_args = _python_args(self.dump, facts)
-        specs: list[ArgSpec] | None = None
+        specs = None if facts.nested else _specs(self.dump, facts, self.mode)
         before = self.last.get(key)
         ctx = CauseContext(first=before is None, first_of_object=facts.first_of_object,
                            nested=facts.nested, outer=self._outer_name(facts),
@@ -194,6 +231,8 @@ class _Builder:
         entry = TraceEntry(name, facts.graph_id, calls, _call_sites(self.dump, name) if calls else [],
                            _args(facts, python_args, specs), verdict.changed, verdict.note,
                            first_of_object=facts.first_of_object)
+        if facts.graph_id in self.spans:
+            entry.tracing_s, entry.tracing_from = self.spans[facts.graph_id], "op_creations"
         fn.traces.append(entry)
         fn.objects += int(facts.first_of_object or before is None)
         self.last[key] = (facts, entry, specs)
