@@ -168,6 +168,19 @@ def _op_creation_spans(dump: DumpSet) -> dict[str, float]:
     return {g: hi - lo for g, (lo, hi) in walls.items()}
 
 
+def _building(model: RunModel) -> list[tuple[int, int]]:
+    """The profiles' graph-building events (start, end ns), by start."""
+    return sorted((start, start + dur) for p in model.profiles for start, dur in p.graph_building)
+
+
+def _built_in(events: list[tuple[int, int]], first_wall: float) -> float | None:
+    """The duration (s) of the innermost graph-building event holding the trace's first op
+    creation, None if no profile window holds it."""
+    at = int(first_wall * 1e9)
+    holding = [end - start for start, end in events if start <= at <= end]
+    return min(holding) / 1e9 if holding else None
+
+
 def _args(facts: TraceFacts, python_args: list[str], specs: list[ArgSpec] | None) -> list[dict[str, Any]]:
     by_name = {s.name: s for s in specs or []}
     out: list[dict[str, Any]] = []
@@ -196,6 +209,7 @@ class _Builder:
         self.mode = _mode_name(dump)
         self.why = _unrecorded_why(self.mode)
         self.spans = _op_creation_spans(dump)
+        self.building = _building(model)
         self.functions: dict[tuple[str, str, str], FunctionLedger] = {}
         self.last: dict[tuple[str, str, str], tuple[TraceFacts, TraceEntry, list[ArgSpec] | None]] = {}
 
@@ -212,6 +226,16 @@ class _Builder:
     def _outer_name(self, facts: TraceFacts) -> str:
         outer = self.dump.graphs.get(self.dump.graphs[facts.graph_id].outer_id)
         return outer.name if outer is not None else ""
+
+    def _tracing_time(self, entry: TraceEntry) -> None:
+        """The profile's graph building where its window holds the trace, else the op
+        creations' span (a lower bound)."""
+        first = self.dump.graph_walls.get(entry.graph_id)
+        built = _built_in(self.building, first[0]) if first and self.building else None
+        if built is not None:
+            entry.tracing_s, entry.tracing_from = built, "profile"
+        elif entry.graph_id in self.spans:
+            entry.tracing_s, entry.tracing_from = self.spans[entry.graph_id], "op_creations"
 
     def add(self, facts: TraceFacts) -> None:
         key, fn = self._function(facts)
@@ -231,8 +255,7 @@ class _Builder:
         entry = TraceEntry(name, facts.graph_id, calls, _call_sites(self.dump, name) if calls else [],
                            _args(facts, python_args, specs), verdict.changed, verdict.note,
                            first_of_object=facts.first_of_object)
-        if facts.graph_id in self.spans:
-            entry.tracing_s, entry.tracing_from = self.spans[facts.graph_id], "op_creations"
+        self._tracing_time(entry)
         fn.traces.append(entry)
         fn.objects += int(facts.first_of_object or before is None)
         self.last[key] = (facts, entry, specs)

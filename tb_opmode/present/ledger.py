@@ -54,6 +54,8 @@ def _where(location: str) -> str:
 def _seconds(value: Any, source: str) -> str:
     if value is None:
         return "tracing time not recorded"
+    if source == "profile":
+        return f"tracing {value * 1e3:.1f} ms (profile)"
     bound = " at least" if source == "op_creations" else ""
     return f"tracing{bound} {value * 1e3:.1f} ms"
 
