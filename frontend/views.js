@@ -15,6 +15,7 @@ import {api, failure, fmtBytes, fmtInt, Store} from './data.js';
 import {el, message, swatch} from './dom.js';
 import {CompareSection} from './compare.js';
 import {DetailSection} from './detail.js';
+import {FunctionsSection} from './functions.js';
 import {OverviewSection} from './overview.js';
 import {TableSection} from './table.js';
 import {TimelineSection} from './timelineview.js';
@@ -23,7 +24,8 @@ import {loadVocab, V} from './vocab.js';
 /**
  * The sections' methods, mixed into App's prototype below, and the fields they keep on it.
  * @typedef {typeof OverviewSection & typeof TableSection & typeof DetailSection &
- *           typeof TimelineSection & typeof CompareSection &
+ *           typeof TimelineSection & typeof CompareSection & typeof FunctionsSection &
+ *           import('./functions.js').FunctionsFields &
  *           import('./overview.js').OverviewFields & import('./table.js').TableFields &
  *           import('./timelineview.js').TimelineFields &
  *           import('./compare.js').CompareFields} Sections
@@ -141,6 +143,7 @@ export class App extends WithSections {
     this.root.append(this.status);
 
     this.buildOverview();
+    this.buildFunctions();
     this.buildTable();
     this.buildTimeline();
     this.buildCompare();
@@ -286,6 +289,7 @@ export class App extends WithSections {
     await Promise.all([
       this.loadOverview().then(() => this.loadTimelineSpan(!changed)),
       this.loadTable(),
+      this.loadFunctions(),
       this.store.state.op ? this.loadDetail(this.store.state.op) : null]);
     this.defaultCompare();
   }
@@ -320,4 +324,4 @@ export class App extends WithSections {
 
 // The sections' methods, on App's prototype: `this` is the app in each.
 Object.assign(App.prototype, OverviewSection, TableSection, DetailSection, TimelineSection,
-    CompareSection);
+    CompareSection, FunctionsSection);

@@ -20,6 +20,7 @@ from ..vocab import EAGER, GRAPH
 
 __all__ = [
     "TimeDoc", "KernelDoc", "ModeDoc", "OpTypeDoc", "FunctionCalls", "TraceDoc", "TfFunction",
+    "FunctionsPayload",
     "Primitive",
     "OnednnVerbose", "XlaFunction", "TimeShareCell", "TimeShare", "RunDoc", "SummaryDoc",
     "Kernel", "DtypeKernel", "DtypeSplit", "UncountedKernel", "Uncounted", "RowMode",
@@ -114,6 +115,14 @@ class TfFunction(TypedDict):
     causes: dict[str, int]
     advice: list[str]
     trace_list: list[TraceDoc]
+
+
+class FunctionsPayload(TypedDict):
+    """The Functions section (the functions route, ``tab/functions.functions``)."""
+
+    run: str
+    total: int
+    functions: list[TfFunction]
 
 
 class Primitive(TypedDict):

@@ -12,6 +12,7 @@ of the tab, beside its JavaScript in ``frontend/``:
 - ``table`` <-> ``table.js``: the op table, filtered, searched, sorted and paged;
 - ``detail`` <-> ``detail.js``: one op type, all of it;
 - ``compare`` <-> ``compare.js``: two runs compared;
+- ``functions`` <-> ``functions.js``: the trace ledger, per Python function;
 - ``exports``: the CSV and JSON downloads.
 
 A new section is a module here and its JavaScript in ``frontend/``, its payload a
@@ -37,6 +38,7 @@ from .detail import op_detail, short_why
 from .dtypes import dtype_label
 from .dump import device_splits, dump_gap, dump_modes, lower_bound, short_device
 from .exports import dumps_json, export_csv, export_json
+from .functions import functions
 from .limits import MAX_PAGE_SIZE
 from .overview import KINDS, cpu_facts, overview, unknowns
 from .rows import kernel_kind
@@ -48,4 +50,5 @@ __all__ = [
     "op_detail", "compare", "export_csv", "export_json", "dumps_json", "kernel_kind",
     "short_why", "SORT_KEYS", "FILTERS", "KINDS", "MAX_PAGE_SIZE", "dump_modes", "dump_gap",
     "dtype_label", "short_device", "device_splits", "lower_bound", "cpu_facts", "unknowns",
+    "functions",
 ]
