@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import RunModel
-from ..read.tfdbg import DEBUG_MODE_NAMES, DumpSet
+from ..read.tfdbg import DEBUG_MODE_NAMES, DumpSet, HealthSpec
 from .trace_stacks import TraceFacts, parameters_of, trace_facts
 from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, changed_of
 
@@ -33,6 +33,9 @@ KERAS_STEP_NAMES = frozenset({
     "step_function", "run_step", "train_step", "test_step", "predict_step"})
 _KERAS_WORDS = {"train": "Keras train step", "evaluate": "Keras evaluate step",
                 "predict": "Keras predict step"}
+# Keras makes its step functions itself: what the user can change is the data.
+_KERAS_ADVICE = {"shape": ("Keras traced its step again for a new batch shape: keep one batch size "
+                           "(a batch size that divides the samples, or drop_remainder=True in tf.data)")}
 _LIBRARY = re.compile(r"[/\\](site-packages|dist-packages|lib[/\\]python\d+(\.\d+)?)[/\\]|^<")
 _MAX_SITES = 3
 
@@ -84,7 +87,8 @@ class FunctionLedger:
         """What to change, per cause, at the call site."""
         where = next((t.call_sites[0] for t in self.traces if t.call_sites), "")
         at = f" (called at {where})" if where else ""
-        return [f"{cause}: {ADVICE[cause]}{at}" for cause in self.causes if ADVICE.get(cause)]
+        words = dict(ADVICE, **_KERAS_ADVICE) if self.kind.startswith("keras") else ADVICE
+        return [f"{cause}: {words[cause]}{at}" for cause in self.causes if words.get(cause)]
 
 
 def display_name(python_name: str, keras: str, path: str) -> str:
@@ -140,18 +144,40 @@ _DTYPES = {"DT_FLOAT": "float32", "DT_DOUBLE": "float64", "DT_HALF": "float16",
 _SPEC_MODES = ("FULL_HEALTH", "SHAPE")
 
 
+def _arg_spec(name: str, spec: HealthSpec) -> ArgSpec | None:
+    if spec is None or spec[0] == "DT_RESOURCE":
+        return None
+    dtype, _rank, size, shape = spec
+    return ArgSpec(name, _DTYPES.get(dtype, dtype), shape, size)
+
+
+def _iterator_specs(dump: DumpSet, graph_id: str, name: str) -> list[ArgSpec]:
+    """An iterator argument's elements: what the trace's first call traced of the outputs
+    of the IteratorGetNext reading it (``name[i]`` for output i), those recorded."""
+    graph = dump.graphs.get(graph_id)
+    out: list[ArgSpec] = []
+    for op in graph.ops.values() if graph is not None else ():
+        if op.op_type.startswith("IteratorGetNext") and f"{name}:0" in op.inputs:
+            for slot in range(op.num_outputs):
+                spec = _arg_spec(f"{name}[{slot}]", dump.trace_specs.get((graph_id, op.op_name, slot)))
+                out += [spec] if spec is not None else []
+    return out
+
+
 def _specs(dump: DumpSet, facts: TraceFacts, mode: str) -> list[ArgSpec] | None:
     """What the dump recorded of the tensor arguments of the trace's first call (the
-    call that traced it), None where it recorded nothing of one of them."""
+    call that traced it): the eager outputs that fed it, or an iterator's elements as the
+    trace read them; None where it recorded nothing of one of them."""
     recorded = dump.call_args.get(facts.graph_id)
     if mode not in _SPEC_MODES or recorded is None or len(recorded) < len(facts.args):
         return None
-    out = []
+    out: list[ArgSpec] = []
     for name, spec in zip(facts.args, recorded):
-        if spec is None:
+        arg = _arg_spec(name, spec)
+        elements = [] if arg is not None else _iterator_specs(dump, facts.graph_id, name)
+        if arg is None and not elements:
             return None
-        dtype, _rank, size, shape = spec
-        out.append(ArgSpec(name, _DTYPES.get(dtype, dtype), shape, size))
+        out += [arg] if arg is not None else elements
     return out
 
 
