@@ -207,6 +207,15 @@ def _built_in(events: list[tuple[int, int]], first_wall: float) -> float | None:
     return min(holding) / 1e9 if holding else None
 
 
+def _shape_words(spec: ArgSpec | None) -> list[int] | str:
+    """A recorded shape, else what is known of it (a FULL_HEALTH dump: the element count)."""
+    if spec is not None and spec.shape is not None:
+        return list(spec.shape)
+    if spec is not None and spec.size is not None:
+        return f"{NOT_RECORDED} ({spec.size} elements)"
+    return NOT_RECORDED
+
+
 def _args(facts: TraceFacts, python_args: list[str], specs: list[ArgSpec] | None) -> list[dict[str, Any]]:
     by_name = {s.name: s for s in specs or []}
     out: list[dict[str, Any]] = []
@@ -214,7 +223,7 @@ def _args(facts: TraceFacts, python_args: list[str], specs: list[ArgSpec] | None
         spec = by_name.get(name)
         out.append({"name": name, "kind": "tensor",
                     "dtype": spec.dtype if spec and spec.dtype else NOT_RECORDED,
-                    "shape": list(spec.shape) if spec and spec.shape is not None else NOT_RECORDED})
+                    "shape": _shape_words(spec)})
     out.extend({"name": name, "kind": "python", "value": NOT_RECORDED} for name in python_args)
     return out
 
