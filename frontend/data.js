@@ -63,6 +63,11 @@ export const api = {
   overview: (run) => /** @type {!Promise<!Overview>} */ (getJSON('overview', {run})),
   /**
    * @param {string} run
+   * @return {!Promise<!FunctionsPayload>}
+   */
+  functions: (run) => /** @type {!Promise<!FunctionsPayload>} */ (getJSON('functions', {run})),
+  /**
+   * @param {string} run
    * @param {!TableQuery} query
    * @param {!AbortSignal} signal
    * @return {!Promise<!OpPage>}
@@ -370,6 +375,26 @@ export class Store {
  * Two runs compared (the compare route, tab/compare.compare).
  * @typedef {{a: !RunBrief, b: !RunBrief, total: number, kernel_changes: number,
  *   page: number, page_size: number, rows: !Array<CompareRow>}} Comparison
+ */
+
+/**
+ * One trace of a tf.function (tab/functions; the contract's runs[].tf_functions[].trace_list).
+ * @typedef {{graph: string, graph_id: string, calls: number, call_sites: !Array<string>,
+ *   args: !Array<!Object<string, unknown>>, changed: !Array<!Object<string, unknown>>, note: string,
+ *   tracing_s: ?number, tracing_from: string}} TraceDoc
+ */
+
+/**
+ * One Python function run as a tf.function: the trace ledger (runs[].tf_functions).
+ * @typedef {{python_name: string, name: string, location: string, kind: string,
+ *   nested: boolean, objects: number, traces: number, calls: number, tracing_s: ?number,
+ *   tracing_from: string, causes: !Object<string, number>, advice: !Array<string>,
+ *   trace_list: !Array<TraceDoc>}} TfFunction
+ */
+
+/**
+ * The Functions section (the functions route, tab/functions.functions).
+ * @typedef {{run: string, total: number, functions: !Array<TfFunction>}} FunctionsPayload
  */
 
 /**

@@ -16,6 +16,7 @@ import {el, message, swatch} from './dom.js';
 import {CompareSection} from './compare.js';
 import {DetailSection} from './detail.js';
 import {HotspotsSection} from './hotspots.js';
+import {FunctionsSection} from './functions.js';
 import {OverviewSection} from './overview.js';
 import {TableSection} from './table.js';
 import {TimelineSection} from './timelineview.js';
@@ -26,6 +27,7 @@ import {loadVocab, V} from './vocab.js';
  * @typedef {typeof OverviewSection & typeof TableSection & typeof DetailSection &
  *           typeof TimelineSection & typeof CompareSection & typeof HotspotsSection &
  *           import('./hotspots.js').HotspotsFields &
+ *           typeof FunctionsSection & import('./functions.js').FunctionsFields &
  *           import('./overview.js').OverviewFields & import('./table.js').TableFields &
  *           import('./timelineview.js').TimelineFields &
  *           import('./compare.js').CompareFields} Sections
@@ -144,6 +146,7 @@ export class App extends WithSections {
 
     this.buildOverview();
     this.buildHotspots();
+    this.buildFunctions();
     this.buildTable();
     this.buildTimeline();
     this.buildCompare();
@@ -290,6 +293,7 @@ export class App extends WithSections {
       this.loadOverview().then(() => this.loadTimelineSpan(!changed)),
       this.loadTable(),
       this.loadHotspots(),
+      this.loadFunctions(),
       this.store.state.op ? this.loadDetail(this.store.state.op) : null]);
     this.defaultCompare();
   }
@@ -324,4 +328,4 @@ export class App extends WithSections {
 
 // The sections' methods, on App's prototype: `this` is the app in each.
 Object.assign(App.prototype, OverviewSection, TableSection, DetailSection, TimelineSection,
-    CompareSection, HotspotsSection);
+    CompareSection, HotspotsSection, FunctionsSection);

@@ -34,6 +34,7 @@ from .present.contract import run_json, summary
 from .present.csv import render_csv
 from .present.eager_text import render_hot_spots
 from .present.lead import lead
+from .present.ledger import functions_line, functions_text
 from .present.report import DEFAULT_FOCUS, FORMATS, MAX_SITES, Redaction, focus_ops, render, report_blocks
 from .present.tab import build_view
 from .present.workers import render_workers
@@ -77,7 +78,10 @@ def _run_header(run: dict[str, Any]) -> str:
              f"  counts from: {run['counts_from'] or 'nothing'}; sources: "
              + "; ".join(f"{k} {len(v)}" for k, v in run["sources"].items())]
     lines += _recording_lines(run)
-    if run["functions"]:
+    grouped = functions_line(run)
+    if grouped:
+        lines += [display(line) for line in grouped]
+    elif run["functions"]:
         lines.append("  tf.function calls: " + ", ".join(
             f"{display(f['name'])} x{f['calls']}" for f in run["functions"]))
     lines += [f"  XLA: {display(f['name'])} ({f['launches']} launches in the log): "
@@ -195,6 +199,21 @@ def _summary(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(render_csv(doc))
     else:
         stdout.write(render_table(doc))
+    return 0
+
+
+def _functions(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """``tb-opmode functions``: the trace ledger of each run, as text or the contract's JSON."""
+    doc = _summary_doc(args)
+    for warning in doc["warnings"]:
+        stderr.write(f"tb-opmode: warning: {warning}\n")
+    if args.format == "json":
+        json.dump([{"run": r["run"], "tf_functions": r.get("tf_functions", [])} for r in doc["runs"]],
+                  stdout, indent=1)
+        stdout.write("\n")
+        return 0
+    for run in doc["runs"]:
+        stdout.write("\n".join(display(line) for line in functions_text(run).splitlines()) + "\n")
     return 0
 
 
@@ -392,6 +411,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="read the sources on the Dask cluster whose scheduler is ADDRESS "
                             "(tcp://host:port); its workers must see LOGDIR at the same path")
     p.set_defaults(func=_summary)
+    f = sub.add_parser("functions", help="per Python function run as a tf.function: its traces, "
+                                         "calls, tracing time, why it traced again, what to change")
+    f.add_argument("logdir")
+    f.add_argument("--run", help="only this run (its path relative to LOGDIR, '.' for LOGDIR)")
+    f.add_argument("--format", choices=("table", "json"), default="table")
+    f.add_argument("--log", action="append", default=[], metavar="FILE")
+    f.set_defaults(func=_functions, workers=None, dask=None)
     e = sub.add_parser("explain", help="why an op type ran in each mode with its kernel")
     e.add_argument("logdir")
     e.add_argument("op_type", help="op type as the dump names it, e.g. Transpose")

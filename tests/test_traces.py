@@ -48,7 +48,13 @@ TEST_CELLS = ("full_health_profile_log", "full_health_profile", "full_health_pla
 _ONLY = [c for c in os.environ.get("TB_OPMODE_TRACES_CELLS", "").split(",") if c]
 SELECTED = [c for c in TEST_CELLS if not _ONLY or c in _ONLY]
 
-LEDGER = pytest.mark.xfail(strict=True, reason="issue 25: the ledger is not built yet")
+LEDGER = pytest.mark.xfail(strict=True, reason="issue 25: the eager hot spots are not built yet")
+# Cells whose causes only TF's log decides (a CURT_HEALTH or NO_TENSOR dump records no
+# argument specs; a FULL_HEALTH dump no dimensions): the ledger does not read TF's Python
+# "Creating new FuncGraph ... (key: ...)" lines yet, so it says ``unknown`` there (or
+# names the argument but not its dimension). Each must fail until that lands.
+CAUSES_FROM_LOG_ONLY = {"full_health_profile_log", "curt_health_profile_log",
+                        "no_tensor_profile_log", "no_tensor_log", "concise_health_profile_log"}
 
 
 @pytest.fixture(scope="module", params=SELECTED)
@@ -111,16 +117,18 @@ def test_the_profile_agrees_with_the_dump(cell: Cell) -> None:
     assert check_profile_against_dump(cell) == []
 
 
-@LEDGER
 def test_traces_and_calls_per_python_function(cell: Cell, run: dict[str, Any]) -> None:
     problems = [p for p in check_functions(cell, run) if "cause" not in p and "changed" not in p
                 and "argument" not in p and "dimension" not in p]
     assert problems == []
 
 
-@LEDGER
 def test_causes_are_the_constructed_ones_or_unknown_with_why(cell: Cell, run: dict[str, Any]) -> None:
-    assert check_functions(cell, run) == []
+    problems = check_functions(cell, run)
+    if cell.truth["cell"] in CAUSES_FROM_LOG_ONLY:
+        assert problems, "decided without the log now: drop the cell from CAUSES_FROM_LOG_ONLY"
+        pytest.xfail("causes only TF's log decides: its FuncGraph lines are not read yet")
+    assert problems == []
 
 
 @LEDGER
@@ -128,7 +136,6 @@ def test_the_eager_hot_line_ranks_first_with_ddr_counts(cell: Cell, run: dict[st
     assert check_eager_sites(cell, run) == []
 
 
-@LEDGER
 def test_tracing_time_is_the_graph_building_or_at_least_the_op_creations(
         cell: Cell, run: dict[str, Any]) -> None:
     facts = dump_facts(cell)
@@ -152,7 +159,6 @@ def test_tracing_time_is_the_graph_building_or_at_least_the_op_creations(
             assert got >= span - 1e-6, (graph, got, span)
 
 
-@LEDGER
 def test_python_ran_once_is_said_only_of_functions_traced_once(cell: Cell) -> None:
     if cell.truth["cell"] != "full_health_profile_log":
         pytest.skip("one cell is enough for the wording")

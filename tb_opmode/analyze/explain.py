@@ -202,21 +202,40 @@ def _eager_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     return {"kind": "mode", "text": text, "call_sites": sites}
 
 
-def _graph_words(graph: dict[str, Any]) -> str:
-    """``graph G``, and the tf.function it belongs to where that is another name."""
-    words = f"graph {graph['graph']}"
-    if graph["function"] and graph["function"] != graph["graph"]:
-        words += f" of tf.function {graph['function']} (called {graph['function_calls']} times)"
-    return words
+def _traced(n: int) -> str:
+    return "traced once" if n == 1 else f"traced {n} times"
+
+
+def _function_groups(graphs: list[dict[str, Any]]) -> list[tuple[str, str, int, int]]:
+    """(function, graph, traces, calls) per tf.function, busiest first: a function traced
+    many times (a graph per trace, all of one name) is named once, with its trace count."""
+    traces: dict[tuple[str, str], set[str]] = {}
+    calls: Counter[tuple[str, str]] = Counter()
+    for g in graphs:
+        key = (g["function"] or g["graph"], g["graph"])
+        ids = traces.setdefault(key, set())
+        if g["function_graph_id"] not in ids:
+            ids.add(g["function_graph_id"])
+            calls[key] += g["function_calls"]
+    return [(fn, graph, len(ids), calls[(fn, graph)]) for (fn, graph), ids in traces.items()]
+
+
+def _group_words(function: str, graph: str, traces: int, calls: int) -> str:
+    """``graph G`` of tf.function F, with its traces and calls."""
+    words = f"graph {graph}" + (f" of tf.function {function}" if function != graph else "")
+    return f"{words} ({_traced(traces)}, called {calls} times)"
 
 
 def _graph_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     graphs = function_graphs(facts.model, facts.op_type)
-    where = "; ".join(_graph_words(g) for g in graphs[:_GRAPHS_NAMED])
+    groups = _function_groups(graphs)
+    where = "; ".join(_group_words(*g) for g in groups[:_GRAPHS_NAMED])
+    once = all(traces == 1 for _f, _g, traces, _c in groups)
     text = (f"{facts.op_type} ran {stats.executions} times inside tf.function graphs"
             + (f": {where}." if where else ".")
-            + " A graph op runs each time its function is called; Python ran only once, "
-              "to trace it.")
+            + " A graph op runs each time its function is called; "
+            + ("Python ran only once, to trace it." if once else
+               "Python ran the function once per trace (tb-opmode functions says why it traced again)."))
     return {"kind": "mode", "text": text, "graphs": graphs[:_GRAPHS_LISTED]}
 
 

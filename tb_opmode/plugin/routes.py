@@ -61,6 +61,7 @@ STATIC_FILES: dict[str, str] = {
     "timelineview.js": "text/javascript",
     "compare.js": "text/javascript",
     "hotspots.js": "text/javascript",
+    "functions.js": "text/javascript",
     "timeline.js": "text/javascript",
     "colors.js": "text/javascript",
     "vocab.js": "text/javascript",
@@ -179,6 +180,7 @@ class OpModePlugin(base_plugin.TBPlugin):
             "/runs": self._serve_runs,
             "/progress": self._serve_progress,
             "/overview": self._serve_overview,
+            "/functions": self._serve_functions,
             "/optypes": self._serve_optypes,
             "/op": self._serve_op,
             "/timeline": self._serve_timeline,
@@ -273,6 +275,11 @@ class OpModePlugin(base_plugin.TBPlugin):
         """``?run=``: run facts, mode shares, oneDNN coverage, the mode x class matrix."""
         view = self.store.view(self._text(request, "run"))
         return self._respond(request, tab.overview(view))
+
+    @_route
+    def _serve_functions(self, request: wrappers.Request) -> wrappers.Response:
+        """``?run=``: the trace ledger, per Python function run as a tf.function."""
+        return self._respond(request, tab.functions(self.store.view(self._text(request, "run"))))
 
     @_route
     def _serve_optypes(self, request: wrappers.Request) -> wrappers.Response:

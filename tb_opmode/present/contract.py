@@ -22,6 +22,7 @@ from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
 from ..read.discover import problem_text, relpath
+from .ledger import tf_functions
 from .payloads import (
     EagerSiteDoc,
     FunctionCalls,
@@ -184,6 +185,7 @@ def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
         "warnings": warnings,
         "notes": [f"{relpath(p.path, logdir)}: {n}" for p in m.profiles for n in p.notes],
         "functions": functions,
+        "tf_functions": tf_functions(m),
         "onednn_verbose": onednn_primitives(m),
         "xla_functions": xla_functions(m),
         # analyze.explain builds it as a plain dict; payloads.TimeShare is its shape.

@@ -21,6 +21,7 @@ from ..vocab import EAGER, GRAPH
 __all__ = [
     "TimeDoc", "KernelDoc", "ModeDoc", "OpTypeDoc", "FunctionCalls", "Primitive",
     "OnednnVerbose", "XlaFunction", "TimeShareCell", "TimeShare", "RunDoc", "SummaryDoc", "RecordingDoc",
+    "TraceDoc", "TfFunction", "FunctionsPayload",
     "Kernel", "DtypeKernel", "DtypeSplit", "UncountedKernel", "Uncounted", "RowMode",
     "RowOptional", "Row", "OpPage", "ExportRun", "ExportDoc", "Frame", "Snippet", "Site", "GraphEntry", "FusedInto",
     "Lead", "OpDetailOptional", "OpDetail",
@@ -80,6 +81,47 @@ class OpTypeDoc(TypedDict):
 class FunctionCalls(TypedDict):
     name: str
     calls: int
+
+
+class TraceDoc(TypedDict):
+    """One trace (concrete function) of a tf.function (``analyze.traces.TraceEntry``)."""
+
+    graph: str
+    graph_id: str
+    calls: int
+    call_sites: list[str]
+    args: list[dict[str, Any]]
+    changed: list[dict[str, Any]]
+    note: str
+    tracing_s: Optional[float]
+    tracing_from: str
+
+
+class TfFunction(TypedDict):
+    """One Python function run as a tf.function: the trace ledger
+    (``analyze.traces.FunctionLedger``)."""
+
+    python_name: str
+    name: str
+    location: str
+    kind: str
+    nested: bool
+    objects: int
+    traces: int
+    calls: int
+    tracing_s: Optional[float]
+    tracing_from: str
+    causes: dict[str, int]
+    advice: list[str]
+    trace_list: list[TraceDoc]
+
+
+class FunctionsPayload(TypedDict):
+    """The Functions section (the functions route, ``tab/functions.functions``)."""
+
+    run: str
+    total: int
+    functions: list[TfFunction]
 
 
 class Primitive(TypedDict):
@@ -185,6 +227,7 @@ class _RunFacts(_RunDocOptional):
     warnings: list[str]
     notes: list[str]
     functions: list[FunctionCalls]
+    tf_functions: list[TfFunction]
     onednn_verbose: OnednnVerbose
     xla_functions: list[XlaFunction]
     time_share: TimeShare

@@ -436,6 +436,7 @@ def report_blocks(run: dict[str, Any], *, asked: list[str],
         Para([_table_note(left)]),
         *_explanations(run, focus, call_sites, red),
         *_eager_site_blocks(run.get("eager_sites", []), red),
+        *_function_blocks(run.get("tf_functions", []), red),
         *_xla_blocks(run.get("xla_functions", []), red),
         *_unknown_kernel_blocks(run, red),
         *_warning_blocks(run["warnings"], red),
@@ -485,6 +486,28 @@ def _eager_site_blocks(sites: list[dict[str, Any]], red: Redaction) -> list[Bloc
             Para(["The lines of the program that issued eager ops, by profiled eager time where "
                   "a profile covers them, then by executions."]),
             Bullets(_capped(items, len(sites), "lines"))]
+def _function_item(f: dict[str, Any], red: Redaction) -> Inline:
+    """One Python function of the trace ledger: traces, calls, tracing time, causes, advice."""
+    path, _, line = f["location"].rpartition(":")
+    tracing = "tracing time not recorded" if f["tracing_s"] is None else (
+        f"tracing {'at least ' if f['tracing_from'] == 'op_creations' else ''}{f['tracing_s'] * 1e3:.1f} ms")
+    out: Inline = [Code(red.name(f["name"])), " (", Code(f"{red.path(path)}:{line}" if path else "?"),
+                   f"): {_n(f['traces'], 'trace')}, {_n(f['calls'], 'call')}, {tracing}"]
+    if f["causes"]:
+        out.append("; traced again for: " + ", ".join(f"{k} x{n}" for k, n in f["causes"].items()))
+    if f["advice"]:
+        out.append(". " + red.text("; ".join(f["advice"])))
+    return out
+
+
+def _function_blocks(functions: list[dict[str, Any]], red: Redaction) -> list[Block]:
+    """The trace ledger (``tb-opmode functions`` has each trace)."""
+    shown = [f for f in functions if not f.get("nested")]
+    if not shown:
+        return []
+    return [Heading(3, ["Functions (tf.function traces)"]),
+            Bullets(_capped([_function_item(f, red) for f in shown[:MAX_LIST]], len(shown),
+                            "functions"))]
 
 
 def _xla_blocks(xla: list[dict[str, Any]], red: Redaction) -> list[Block]:

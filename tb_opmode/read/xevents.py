@@ -32,7 +32,7 @@ from ..errors import Problem
 from .xchains import _WINDOW, _windows
 from .xfields import _TABLE_MAX, _events, _last, _Stats, _stats
 from .xlayout import Damaged, HostPlane, Layout, LineRef, Pread, host_planes, layout
-from .xtypes import _ASYNC, _DATA, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, Profile
+from .xtypes import _ASYNC, _DATA, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, GRAPH_BUILDING, Profile
 
 __all__ = ["Damaged", "LineRef", "Layout", "HostPlane", "layout", "host_planes", "decode"]
 
@@ -121,6 +121,7 @@ def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> boo
             prof.eager_ops.extend(part.eager_ops)
             prof.graph_ops.extend(part.graph_ops)
             prof.function_calls.extend(part.function_calls)
+            prof.graph_building.extend(part.graph_building)
             prof.iterator_specs.extend(s for s in part.iterator_specs if s not in prof.iterator_specs)
             if seen["read"]:
                 prof.start_ns = min(prof.start_ns, part.start_ns) if prof.start_ns else part.start_ns
@@ -295,7 +296,18 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
         events = stats.event[(stats.md == call_sid) & other[stats.event]]
         names = name_column[index[events]].tolist()
         prof.function_calls.extend(zip(names, ts[events].tolist(), dns[events].tolist()))
+    _graph_building(other, index, name_column, ts, dns, prof)
     _iterator_specs(kind == _DATA, usable, stats, ok_stat, stat_ids, stat_names, prof)
+
+
+def _graph_building(other: np.ndarray, index: np.ndarray, name_column: np.ndarray, ts: np.ndarray,
+                    dns: np.ndarray, prof: Profile) -> None:
+    """The ``tf.function-graph_building`` events (a tf.function's tracing) into
+    ``prof.graph_building``."""
+    events = np.flatnonzero(other)
+    if events.size:
+        events = events[name_column[index[events]] == GRAPH_BUILDING]
+        prof.graph_building.extend(zip(ts[events].tolist(), dns[events].tolist()))
 
 
 def _iterator_specs(data: np.ndarray, usable: np.ndarray, stats: _Stats, ok_stat: np.ndarray,

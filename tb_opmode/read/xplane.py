@@ -190,7 +190,7 @@ def _read_events(pread: Callable[[int, int], bytes], size: int, mtime_ns: int,
         if xevents.decode(pread, planes, base, prof):
             break
         prof.eager_ops, prof.graph_ops, prof.function_calls = [], [], []
-        prof.iterator_specs = []
+        prof.iterator_specs, prof.graph_building = [], []
         prof.problems, prof.start_ns, prof.end_ns = [], 0, 0
     if not prof.end_ns:
         prof.problems.append(Problem(prof.path, 0, f"no events on the {HOST_PLANE} plane"))
@@ -199,6 +199,7 @@ def _read_events(pread: Callable[[int, int], bytes], size: int, mtime_ns: int,
         prof.eager_ops = [(o, f, s + shift, d) for o, f, s, d in prof.eager_ops]
         prof.graph_ops = [(n, k, s + shift, d) for n, k, s, d in prof.graph_ops]
         prof.function_calls = [(n, s + shift, d) for n, s, d in prof.function_calls]
+        prof.graph_building = [(s + shift, d) for s, d in prof.graph_building]
         prof.start_ns += shift
         prof.end_ns += shift
         prof.notes.append(

@@ -33,6 +33,8 @@ HOST_PLANE = "/host:CPU"
 _OP_NAME = re.compile(r"([A-Za-z0-9.][A-Za-z0-9_.\-/>]*):([A-Za-z_][A-Za-z0-9_]*)")
 
 _PROCESS = "ExecutorState::Process"
+# The TraceMe around a tf.function's tracing (graph building), inside its call's event.
+GRAPH_BUILDING = "tf.function-graph_building"
 _ASYNC_START = "ExecutorState::ProcessAsync::Start"
 # A line timestamp above this (year 1973) is already an epoch, not relative.
 _EPOCH_MIN_NS = 10 ** 17
@@ -60,6 +62,8 @@ class Profile:
     """(node_name as written, incl. call prefixes; kernel_type, start_ns, duration_ns)"""
     function_calls: list[tuple[str, int, int]] = field(default_factory=list)
     """(Python function name, start_ns, duration_ns), tracing included"""
+    graph_building: list[tuple[int, int]] = field(default_factory=list)
+    """(start_ns, duration_ns) of each ``tf.function-graph_building`` event: a tracing"""
     iterator_specs: list[tuple[str, str]] = field(default_factory=list)
     """Distinct element specs of the tf.data iterators that produced elements, in order of
     first event: (``types``, ``shapes``) as TF writes them, e.g. ("float int32",

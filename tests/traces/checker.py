@@ -21,8 +21,9 @@ The contract checked (issue 25's names, kept exactly):
   ``unknown``; the first trace of a Python function has ``changed == []``. An argument
   is named by its own name (``iterator``), a path into it (``iterator[0]``) allowed. A
   nested function's (Keras 3's ``one_step_on_data``) traces are counted, their causes not
-  asked. The second trace of a first call that creates variables is ``variable_creation``
-  (a word the issue's list lacks) or ``unknown`` with a why that names the variables.
+  asked. The second trace of a first call that creates variables has ``changed == []``
+  and a ``note`` that names the variables (the decision taken: no cause word, not counted
+  in ``causes``); ``unknown`` with a why that names them is accepted too.
 - ``runs[].eager_sites``: ``[{"location", "user_location", "executions", "time_ns",
   "op_types"}]``, ``user_location`` "path:line" of the first frame in the user's own code.
 
@@ -57,8 +58,8 @@ CAUSES = ("shape", "dtype", "python_value", "new_function_object", "unknown")
 DECIDES: dict[str, list[frozenset[str]]] = {
     "new_function_object": [frozenset({"stack"})],
     # The pair a first call that creates variables traces: the first never called, no call
-    # between the two. Not one of the contract's words yet: ``variable_creation`` or
-    # ``unknown`` whose why names the variables (see ``_check_cause``).
+    # between the two. No cause word: ``changed == []`` and a note naming the variables
+    # (or ``unknown`` whose why names them; see ``_check_cause``).
     "variable_creation": [frozenset({"stack"})],
     "shape": [frozenset({"stack", "specs"}), frozenset({"stack", "sizes"}), frozenset({"log"})],
     "dtype": [frozenset({"stack", "specs"}), frozenset({"log"})],
@@ -217,9 +218,13 @@ def _check_cause(cell: Cell, where: str, want: dict[str, Any], mine: dict[str, A
             return [f"{where}: the run cannot decide {cause!r} ({cell.mode}, evidence "
                     f"{sorted(cell.evidence)}): must be 'unknown' with why, is {mine.get('changed')}"]
         return []
-    if cause == "variable_creation" and causes == {"unknown"} and all(
-            "variable" in str(c.get("why", "")) for c in mine["changed"]):
-        return []
+    if cause == "variable_creation":
+        if not causes and "variable" in str(mine.get("note", "")):
+            return []
+        if causes == {"unknown"} and all("variable" in str(c.get("why", "")) for c in mine["changed"]):
+            return []
+        return [f"{where}: the second trace of a call that created variables: changed must be "
+                f"[] with a note naming the variables, is {mine.get('changed')} ({mine.get('note')!r})"]
     if causes != {cause}:
         return [f"{where}: cause {sorted(causes)}, constructed {cause!r}"]
     problems = []
@@ -442,8 +447,11 @@ def oracle_run(cell: Cell) -> dict[str, Any]:
     for fn in cell.truth["functions"]:
         trace_list = []
         for t in fn["trace_list"]:
+            note = ""
             if t["cause"] == "first":
                 changed: list[dict[str, Any]] = []
+            elif t["cause"] == "variable_creation" and fn["top_level"]:
+                changed, note = [], "traced twice: the first call created variables"
             elif not decided(cell, t["cause"]) or not fn["top_level"]:
                 changed = [{"cause": "unknown", "why": "the oracle's evidence does not decide it"}]
             elif t["changed"]:
@@ -451,7 +459,8 @@ def oracle_run(cell: Cell) -> dict[str, Any]:
                            for c in t["changed"]]
             else:
                 changed = [{"cause": t["cause"]}]
-            trace_list.append({"graph": t["graph"], "calls": t["calls"] or 0, "changed": changed})
+            trace_list.append({"graph": t["graph"], "calls": t["calls"] or 0, "changed": changed,
+                               "note": note})
         causes = Counter(c["cause"] for t in trace_list for c in t["changed"][:1])
         functions.append({"python_name": fn["python_name"], "location": f"{fn['file']}:{fn['lines'][0]}",
                           "traces": fn["traces"], "calls": fn["calls"] or 0, "causes": dict(causes),

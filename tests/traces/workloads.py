@@ -387,11 +387,14 @@ class _Tracked:
         if self.fn.experimental_get_tracing_count() != len(self.traces):
             raise RuntimeError(f"{self.key}: TF counts {self.fn.experimental_get_tracing_count()} "
                                f"traces, the scenario {len(self.traces)}")
-        code_lines, first = inspect.getsourcelines(self.python_function)
+        # AutoGraph's wrapper (Keras's step functions) keeps the function it wraps in
+        # __wrapped__: its source is the function's, not autograph's ``wrapper``.
+        source = inspect.unwrap(self.python_function)
+        code_lines, first = inspect.getsourcelines(source)
         for t in self.traces:
             t["calls"] = self.graph_calls.get(t["graph"], 0) if self.top_level else None
         return {"keras_steps": self.steps,"key": self.key, "python_name": self.python_function.__name__,
-                "file": os.path.abspath(inspect.getsourcefile(self.python_function) or ""),
+                "file": os.path.abspath(inspect.getsourcefile(source) or ""),
                 "lines": [first, first + len(code_lines) - 1], "kind": self.kind,
                 "top_level": self.top_level,
                 "traces": self.fn.experimental_get_tracing_count(),

@@ -13,6 +13,7 @@ of the tab, beside its JavaScript in ``frontend/``:
 - ``detail`` <-> ``detail.js``: one op type, all of it;
 - ``compare`` <-> ``compare.js``: two runs compared;
 - ``hotspots`` <-> ``hotspots.js``: the lines of the user's code that issued eager work;
+- ``functions`` <-> ``functions.js``: the trace ledger, per Python function;
 - ``exports``: the CSV and JSON downloads.
 
 A new section is a module here and its JavaScript in ``frontend/``, its payload a
@@ -39,6 +40,7 @@ from .dtypes import dtype_label
 from .dump import device_splits, dump_gap, dump_modes, lower_bound, short_device
 from .exports import dumps_json, export_csv, export_json
 from .hotspots import hot_spots
+from .functions import functions
 from .limits import MAX_PAGE_SIZE
 from .overview import KINDS, cpu_facts, overview, unknowns
 from .rows import kernel_kind
@@ -51,4 +53,5 @@ __all__ = [
     "short_why", "SORT_KEYS", "FILTERS", "KINDS", "MAX_PAGE_SIZE", "dump_modes", "dump_gap",
     "dtype_label", "short_device", "device_splits", "lower_bound", "cpu_facts", "unknowns",
     "hot_spots",
+    "functions",
 ]

@@ -69,9 +69,11 @@ from .health import (
     FULL_TENSOR,
     NO_TENSOR,
     SHAPE,
+    HealthSpec,
     digest_rank,
     health_digest,
     health_dtype,
+    health_spec,
 )
 from .keytable import _KeyTable as _KeyTable
 from .readset import assemble_dump_set, read_dump_set, read_file_states
@@ -84,4 +86,5 @@ __all__ = ["NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
            "FULL_TENSOR", "DEBUG_MODE_NAMES", "OpCreation", "GraphInfo", "DumpSet",
            "SourceLines", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
-           "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest", "digest_rank"]
+           "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest", "digest_rank",
+           "health_spec", "HealthSpec"]

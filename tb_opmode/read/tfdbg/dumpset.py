@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from ...errors import Problem
 from .. import fs
 from ..schema import EVENT_KINDS
+from .health import HealthSpec
 
 __all__ = ["DUMP_FILE_RE", "OpCreation", "GraphInfo", "DumpSet", "find_dump_sets", "Identity",
            "file_identity", "FileState"]
@@ -93,6 +94,8 @@ class DumpSet:
     trace_dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
     # (graph id, op name, slot) -> health_digest of its first trace
     trace_digests: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    # (graph id, op name, slot) -> ``health_spec`` of its first trace (FULL_HEALTH, SHAPE)
+    trace_specs: dict[tuple[str, str, int], HealthSpec] = field(default_factory=dict)
     # Per device (a MirroredStrategy replica, a worker's CPU): (op type, graph id or "",
     # device id of the first output, -1 if it has none, dtype as in execution_dtypes)
     # -> count of executions, and
@@ -102,6 +105,12 @@ class DumpSet:
     # graph id -> wall times (epoch s) of its calls from Python (tf.function calls), in
     # file order: where a profile's window falls among a function's runs.
     call_times: dict[str, list[float]] = field(default_factory=dict)
+    # graph id -> (first, last) wall time (epoch s) of its op creations: when it was traced.
+    graph_walls: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # graph id of a tf.function called from Python -> per input of its first call, what a
+    # FULL_HEALTH or SHAPE dump recorded of the eager output that fed it (``health_spec``),
+    # None where nothing (not an eager output the dump holds, or another mode).
+    call_args: dict[str, tuple[HealthSpec, ...]] = field(default_factory=dict)
     trace_devices: dict[tuple[str, str, int], str] = field(default_factory=dict)
     tensor_debug_modes: Counter[int] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)

@@ -8,11 +8,12 @@ traces file (``tracejob``), whose wall-time window ``traces_window`` sets.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from .. import fs
 from .dumpset import DumpSet, FileState, GraphInfo, OpCreation
 from .events import Events
-from .health import health_dtype
+from .health import SHAPE_INDEX, HealthSpec, health_dtype, health_spec
 from .sourcelines import SourceLines
 
 __all__: list[str] = []
@@ -65,12 +66,15 @@ def _fold_graphs(part: DumpSet, events: Events) -> None:
     texts: dict[str, str] = {}
     walls: list[float] = []
     wall = walls.append
+    spans = part.graph_walls
     for event, what, op, stack, _offset, _payload in events:
         wall(event.wall_time)
         if what == "graph_op_creation":
             graph = graphs.get(op.graph_id)
             if graph is None:
                 graph = graphs[op.graph_id] = GraphInfo(op.graph_id, op.graph_name)
+            first, _last = spans.get(graph.graph_id, (event.wall_time, 0.0))
+            spans[graph.graph_id] = (first, event.wall_time)
             # The graph's own id string, not a new one per op: the cache entry then
             # pickles it once per graph instead of once per op.
             graph_id = graph.graph_id
@@ -96,6 +100,27 @@ def _fold_graphs(part: DumpSet, events: Events) -> None:
     _touch_all(part, walls)
 
 
+class _Outputs:
+    """The debug tensors of the latest eager outputs, by tensor id: what fed a function's
+    call. Bounded: the oldest are dropped past ``limit`` (a call's inputs are made shortly
+    before it, mostly)."""
+
+    def __init__(self, limit: int = 1 << 15) -> None:
+        self.limit = limit
+        self.protos: dict[int, tuple[bytes, int]] = {}
+
+    def add(self, ids: Sequence[int], protos: Sequence[bytes], mode: int) -> None:
+        kept = self.protos
+        for tensor_id, proto in zip(ids, protos):
+            kept[tensor_id] = (proto, mode)
+        if len(kept) > self.limit:
+            for old in list(kept)[:len(kept) - self.limit // 2]:
+                del kept[old]
+
+    def specs(self, ids: Sequence[int]) -> tuple[HealthSpec, ...]:
+        return tuple(health_spec(*self.protos[i]) if i in self.protos else None for i in ids)
+
+
 def _fold_executions(part: DumpSet, events: Events) -> None:
     # Counted once per distinct (op type, graph, mode, stack, dtype, device), then summed
     # into the five counters: most executions repeat one of a few hundred such keys, and
@@ -105,6 +130,7 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
     walls: list[float] = []
     wall = walls.append
     calls = part.call_times.setdefault
+    outputs = _Outputs()
     for event, what, ex, stack, _offset, _payload in events:
         wall_time = event.wall_time
         wall(wall_time)
@@ -115,6 +141,10 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
             graph_id = ex.graph_id
             if graph_id:
                 calls(graph_id, []).append(wall_time)
+                if graph_id not in part.call_args:
+                    part.call_args[graph_id] = outputs.specs(ex.input_tensor_ids)
+            if mode in SHAPE_INDEX:
+                outputs.add(ex.output_tensor_ids, protos, mode)
             seen[(ex.op_type, graph_id, mode, stack,
                   health_dtype(protos[0] if protos else b"", mode), ids[0] if ids else -1)] += 1
     executions = part.executions

@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
+from typing import Optional
 
 from ..schema import LEN, VARINT, message_fields
 
-__all__ = ["NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
+__all__ = ["health_spec", "HealthSpec", "SHAPE_INDEX",
+           "NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
            "FULL_TENSOR", "DEBUG_MODE_NAMES", "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT",
            "health_dtype", "health_digest", "digest_rank"]
 
@@ -107,6 +109,33 @@ def health_dtype(tensor_proto: bytes, mode: int) -> str:
                 return ""  # a damaged or forged health tensor names no dtype
             return DTYPE_NAMES.get(int(value), f"DT_{int(value)}")
     return ""
+
+
+# What a FULL_HEALTH or SHAPE debug tensor says of a tensor: (dtype, rank, size, shape).
+HealthSpec = Optional[tuple[str, int, int, Optional[tuple[int, ...]]]]
+# Index of (rank, size, first dimension) in the health vector of the modes that record them.
+SHAPE_INDEX = {FULL_HEALTH: (3, 4, -1), SHAPE: (2, 3, 4)}
+_SHAPE_DIMS = 6  # SHAPE records the first six dimensions (zero-padded)
+
+
+def health_spec(tensor_proto: bytes, mode: int) -> HealthSpec:
+    """(dtype, rank, size, shape or None) a FULL_HEALTH or SHAPE debug tensor records of a
+    tensor; shape only from SHAPE (up to rank 6). None where the mode records none."""
+    index = SHAPE_INDEX.get(mode)
+    if index is None or not tensor_proto:
+        return None
+    for number, wire_type, length, _, after in _vector_field(tensor_proto) or \
+            message_fields(tensor_proto, 0, len(tensor_proto)) or ():
+        if number in (4, 6) and wire_type == LEN and length >= 8 * (index[1] + 1):
+            values = struct.unpack_from(f"<{length // 8}d", tensor_proto, after - length)
+            if not all(math.isfinite(v) for v in values):
+                return None
+            rank, size = int(values[index[0]]), int(values[index[1]])
+            shape = None
+            if index[2] > 0 and 0 <= rank <= _SHAPE_DIMS and len(values) >= index[2] + rank:
+                shape = tuple(int(v) for v in values[index[2]:index[2] + rank])
+            return health_dtype(tensor_proto, mode), rank, size, shape
+    return None
 
 
 def _digest(data: bytes) -> int:

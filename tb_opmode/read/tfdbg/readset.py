@@ -139,10 +139,10 @@ _OWNED = {
     "metadata": ("tensorflow_version", "file_version", "run_id"),
     "source_files": ("source_files", "source_lines"),
     "stack_frames": ("stack_frames",),
-    "graphs": ("graphs", "devices"),
+    "graphs": ("graphs", "devices", "graph_walls"),
     "execution": ("executions", "execution_sites", "execution_dtypes", "tensor_debug_modes",
-                  "execution_devices", "call_times"),
-    _TRACES: ("traces", "trace_dtypes", "trace_digests", "trace_devices"),
+                  "execution_devices", "call_times", "call_args"),
+    _TRACES: ("traces", "trace_dtypes", "trace_digests", "trace_devices", "trace_specs"),
 }
 
 

@@ -22,7 +22,7 @@ from .dumpset import FileState
 from .fastread import _fast_range, _first_payload
 from .fold import _traces_window
 from .framing import _KEY_START, _trace_tail
-from .health import health_digest, health_dtype
+from .health import HealthSpec, health_digest, health_dtype, health_spec
 from .traceparts import _exact_part, _Part, _size
 
 __all__: list[str] = []
@@ -144,7 +144,7 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
                 cur = part.stop
     if cur < size:
         parts.append(_exact_part(path, cur, None))
-    infos: dict[bytes, tuple[tuple[str, str, int], str, int, str]] = {}
+    infos: dict[bytes, tuple[tuple[str, str, int], str, int, str, HealthSpec]] = {}
     for part in parts:
         if not part.fast:
             continue
@@ -156,10 +156,11 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
                 if info is None:
                     return False
                 infos[key] = info
-            tkey, dtype, digest, device = info
+            tkey, dtype, digest, device, spec = info
             if tkey not in exact:
                 part.dtypes[tkey] = dtype
                 part.digests[tkey] = digest
+                part.specs[tkey] = spec
                 part.devices[tkey] = device
             exact[tkey] += n
         part.counts = exact
@@ -176,9 +177,9 @@ def _apply_fast(state: FileState, start: int, size: int, results: list[list[_Par
     return True
 
 
-def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int, str] | None:
-    """(context id, op name, slot), health dtype, digest and device of the first record of
-    a key, if the record has the layout the key assumes."""
+def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int, str, HealthSpec] | None:
+    """(context id, op name, slot), health dtype, digest, device and spec of the first
+    record of a key, if the record has the layout the key assumes."""
     if not sample or sample[_KEY_START:_KEY_START + len(key)] != key:
         return None
     tail = _trace_tail(sample)
@@ -191,19 +192,22 @@ def _key_info(sample: bytes, key: bytes) -> tuple[tuple[str, str, int], str, int
     tr = event.graph_execution_trace
     return ((tr.tfdbg_context_id, tr.op_name, tr.output_slot),
             health_dtype(tr.tensor_proto, tr.tensor_debug_mode),
-            health_digest(tr.tensor_proto, tr.tensor_debug_mode), tr.device_name)
+            health_digest(tr.tensor_proto, tr.tensor_debug_mode), tr.device_name,
+            health_spec(tr.tensor_proto, tr.tensor_debug_mode))
 
 
 def _apply(state: FileState, parts: list[_Part]) -> None:
     """Fold parts (in file order) into a traces ``FileState``, as one plain read would."""
     part_set = state.part
     traces, dtypes, digests = part_set.traces, part_set.trace_dtypes, part_set.trace_digests
+    specs = part_set.trace_specs
     devices = part_set.trace_devices
     for part in parts:
         for key, n in part.counts.items():
             if key not in traces:
                 dtypes[key] = part.dtypes.get(key, "")
                 digests[key] = part.digests.get(key, 0)
+                specs[key] = part.specs.get(key)
                 devices[key] = part.devices.get(key, "")
             traces[key] += n
         if part.decoded:

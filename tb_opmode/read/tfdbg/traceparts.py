@@ -16,7 +16,7 @@ from ...errors import Problem
 from .. import fs
 from ..tfrecord import RecordReader, frame_whole
 from .events import _TRACES, _decoded
-from .health import health_digest, health_dtype
+from .health import HealthSpec, health_digest, health_dtype, health_spec
 
 __all__: list[str] = []
 
@@ -34,6 +34,7 @@ class _Part:
     samples: dict[bytes, bytes] = field(default_factory=dict)
     dtypes: dict[tuple[str, str, int], str] = field(default_factory=dict)
     digests: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    specs: dict[tuple[str, str, int], HealthSpec] = field(default_factory=dict)
     devices: dict[tuple[str, str, int], str] = field(default_factory=dict)
     first_payload: bytes = b""
     last_payload: bytes = b""
@@ -68,6 +69,7 @@ def _exact_part(path: str, start: int, stop: int | None) -> _Part:
         if key not in counts:
             dtypes[key] = health_dtype(tr.tensor_proto, tr.tensor_debug_mode)
             part.digests[key] = health_digest(tr.tensor_proto, tr.tensor_debug_mode)
+            part.specs[key] = health_spec(tr.tensor_proto, tr.tensor_debug_mode)
             part.devices[key] = tr.device_name
         counts[key] += 1
     part.counts = counts

@@ -1,0 +1,182 @@
+"""What a dump's op-creation stacks say of a tf.function's traces.
+
+In: a ``DumpSet`` (its graphs, their ops' creation stacks, its source files). Out:
+``TraceFacts`` per graph that is a trace of a tf.function (a concrete function): its
+Python function's name and place (``path``, ``def`` line), whether its first op was
+created under ``_initialize`` (the first trace of its tf.function object), whether TF
+itself made it (``initialize_variables``) or tf.data did, and its arguments (the
+``Placeholder`` ops the trace made for them, captures left out).
+
+Every tf.function trace passes through the tracing entry (``_create_concrete_function``,
+older TF ``_create_graph_function``); a tf.cond or while branch is made by
+``func_graph_from_py_func`` under cond_v2 / while_v2 instead, after that entry.
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..read.tfdbg import DumpSet, GraphInfo
+
+__all__ = ["TraceFacts", "trace_facts", "parameters_of"]
+
+Frame = tuple[str, int, str]
+
+_TRACE_ENTRIES = frozenset({"_create_concrete_function", "_create_graph_function"})
+_TRACE_CALLS = frozenset({"trace_function", "_maybe_define_function", "_define_function_with_shape_relaxation"})
+_FUNC_GRAPH = "func_graph_from_py_func"
+_CALL_FILES = frozenset({"polymorphic_function.py", "def_function.py"})
+# TF's own functions and tf.data's: traced by TF, never a user's tf.function.
+_TF_OWN = frozenset({"_initialize_uninitialized_variables"})
+_DATA_FILES = frozenset({"structured_function.py", "dataset_ops.py"})
+_ARGUMENT_MAKERS = frozenset({"placeholder_arguments", "_get_defun_input",
+                              "_get_defun_inputs_from_args", "_get_defun_inputs"})
+# How many of a graph's ops are searched for a frame in the function's own body.
+_BODY_SEARCH = 400
+
+
+@dataclass
+class TraceFacts:
+    """One graph that is a trace of a tf.function, as its creation stacks tell it."""
+
+    graph_id: str
+    python_name: str
+    path: str = ""
+    line: int = 0               # the ``def`` line where the source says it, else a body line
+    first_of_object: bool = False
+    args: list[str] = field(default_factory=list)
+    nested: bool = False        # made inside another trace (its outer graph is named)
+    keras: str = ""             # "train", "evaluate" or "predict": made by Keras' fit, ...
+
+
+# The Keras method whose call traced a step function, and what the step does.
+_KERAS_CALLERS = {"fit": "train", "train_on_batch": "train", "evaluate": "evaluate",
+                  "test_on_batch": "evaluate", "predict": "predict", "predict_on_batch": "predict"}
+
+
+def _keras_kind(frames: list[Frame]) -> str:
+    return next((_KERAS_CALLERS[f[2]] for f in reversed(frames)
+                 if f[2] in _KERAS_CALLERS and re.search(r"[/\\](tf_)?keras[/\\]", f[0])), "")
+
+
+def _frames(dump: DumpSet, stack: Sequence[str]) -> list[Frame]:
+    return [f for f in (dump.frame(i) for i in stack) if f is not None]
+
+
+def _last(frames: list[Frame], names: frozenset[str]) -> int:
+    return max((i for i, f in enumerate(frames) if f[2] in names), default=-1)
+
+
+def _is_trace(frames: list[Frame]) -> bool:
+    """Whether the innermost graph-making frame of a graph's first op is a tf.function's
+    tracing entry (a branch of tf.cond or a loop body is made by func_graph_from_py_func
+    called from elsewhere)."""
+    entry = _last(frames, _TRACE_ENTRIES)
+    if entry < 0:
+        return False
+    graphs = [i for i, f in enumerate(frames) if f[2] == _FUNC_GRAPH and i > entry]
+    return all(frames[i - 1][2] in _TRACE_ENTRIES for i in graphs)
+
+
+def _call_frames(frames: list[Frame]) -> list[Frame]:
+    """The frames between the innermost tf.function ``__call__`` (or
+    ``get_concrete_function``) and the tracing entry below it."""
+    starts = [i for i, f in enumerate(frames)
+              if f[2] in ("__call__", "get_concrete_function") and os.path.basename(f[0]) in _CALL_FILES]
+    start = starts[-1] if starts else 0
+    end = _last(frames, _TRACE_CALLS | _TRACE_ENTRIES)
+    return frames[start:end + 1] if end >= start else frames[start:]
+
+
+def _made_by_tf(frames: list[Frame]) -> bool:
+    return any(f[2] in _TF_OWN or os.path.basename(f[0]) in _DATA_FILES for f in frames)
+
+
+def _is_body(func: str, name: str) -> bool:
+    # AutoGraph's converted lambda keeps the lambda's lines but not its name.
+    return func == name or (name == "<lambda>" and func in ("", "<lambda>"))
+
+
+def _body_line(dump: DumpSet, graph: GraphInfo) -> tuple[str, int]:
+    """The least line of the function's own frame (its name, below the tracing entry)
+    among the graph's ops' stacks."""
+    seen: set[tuple[str, ...]] = set()
+    best: tuple[str, int] = ("", 0)
+    for n, op in enumerate(graph.ops.values()):
+        if n >= _BODY_SEARCH:
+            break
+        if op.stack in seen:
+            continue
+        seen.add(op.stack)
+        frames = _frames(dump, op.stack)
+        entry = _last(frames, _TRACE_ENTRIES)
+        for path, line, func in frames[entry + 1:]:
+            if _is_body(func, graph.name) and (not best[1] or line < best[1]):
+                best = (path, line)
+                break
+    return best
+
+
+def _def_line(dump: DumpSet, path: str, line: int, name: str) -> int:
+    """The ``def`` line above a body line, where the dump holds the source file; a
+    lambda's own line."""
+    lines = next((text for (_host, p), text in dump.source_lines.items() if p == path), None)
+    if lines is None or not 0 < line <= len(lines) or name == "<lambda>":
+        return line
+    pattern = re.compile(rf"\s*(async\s+)?def\s+{re.escape(name)}\s*\(")
+    for at in range(line, 0, -1):
+        if pattern.match(lines[at - 1]):
+            return at
+    return line
+
+
+def parameters_of(dump: DumpSet, path: str, line: int) -> list[str]:
+    """The parameter names of the function defined at ``path:line`` (its ``def`` or
+    ``lambda`` text, up to the colon), where the dump holds the source; else []."""
+    lines = next((text for (_host, p), text in dump.source_lines.items() if p == path), None)
+    if lines is None or not 0 < line <= len(lines):
+        return []
+    text = " ".join(str(lines[i]) for i in range(line - 1, min(line + 5, len(lines))))
+    found = re.search(r"\bdef\s+\w+\s*\((.*?)\)\s*(->[^:]*)?:", text) or re.search(r"\blambda\b([^:]*):", text)
+    if not found:
+        return []
+    names = []
+    for part in found.group(1).split(","):
+        name = part.split("=")[0].split(":")[0].strip().lstrip("*")
+        if name and name not in ("self", "cls", "/") and name.isidentifier():
+            names.append(name)
+    return names
+
+
+def _arguments(dump: DumpSet, graph: GraphInfo) -> list[str]:
+    """The Placeholder ops the trace made for the function's arguments, in order."""
+    names = []
+    for op in graph.ops.values():
+        if op.op_type != "Placeholder":
+            continue
+        frames = _frames(dump, op.stack)
+        if any(f[2] in _ARGUMENT_MAKERS for f in frames[_last(frames, _TRACE_ENTRIES):]):
+            names.append(op.op_name)
+    return names
+
+
+def _facts_of(dump: DumpSet, graph: GraphInfo) -> TraceFacts | None:
+    first = next(iter(graph.ops.values()), None)
+    if first is None or not graph.name:
+        return None
+    frames = _frames(dump, first.stack)
+    if not _is_trace(frames) or _made_by_tf(frames):
+        return None
+    path, line = _body_line(dump, graph)
+    outer = dump.graphs.get(graph.outer_id)
+    return TraceFacts(graph.graph_id, graph.name, path, _def_line(dump, path, line, graph.name),
+                      any(f[2] == "_initialize" for f in _call_frames(frames)),
+                      _arguments(dump, graph), bool(outer is not None and outer.name),
+                      _keras_kind(frames))
+
+
+def trace_facts(dump: DumpSet) -> list[TraceFacts]:
+    """The dump's tf.function traces, in the order TF made them (the dump's order)."""
+    return [f for f in (_facts_of(dump, g) for g in dump.graphs.values()) if f is not None]

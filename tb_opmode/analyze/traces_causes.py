@@ -1,0 +1,178 @@
+"""Why a tf.function traced again: the cause of each trace after a function's first, and
+the advice each cause calls for.
+
+In: ``CauseContext`` (a trace, the trace of the same Python function before it, and
+what the run records of their arguments). Out: ``changed_of``: the trace's ``changed``
+list (``{"cause": word, ...}``; the words are ``CAUSES``) and a note; ``ADVICE``: what
+to change for each cause, said at the call site.
+
+The rules are an ordered list of named rules ``(context) -> Verdict | None``; the first
+that decides wins:
+
+- the first trace of a Python function changed nothing;
+- a trace whose first op was made under ``_initialize`` is the first of its tf.function
+  object: the same code traced by a new ``tf.function`` (``new_function_object``);
+- the second trace of a first call that created variables (the first trace never
+  called, its object's next trace made in the same call) changed nothing: a note says
+  so, and it is no cause;
+- where both traces' tensor arguments are recorded: a ``dtype`` changed, a ``shape``
+  changed (which argument; which dimension where the shapes are recorded, not only
+  the sizes), or, the same tensors and a Python argument, a ``python_value``;
+- else ``unknown``, with why and how to find out.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CAUSES", "ADVICE", "ArgSpec", "CauseContext", "Verdict", "CAUSE_RULES", "changed_of",
+           "NOT_RECORDED"]
+
+CAUSES = ("shape", "dtype", "python_value", "new_function_object", "unknown")
+NOT_RECORDED = "not recorded"
+
+ADVICE = {
+    "shape": ("give the tf.function an input_signature with None for the dimensions that "
+              "change (tf.TensorSpec([None, ...])), or reduce_retracing=True"),
+    "dtype": "keep one dtype for the argument (cast it before the call)",
+    "python_value": ("pass a tensor (tf.constant(value)) instead of a Python number: each new "
+                     "value is a new trace"),
+    "new_function_object": ("create the tf.function once, outside the loop, and call that "
+                            "object: a new tf.function object traces anew"),
+    "unknown": "",
+}
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """What the run recorded of one tensor argument on the call that traced."""
+
+    name: str
+    dtype: str = ""                       # "" where not recorded
+    shape: tuple[int, ...] | None = None  # None where not recorded
+    size: int | None = None               # elements, where recorded
+
+
+@dataclass
+class CauseContext:
+    """One trace and the one before it (of the same Python function)."""
+
+    first: bool                         # the Python function's first trace
+    first_of_object: bool               # made under ``_initialize``
+    nested: bool = False                # traced inside another function's trace
+    outer: str = ""                     # that function's name
+    previous_first_of_object: bool = False
+    previous_calls: int = 0
+    tensor_args: list[str] = field(default_factory=list)
+    python_args: list[str] = field(default_factory=list)
+    specs: list[ArgSpec] | None = None            # this trace's, None: not recorded
+    previous_specs: list[ArgSpec] | None = None
+    unrecorded_why: str = ""            # why specs are not recorded, and how to get them
+
+
+@dataclass
+class Verdict:
+    changed: list[dict[str, Any]]
+    note: str = ""
+
+
+Rule = Callable[[CauseContext], "Verdict | None"]
+
+
+def _first_trace(ctx: CauseContext) -> Verdict | None:
+    return Verdict([]) if ctx.first else None
+
+
+def _nested(ctx: CauseContext) -> Verdict | None:
+    if not ctx.nested:
+        return None
+    return Verdict([{"cause": "unknown", "why": f"traced inside a trace of {ctx.outer or 'another tf.function'}: "
+                     "it is traced again whenever that function is"}])
+
+
+def _new_object(ctx: CauseContext) -> Verdict | None:
+    if not ctx.first_of_object:
+        return None
+    return Verdict([{"cause": "new_function_object",
+                     "why": "the same code traced by a new tf.function object (its first trace)"}])
+
+
+def _variable_creation(ctx: CauseContext) -> Verdict | None:
+    if not (ctx.previous_first_of_object and ctx.previous_calls == 0):
+        return None
+    return Verdict([], "TF traced this function's first call twice because the first trace created "
+                       "variables (tf.Variable inside the function); the first trace is never called")
+
+
+def _by_argument(ctx: CauseContext) -> list[tuple[ArgSpec, ArgSpec]]:
+    before = {a.name: a for a in ctx.previous_specs or []}
+    return [(before[a.name], a) for a in ctx.specs or [] if a.name in before]
+
+
+def _dtype(ctx: CauseContext) -> Verdict | None:
+    if ctx.specs is None or ctx.previous_specs is None:
+        return None
+    changed = [{"cause": "dtype", "arg": now.name, "before": was.dtype, "after": now.dtype}
+               for was, now in _by_argument(ctx) if was.dtype and now.dtype and was.dtype != now.dtype]
+    return Verdict(changed) if changed else None
+
+
+def _shape_change(was: ArgSpec, now: ArgSpec) -> dict[str, Any] | None:
+    if was.shape is not None and now.shape is not None:
+        if was.shape == now.shape:
+            return None
+        dims = [i for i, (a, b) in enumerate(zip(was.shape, now.shape)) if a != b]
+        out: dict[str, Any] = {"cause": "shape", "arg": now.name, "before": list(was.shape),
+                               "after": list(now.shape)}
+        if len(was.shape) == len(now.shape) and dims:
+            out["dim"] = dims[0]
+        return out
+    if was.size is not None and now.size is not None and was.size != now.size:
+        return {"cause": "shape", "arg": now.name, "before_size": was.size, "after_size": now.size,
+                "why": "the element count changed; which dimension is not recorded (a SHAPE dump "
+                       "records the shapes)"}
+    return None
+
+
+def _shape(ctx: CauseContext) -> Verdict | None:
+    if ctx.specs is None or ctx.previous_specs is None:
+        return None
+    changed = [c for was, now in _by_argument(ctx) if (c := _shape_change(was, now)) is not None]
+    return Verdict(changed) if changed else None
+
+
+def _python_value(ctx: CauseContext) -> Verdict | None:
+    if ctx.specs is None or ctx.previous_specs is None or not ctx.python_args:
+        return None
+    return Verdict([{"cause": "python_value", "arg": name,
+                     "why": "the tensors are the same as in the trace before; a Python argument is "
+                            "part of the trace's key"} for name in ctx.python_args])
+
+
+def _unknown(ctx: CauseContext) -> Verdict | None:
+    why = ctx.unrecorded_why if ctx.specs is None or ctx.previous_specs is None else (
+        "the recorded tensor arguments are the same and the function has no Python argument: "
+        "a captured Python object or a tf.function option may have changed")
+    return Verdict([{"cause": "unknown", "why": why}])
+
+
+CAUSE_RULES: list[tuple[str, Rule]] = [
+    ("first_trace", _first_trace),
+    ("nested", _nested),
+    ("new_function_object", _new_object),
+    ("variable_creation", _variable_creation),
+    ("dtype", _dtype),
+    ("shape", _shape),
+    ("python_value", _python_value),
+    ("unknown", _unknown),
+]
+
+
+def changed_of(ctx: CauseContext) -> Verdict:
+    """The first rule's verdict (``unknown`` decides every context)."""
+    for _name, rule in CAUSE_RULES:
+        verdict = rule(ctx)
+        if verdict is not None:
+            return verdict
+    raise AssertionError("the unknown rule decides every context")

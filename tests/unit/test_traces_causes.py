@@ -1,0 +1,89 @@
+"""The trace ledger's cause rules (``analyze/traces_causes.py``) on small inputs.
+
+The inputs are what the dumps of ``tests/traces/workloads.py`` record (TF 2.21): ``step(x,
+lr)`` traced for x float32 [4, 8] then [6, 8] (a SHAPE dump: shapes; FULL_HEALTH: sizes 32
+then 48), for lr 0.1 then 0.05 (the same x), ``scale(t)`` for float32 then float64 [3, 5],
+``accumulate`` (its first call created a variable: TF traced it twice, the first trace
+never called), and a lambda's ``tf.function`` made anew in the loop. No TensorFlow needed.
+"""
+from __future__ import annotations
+
+from tb_opmode.analyze.traces_causes import (
+    CAUSE_RULES,
+    CAUSES,
+    ArgSpec,
+    CauseContext,
+    changed_of,
+)
+
+X_4_8 = [ArgSpec("x", "float32", (4, 8), 32)]
+X_6_8 = [ArgSpec("x", "float32", (6, 8), 48)]
+
+
+def _later(**kw: object) -> CauseContext:
+    ctx = CauseContext(first=False, first_of_object=False, tensor_args=["x"],
+                       unrecorded_why="a NO_TENSOR dump records no dtypes or shapes")
+    for name, value in kw.items():
+        setattr(ctx, name, value)
+    return ctx
+
+
+def test_the_first_trace_changed_nothing() -> None:
+    assert changed_of(CauseContext(first=True, first_of_object=True)).changed == []
+
+
+def test_a_new_object_of_the_same_code_is_new_function_object() -> None:
+    verdict = changed_of(_later(first_of_object=True, specs=X_4_8, previous_specs=X_4_8))
+    assert [c["cause"] for c in verdict.changed] == ["new_function_object"]
+
+
+def test_the_second_trace_of_a_call_that_created_variables_has_a_note_and_no_cause() -> None:
+    verdict = changed_of(_later(previous_first_of_object=True, previous_calls=0))
+    assert verdict.changed == [] and "variables" in verdict.note
+
+
+def test_a_called_first_trace_before_is_no_variable_creation() -> None:
+    verdict = changed_of(_later(previous_first_of_object=True, previous_calls=1))
+    assert [c["cause"] for c in verdict.changed] == ["unknown"]
+
+
+def test_shapes_recorded_name_the_argument_and_dimension() -> None:
+    verdict = changed_of(_later(specs=X_6_8, previous_specs=X_4_8))
+    assert verdict.changed[0]["cause"] == "shape"
+    assert (verdict.changed[0]["arg"], verdict.changed[0]["dim"]) == ("x", 0)
+
+
+def test_sizes_alone_name_the_argument_not_the_dimension() -> None:
+    before = [ArgSpec("x", "float32", None, 32)]
+    after = [ArgSpec("x", "float32", None, 48)]
+    change = changed_of(_later(specs=after, previous_specs=before)).changed[0]
+    assert change["cause"] == "shape" and change["arg"] == "x" and "dim" not in change
+
+
+def test_a_dtype_change_wins_over_the_shape() -> None:
+    before = [ArgSpec("t", "float32", (3, 5), 15)]
+    after = [ArgSpec("t", "float64", (3, 5), 15)]
+    change = changed_of(_later(tensor_args=["t"], specs=after, previous_specs=before)).changed[0]
+    assert (change["cause"], change["arg"]) == ("dtype", "t")
+
+
+def test_the_same_tensors_and_a_python_argument_is_python_value() -> None:
+    verdict = changed_of(_later(python_args=["lr"], specs=X_4_8, previous_specs=X_4_8))
+    assert [(c["cause"], c["arg"]) for c in verdict.changed] == [("python_value", "lr")]
+
+
+def test_the_same_tensors_and_no_python_argument_is_unknown_with_why() -> None:
+    change = changed_of(_later(specs=X_4_8, previous_specs=X_4_8)).changed[0]
+    assert change["cause"] == "unknown" and change["why"]
+
+
+def test_unrecorded_specs_are_unknown_with_how_to_find_out() -> None:
+    change = changed_of(_later(python_args=["lr"])).changed[0]
+    assert change == {"cause": "unknown", "why": "a NO_TENSOR dump records no dtypes or shapes"}
+
+
+def test_every_cause_word_is_the_contracts() -> None:
+    contexts = [_later(first_of_object=True), _later(specs=X_6_8, previous_specs=X_4_8),
+                _later(python_args=["lr"], specs=X_4_8, previous_specs=X_4_8), _later()]
+    words = {c["cause"] for ctx in contexts for c in changed_of(ctx).changed}
+    assert words <= set(CAUSES) and [name for name, _ in CAUSE_RULES][-1] == "unknown"
