@@ -15,7 +15,6 @@ from typing import Any
 
 from .errors import Problem
 from .read.manifest import RecordedRun
-from .read.recorded import Recorded
 from .read.textlog import LogFacts
 from .read.tfdbg import DumpSet
 from .read.xplane import Profile
@@ -74,7 +73,8 @@ class RunModel:
     hosts: list[str] = field(default_factory=list)
     onednn_enabled: bool | None = None
     onednn_source: str = ""
-    # What ``tb-opmode record`` wrote of the run's environment and CPU (its manifest.json).
+    # How ``tb-opmode record`` made the run, its environment and CPU (its manifest.json);
+    # None for a run made by hand.
     recorded: RecordedRun | None = None
     counts_from: str = ""
     sources: dict[str, list[str]] = field(default_factory=dict)
@@ -99,8 +99,6 @@ class RunModel:
     count_basis: dict[str, str] = field(default_factory=dict)
     # A run counted per call x calls: (op type, kernel, executions, evidence) per kernel.
     per_call_kernels: list[tuple[str, str, int, str]] = field(default_factory=list)
-    # How ``tb-opmode record`` made the run (its manifest), None for a run made by hand.
-    recorded: Recorded | None = None
     # The tensor_debug_mode of a dump whose debug ops read tensors ("" if none): its
     # graph kernels are not the job's (``analyze.recording``).
     reads_tensors: str = ""

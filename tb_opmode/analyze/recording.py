@@ -1,7 +1,7 @@
 """How a run's evidence was made, and whether its kernels are the job's.
 
 In: a ``RunModel`` with its dumps read, and its directory's ``manifest.json`` (``read.
-recorded``). Out: ``model.recorded`` (the evidence level ``tb-opmode record`` used, None
+manifest``). Out: ``model.recorded`` (the evidence level ``tb-opmode record`` used, None
 for a run made by hand) and ``model.reads_tensors``: the ``tensor_debug_mode`` of a dump
 whose debug ops read every traced tensor ("" where there is none, or it is NO_TENSOR).
 Such a dump changes what runs: grappler's remapper fuses no op whose output a debug op
@@ -10,13 +10,11 @@ reads, so the run's graph kernels are the debug run's, not the job's (``FUSION_N
 from __future__ import annotations
 
 from ..model import RunModel
-from ..read.recorded import read_recorded
+from ..read.manifest import recorded_run
+from ..read.tfdbg import DEBUG_MODE_NAMES
 
-__all__ = ["note_recording", "reads_tensors", "FUSION_NOTE", "DEBUG_MODES"]
+__all__ = ["note_recording", "reads_tensors", "FUSION_NOTE"]
 
-# tfdbg's TensorDebugMode values (debug_event.proto).
-DEBUG_MODES = {1: "NO_TENSOR", 2: "CURT_HEALTH", 3: "CONCISE_HEALTH", 4: "FULL_HEALTH",
-               5: "SHAPE", 6: "FULL_NUMERICS", 7: "FULL_TENSOR", 8: "REDUCE_INF_NAN_THREE_SLOTS"}
 FUSION_NOTE = ("its {mode} dump reads every traced tensor, so grappler's remapper fused no op: "
                "its graph kernels are those of the debug run, not of the job as it runs "
                "(a NO_TENSOR dump, or none: `tb-opmode record --evidence kernels`, keeps them)")
@@ -29,13 +27,14 @@ def reads_tensors(model: RunModel) -> str:
         return "" if mode == "NO_TENSOR" else mode
     modes = {mode for dump in model.dumps for mode in dump.tensor_debug_modes if mode > 1}
     modes |= {mode for log in model.logs for mode in log.debug_modes.values() if mode > 1}
-    return ", ".join(DEBUG_MODES.get(m, str(m)) for m in sorted(modes))
+    return ", ".join(DEBUG_MODE_NAMES.get(m, str(m)) for m in sorted(modes))
 
 
 def note_recording(model: RunModel) -> None:
     """``model.recorded`` and ``model.reads_tensors``; the TF version from the manifest
     where no dump gave it."""
-    model.recorded = read_recorded(model.directory)
+    if model.recorded is None:
+        model.recorded = recorded_run(model.directory)
     if model.recorded is not None and not model.tensorflow_version:
         model.tensorflow_version = model.recorded.tensorflow_version
     model.reads_tensors = reads_tensors(model)

@@ -45,8 +45,8 @@ from ..errors import UnreadableLogdir
 from . import fs
 from .jobs import Scan, group_jobs
 from .logattach import attach_logs
+from .manifest import is_recorded
 from .memo import memo
-from .recorded import is_recorded
 from .sources import (
     CLOCK_SLACK_S,
     RunSources,

@@ -1,9 +1,12 @@
 """What a run recorded by ``tb-opmode record`` says of its own environment and CPU.
 
 In: a run's directory; ``tb-opmode record`` writes ``manifest.json`` there beside the dump.
-Out: ``RecordedRun`` (the TF and oneDNN environment variables the job had, whether set by
-the recording or by the user; the CPU's instruction sets, named as TF's start-up line names
-them), or None where the directory holds no readable manifest. A file that is not one of
+Out: ``RecordedRun`` (how the run was made: the evidence level, the dump's
+``tensor_debug_mode``, the command, the TF version, the window of steps; the TF and oneDNN
+environment variables the job had, whether set by the recording or by the user; the CPU's
+instruction sets, named as TF's start-up line names them), or None where the directory
+holds no readable manifest (a run made by hand, a damaged file: the run is read all the
+same, without these facts); ``is_recorded``: whether a directory is such a run. A file that is not one of
 ours (no ``format`` of the recording) is ignored, not an error: a user may have any
 ``manifest.json`` in a logdir.
 """
@@ -16,21 +19,28 @@ from typing import Any, Optional
 
 from . import fs
 
-__all__ = ["MANIFEST", "RecordedRun", "recorded_run"]
+__all__ = ["MANIFEST", "RecordedRun", "recorded_run", "is_recorded"]
 
 MANIFEST = "manifest.json"
 _FORMAT_PREFIX = "tb_opmode.record/"
+# Bigger than any manifest record writes; a bigger file is not ours.
+_MAX_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
 class RecordedRun:
-    """The environment and CPU a recorded run had."""
+    """How a recorded run was made, and the environment and CPU it had."""
 
     path: str
     environment: dict[str, str]
     # Upper-case instruction-set names (``AVX512_BF16``): /proc/cpuinfo's flags, and the
     # ones TF's own CPU line named; None where the manifest recorded neither.
     cpu_features: Optional[frozenset[str]]
+    evidence: str = ""                    # "kernels", "calls", "full"
+    dump_mode: Optional[str] = None       # tensor_debug_mode of its dump, None for no dump
+    command: tuple[str, ...] = ()
+    tensorflow_version: str = ""
+    steps: tuple[int, ...] = ()
 
 
 def recorded_run(directory: str) -> Optional[RecordedRun]:
@@ -39,12 +49,36 @@ def recorded_run(directory: str) -> Optional[RecordedRun]:
         f"{directory.rstrip('/')}/{MANIFEST}"
     try:
         with fs.open_read(path) as f:
-            doc = json.loads(f.read(1 << 20).decode("utf-8", errors="replace"))
+            data = f.read(_MAX_BYTES + 1)
+        doc = json.loads(data.decode("utf-8", errors="replace"))
     except (OSError, ValueError):
         return None
-    if not isinstance(doc, dict) or not str(doc.get("format", "")).startswith(_FORMAT_PREFIX):
+    if len(data) > _MAX_BYTES or not isinstance(doc, dict) \
+            or not _text(doc, "format").startswith(_FORMAT_PREFIX):
         return None
-    return RecordedRun(path, _environment(doc), _cpu_features(doc))
+    command, steps = doc.get("command"), doc.get("steps")
+    return RecordedRun(
+        path, _environment(doc), _cpu_features(doc),
+        evidence=_text(doc, "evidence"), dump_mode=_text(doc, "dump_mode") or None,
+        command=tuple(str(c) for c in command) if isinstance(command, list) else (),
+        tensorflow_version=_text(doc, "tensorflow_version"),
+        steps=tuple(s for s in steps if isinstance(s, int)) if isinstance(steps, list) else ())
+
+
+def is_recorded(directory: str, filenames: list[str]) -> bool:
+    """Whether ``directory`` (holding ``filenames``) is a run ``tb-opmode record`` made."""
+    if MANIFEST not in filenames:
+        return False
+    try:
+        return f'"format": "{_FORMAT_PREFIX}'.encode() in fs.head(
+            directory.rstrip("/") + "/" + MANIFEST, 512)
+    except OSError:
+        return False
+
+
+def _text(doc: dict[str, Any], key: str) -> str:
+    value = doc.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def _environment(doc: dict[str, Any]) -> dict[str, str]:

@@ -39,8 +39,8 @@ from .detail import op_detail, short_why
 from .dtypes import dtype_label
 from .dump import device_splits, dump_gap, dump_modes, lower_bound, short_device
 from .exports import dumps_json, export_csv, export_json
-from .hotspots import hot_spots
 from .functions import functions
+from .hotspots import hot_spots
 from .limits import MAX_PAGE_SIZE
 from .overview import KINDS, cpu_facts, overview, unknowns
 from .rows import kernel_kind
