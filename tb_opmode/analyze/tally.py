@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any, NamedTuple
 
+import numpy as np  # tensorboard depends on numpy
+
 from ..read.xtypes import Profile
 
 __all__ = ["EventTally", "tally"]
@@ -56,8 +58,6 @@ def _sums(events: Sequence[tuple[Any, Any, int, int]], key: Any) -> dict[Any, tu
     """key(event) -> (events, total of their durations, the 4th field)."""
     if not events:
         return {}
-    import numpy as np  # only a run with a profile needs it (its reader imports it too)
-
     keys = list(map(key, events))
     counts = Counter(keys)
     slot = {k: i for i, k in enumerate(counts)}
