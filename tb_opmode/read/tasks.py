@@ -87,6 +87,22 @@ def _device_names(path: str) -> list[str] | None:
     order (as ``tfdbg``'s reader keeps them by device id), or None when the file is not
     a run of intact records each laid out as TensorFlow writes them (wall time, optional
     step, then one payload field): then the caller reads it record by record."""
+    read = _read_whole(path)
+    if read is None:
+        return None
+    data, n, reuse = read
+    framed = _frame(data, n)
+    if framed is None:
+        return None
+    offsets, found, end = framed
+    if offsets and not _intact(data, offsets, end, reuse):
+        return None
+    return _devices_of(data, found)
+
+
+def _read_whole(path: str) -> tuple[Any, int, bool] | None:
+    """(the file's bytes, how many, whether they are in the thread's reusable buffer),
+    or None for a file too big for the quick path or cut short while read."""
     with fs.open_read(path) as f:
         size = fs.size_of(f)
         if size > _QUICK_MAX_BYTES:
@@ -100,6 +116,13 @@ def _device_names(path: str) -> list[str] | None:
         n = readinto(data) if readinto is not None and reuse else len(data)
     if n < size:
         return None
+    return data, n, reuse
+
+
+def _frame(data: Any, n: int) -> tuple[array[int], list[tuple[int, int]], int] | None:
+    """(the offset of each record of ``data[:n]``, the payload bounds of its
+    ``debugged_device`` events, where the records end), or None if a record is cut off
+    or not laid out as TF writes it."""
     u64 = _U64.unpack_from
     offsets = array("q")
     found: list[tuple[int, int]] = []
@@ -115,25 +138,36 @@ def _device_names(path: str) -> list[str] | None:
         if p < stop and data[p] == _WALL_TIME_TAG:
             p += 9
         if p < stop and data[p] == _STEP_TAG:
-            p += 1
-            while p < stop and data[p] & 0x80:
-                p += 1
-            p += 1
+            p = _after_varint(data, p + 1, stop)
         if p >= stop or data[p] not in _PAYLOAD_TAGS:
             return None
         if data[p] == _DEVICE_TAG:
             found.append((start, stop))
         offsets.append(pos)
         pos = stop + _FOOTER
-    if offsets:
-        with _verifier_lock:
-            global _verifier
-            if _verifier is None:
-                _verifier = ChunkVerifier()  # its tables and C function, found once
-            intact = (_verifier.verify(np.frombuffer(data, dtype=np.uint8), offsets, pos, in_place=True)
-                      if reuse else _verifier.verify(data, offsets, pos))
-        if not intact:
-            return None
+    return offsets, found, pos
+
+
+def _after_varint(data: Any, p: int, stop: int) -> int:
+    """Where the varint at ``p`` ends (its last byte at ``stop`` at most)."""
+    while p < stop and data[p] & 0x80:
+        p += 1
+    return p + 1
+
+
+def _intact(data: Any, offsets: array[int], end: int, reuse: bool) -> bool:
+    """Whether the CRCs of every record verify (in place in the reusable buffer)."""
+    global _verifier
+    with _verifier_lock:
+        if _verifier is None:
+            _verifier = ChunkVerifier()  # its tables and C function, found once
+        return (_verifier.verify(np.frombuffer(data, dtype=np.uint8), offsets, end, in_place=True)
+                if reuse else _verifier.verify(data, offsets, end))
+
+
+def _devices_of(data: Any, found: list[tuple[int, int]]) -> list[str] | None:
+    """The device names of the ``debugged_device`` payloads at ``found``, by device id in
+    file order; None if one does not decode."""
     devices: dict[int, str] = {}
     for start, stop in found:
         try:

@@ -138,57 +138,75 @@ class RecordReader:
         stop = size if self.stop is None else min(size, self.stop)
         while pos < stop:
             if size - pos < _HEADER:
-                if not final:
-                    return pos, _WINDOW
-                self._truncated(pos, f"truncated record header ({size - pos} of {_HEADER} bytes)")
-                return None
+                return self._short_header(pos, size, final)
             (length,) = u64(data, pos - base)
-            if verify and crc(data[pos - base:pos - base + 8]) != u32(data, pos - base + 8)[0]:
-                nxt = self._next_intact(data, base, pos + 1)
-                skipped = (nxt if nxt is not None else self._size) - pos
-                self.problems.append(Problem(
-                    self.path, pos, f"bad length checksum; skipped {skipped} bytes"
-                    + (" to the next intact record" if nxt is not None else " to the end of the file")))
-                if nxt is None:
-                    return None
-                if nxt >= size:
-                    return nxt, _WINDOW
-                pos = nxt
-                continue
             end = pos + _HEADER + length + _FOOTER
-            if length <= _MAX_LENGTH and end > size and not final:
-                return pos, max(_WINDOW, end - pos)
-            if length > _MAX_LENGTH or end > size:
-                self._truncated(pos, f"truncated record: length {length} runs past the end "
-                                     f"of the file ({size - pos - _HEADER} bytes left)")
-                return None
-            payload = data[pos - base + _HEADER:end - base - _FOOTER]
-            if verify and crc(payload) != u32(data, end - base - _FOOTER)[0]:
-                # The length verified, but the record may still be torn (bytes lost
-                # inside it, a writer that died mid-record): go on after it only if
-                # a verified header starts there, else search for the next record.
-                nxt = end
-                if end + _HEADER <= self._size:
-                    after = self._bytes_at(data, base, end, _HEADER)
-                    if len(after) == _HEADER and crc(after[:8]) != u32(after, 8)[0]:
-                        nxt = self._next_intact(data, base, pos + 1)
-                self.problems.append(Problem(
-                    self.path, pos, f"bad payload checksum; record of {length} bytes skipped"
-                    + ("" if nxt == end else
-                       f", and {(nxt if nxt is not None else self._size) - end} more bytes up to "
-                       + ("the next intact record" if nxt is not None else "the end of the file"))))
-                if nxt is None:
-                    self.end_offset = self._size
-                    return None
-                self.end_offset = nxt
-                if nxt >= size:
-                    return nxt, _WINDOW
-                pos = nxt
-                continue
-            self.records += 1
-            yield pos, payload
-            pos = end
-            self.end_offset = pos
+            if verify and crc(data[pos - base:pos - base + 8]) != u32(data, pos - base + 8)[0]:
+                nxt = self._skip_bad_length(data, base, pos)
+            elif length > _MAX_LENGTH or end > size:
+                return self._past_end(pos, length, end, size, final)
+            else:
+                payload = data[pos - base + _HEADER:end - base - _FOOTER]
+                if not verify or crc(payload) == u32(data, end - base - _FOOTER)[0]:
+                    self.records += 1
+                    yield pos, payload
+                    pos = end
+                    self.end_offset = pos
+                    continue
+                nxt = self._skip_bad_payload(data, base, pos, end, length)
+            if nxt is None or nxt >= size:  # done, or go on in another window
+                return None if nxt is None else (nxt, _WINDOW)
+            pos = nxt
+        return self._scan_end(pos, final)
+
+    def _short_header(self, pos: int, size: int, final: bool) -> tuple[int, int] | None:
+        """Fewer than a header's bytes left at ``pos``: read on, or the file's cut-off end."""
+        if not final:
+            return pos, _WINDOW
+        self._truncated(pos, f"truncated record header ({size - pos} of {_HEADER} bytes)")
+        return None
+
+    def _past_end(self, pos: int, length: int, end: int, size: int, final: bool
+                  ) -> tuple[int, int] | None:
+        """A record at ``pos`` that runs past ``size``: read it in a larger window, or
+        (at the end of the file, or a length no record has) the file's cut-off end."""
+        if length <= _MAX_LENGTH and end > size and not final:
+            return pos, max(_WINDOW, end - pos)
+        self._truncated(pos, f"truncated record: length {length} runs past the end "
+                             f"of the file ({size - pos - _HEADER} bytes left)")
+        return None
+
+    def _skip_bad_length(self, data: bytes, base: int, pos: int) -> int | None:
+        """The record at ``pos`` has a bad length checksum: the next intact record (or
+        None: none), reported as a problem."""
+        nxt = self._next_intact(data, base, pos + 1)
+        skipped = (nxt if nxt is not None else self._size) - pos
+        self.problems.append(Problem(
+            self.path, pos, f"bad length checksum; skipped {skipped} bytes"
+            + (" to the next intact record" if nxt is not None else " to the end of the file")))
+        return nxt
+
+    def _skip_bad_payload(self, data: bytes, base: int, pos: int, end: int, length: int) -> int | None:
+        """The record at ``pos`` (ending at ``end``) has a bad payload checksum: where to go
+        on (or None: nowhere), reported as a problem, ``end_offset`` set there."""
+        # The length verified, but the record may still be torn (bytes lost
+        # inside it, a writer that died mid-record): go on after it only if
+        # a verified header starts there, else search for the next record.
+        nxt: int | None = end
+        if end + _HEADER <= self._size:
+            after = self._bytes_at(data, base, end, _HEADER)
+            if len(after) == _HEADER and masked_crc32c(after[:8]) != _U32.unpack_from(after, 8)[0]:
+                nxt = self._next_intact(data, base, pos + 1)
+        self.problems.append(Problem(
+            self.path, pos, f"bad payload checksum; record of {length} bytes skipped"
+            + ("" if nxt == end else
+               f", and {(nxt if nxt is not None else self._size) - end} more bytes up to "
+               + ("the next intact record" if nxt is not None else "the end of the file"))))
+        self.end_offset = self._size if nxt is None else nxt
+        return nxt
+
+    def _scan_end(self, pos: int, final: bool) -> tuple[int, int] | None:
+        """Where to go on after the records of a window, up to ``stop``: None when done."""
         if pos > self.end_offset:  # stopped at ``stop`` after a resync
             self.end_offset = pos
         if not final and (self.stop is None or pos < self.stop):

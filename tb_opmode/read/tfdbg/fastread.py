@@ -126,7 +126,6 @@ def _fast_part(win: _Window, fill: Callable[[Any, int], int], pos: int, hi: int,
     reach (the window's last one or two; a record of another layout; keys too short
     or too long for it) are framed and keyed one by one (``_loop_frame``), with the
     same result."""
-    unpack = _U64.unpack_from
     part = _Part(start=pos, fast=True)
     counts = part.counts
     samples = part.samples
@@ -144,12 +143,7 @@ def _fast_part(win: _Window, fill: Callable[[Any, int], int], pos: int, hi: int,
             starts, ends = predicted or win.frame(window, limit)
             offsets, keys, p = _loop_frame(data, int(ends[-1]) if len(starts) else 0, limit, cut)
             if p > window:  # the last record runs past the window: leave it to the next one
-                if offsets:
-                    p = offsets.pop()
-                    keys.pop()
-                else:
-                    p = int(starts[-1])
-                    starts, ends = starts[:-1], ends[:-1]
+                starts, ends, p = _drop_last(starts, ends, offsets, keys)
             if not len(starts) and not offsets:
                 part.framed = min(p, window)
                 break
@@ -167,23 +161,50 @@ def _fast_part(win: _Window, fill: Callable[[Any, int], int], pos: int, hi: int,
             short = False  # what was read verified; a short read shows again next window
             if len(starts):
                 table.keep(starts, ends, counts, samples, bool(offsets))
-            if keys:
-                chunk = Counter(keys)
-                new = [k for k in chunk if k not in counts]
-                if new:
-                    firsts = dict(zip(reversed(keys), reversed(offsets)))
-                    for k in new:
-                        o = firsts[k]
-                        samples[k] = bytes(data[o + 12:o + 12 + unpack(data, o)[0]])
-                for k, n in chunk.items():
-                    counts[k] = counts.get(k, 0) + n
-            first, last = int(every[0]), int(every[-1])
-            if not part.records:
-                part.first_payload = bytes(data[first + 12:first + 12 + unpack(data, first)[0]])
-            part.records += len(every)
-            part.last_payload = bytes(data[last + 12:last + 12 + unpack(data, last)[0]])
+            _count_keys(data, keys, offsets, counts, samples)
+            _note_ends(part, data, int(every[0]), int(every[-1]), len(every))
             pos += p
     finally:
         table.flush(counts)
     part.stop = part.end_offset = pos
     return part, pos, short
+
+
+def _drop_last(starts: Any, ends: Any, offsets: list[int], keys: list[bytes]) -> tuple[Any, Any, int]:
+    """Leave a window's last record (it runs past the window) to the next window: the
+    records framed (``starts``, ``ends``, and ``offsets`` and ``keys`` one by one, which
+    follow them) less that one, and where it starts."""
+    if offsets:
+        keys.pop()
+        return starts, ends, offsets.pop()
+    return starts[:-1], ends[:-1], int(starts[-1])
+
+
+def _payload(data: Any, offset: int) -> bytes:
+    """The payload of the record at ``offset`` of a window."""
+    return bytes(data[offset + 12:offset + 12 + _U64.unpack_from(data, offset)[0]])
+
+
+def _count_keys(data: Any, keys: list[bytes], offsets: list[int], counts: dict[Any, int],
+                samples: dict[bytes, bytes]) -> None:
+    """Count the records keyed one by one (``keys``, at ``offsets`` of a verified window);
+    a new key's first record goes into ``samples``."""
+    if not keys:
+        return
+    chunk = Counter(keys)
+    new = [k for k in chunk if k not in counts]
+    if new:
+        firsts = dict(zip(reversed(keys), reversed(offsets)))
+        for k in new:
+            samples[k] = _payload(data, firsts[k])
+    for k, n in chunk.items():
+        counts[k] = counts.get(k, 0) + n
+
+
+def _note_ends(part: _Part, data: Any, first: int, last: int, records: int) -> None:
+    """A verified window's ``records`` (the first at ``first``, the last at ``last``) added
+    to ``part``, with the part's first and last payloads."""
+    if not part.records:
+        part.first_payload = _payload(data, first)
+    part.records += records
+    part.last_payload = _payload(data, last)
