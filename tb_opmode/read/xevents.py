@@ -230,19 +230,7 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
 
     t0 = timestamp_ns if timestamp_ns >= _EPOCH_MIN_NS else base + timestamp_ns
     usable = (kind >= 0) & ~bad
-    # Garbage times would overflow int64 arithmetic: checked in floats first, unless
-    # every offset and duration is below 2**52 and t0 below 2**61 (so every sum below
-    # stays under _TIME_MAX: the window's four extremes decide it).
-    if not (off.size and abs(float(t0)) < _SMALL_T0 and -_SMALL < int(off.min()) and
-            int(off.max()) < _SMALL and -_SMALL < int(dur.min()) and int(dur.max()) < _SMALL):
-        off_f, dur_f = off.astype(np.float64), dur.astype(np.float64)
-        approx = float(t0) + off_f / 1000.0
-        sane = (abs(float(t0)) < _TIME_MAX) & (np.abs(off_f) < _TIME_MAX) & \
-            (np.abs(dur_f) < _TIME_MAX) & (np.abs(approx) < _TIME_MAX) & \
-            (np.abs(approx + dur_f / 1000.0) < _TIME_MAX)
-        counts["range"] += int((usable & ~sane).sum())
-        usable &= sane
-        del approx, sane, off_f, dur_f
+    _drop_insane_times(t0, off, dur, usable, counts)
 
     needed = [stat_ids[k] for k in ("id", "name", "kernel_type", "eager_op", "is_func", "types", "shapes")
               if k in stat_ids]
@@ -268,14 +256,7 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     ops = np.flatnonzero(usable & (kind == _OP) & ~folding)
     nodes = node_column[index[ops]].tolist()
     kernels = kernel_column[index[ops]].tolist()
-    launches: dict[int, dict[str, str | None]] = {}
-    for key in ("name", "kernel_type"):
-        for j in _last(stats, stat_ids.get(key)).tolist():
-            e = int(stats.event[j])
-            if kind[e] == _ASYNC and ok_stat[j] and not folding[e]:
-                launches.setdefault(e, {})[key] = stats.text(j, stat_names)
-    async_ops = [(e, got["name"], got["kernel_type"]) for e, got in launches.items()
-                 if got.get("name") and got.get("kernel_type")]
+    async_ops = _async_launches(kind, stats, ok_stat, folding, stat_ids, stat_names)
     if async_ops:  # async launches interleave with the other ops in line order
         merged = sorted(list(zip(ops.tolist(), nodes, kernels)) + async_ops)
         ops = np.array([e for e, _, _ in merged], dtype=np.int64)
@@ -283,6 +264,51 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     prof.graph_ops.extend(zip(nodes, kernels, ts[ops].tolist(), dns[ops].tolist()))
 
     other = (kind == _OTHER) & usable
+    _eager_ops(kind, other, stats, stat_ids, stat_names, ts, dns, prof)
+    call_sid = stat_ids.get("tf_function_call")
+    if call_sid is not None:
+        events = stats.event[(stats.md == call_sid) & other[stats.event]]
+        names = name_column[index[events]].tolist()
+        prof.function_calls.extend(zip(names, ts[events].tolist(), dns[events].tolist()))
+    _graph_building(other, index, name_column, ts, dns, prof)
+    _iterator_specs(kind == _DATA, usable, stats, ok_stat, stat_ids, stat_names, prof)
+
+
+def _drop_insane_times(t0: int, off: np.ndarray, dur: np.ndarray, usable: np.ndarray,
+                       counts: dict[str, int]) -> None:
+    """Events whose times would overflow int64 arithmetic taken out of ``usable`` (in
+    place) and counted as ``range``."""
+    # Checked in floats, unless every offset and duration is below 2**52 and t0 below
+    # 2**61 (so every sum stays under _TIME_MAX: the window's four extremes decide it).
+    if off.size and abs(float(t0)) < _SMALL_T0 and -_SMALL < int(off.min()) and \
+            int(off.max()) < _SMALL and -_SMALL < int(dur.min()) and int(dur.max()) < _SMALL:
+        return
+    off_f, dur_f = off.astype(np.float64), dur.astype(np.float64)
+    approx = float(t0) + off_f / 1000.0
+    sane = (abs(float(t0)) < _TIME_MAX) & (np.abs(off_f) < _TIME_MAX) & \
+        (np.abs(dur_f) < _TIME_MAX) & (np.abs(approx) < _TIME_MAX) & \
+        (np.abs(approx + dur_f / 1000.0) < _TIME_MAX)
+    counts["range"] += int((usable & ~sane).sum())
+    usable &= sane
+
+
+def _async_launches(kind: np.ndarray, stats: _Stats, ok_stat: np.ndarray, folding: np.ndarray,
+                    stat_ids: dict[str, int], stat_names: dict[int, str]) -> list[tuple[int, Any, Any]]:
+    """(event, node name, kernel) of the window's async kernel launches that name both."""
+    launches: dict[int, dict[str, str | None]] = {}
+    for key in ("name", "kernel_type"):
+        for j in _last(stats, stat_ids.get(key)).tolist():
+            e = int(stats.event[j])
+            if kind[e] == _ASYNC and ok_stat[j] and not folding[e]:
+                launches.setdefault(e, {})[key] = stats.text(j, stat_names)
+    return [(e, got["name"], got["kernel_type"]) for e, got in launches.items()
+            if got.get("name") and got.get("kernel_type")]
+
+
+def _eager_ops(kind: np.ndarray, other: np.ndarray, stats: _Stats, stat_ids: dict[str, int],
+               stat_names: dict[int, str], ts: np.ndarray, dns: np.ndarray, prof: Profile) -> None:
+    """The window's eager op events (op type, whether a function, start, duration) into
+    ``prof.eager_ops``."""
     j = _last(stats, stat_ids.get("eager_op"))
     j = j[other[stats.event[j]]]
     is_func = np.zeros(kind.size, dtype=bool)
@@ -291,13 +317,6 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     events = stats.event[j]
     prof.eager_ops.extend(zip(stats.texts(j, stat_names), is_func[events].tolist(),
                               ts[events].tolist(), dns[events].tolist()))
-    call_sid = stat_ids.get("tf_function_call")
-    if call_sid is not None:
-        events = stats.event[(stats.md == call_sid) & other[stats.event]]
-        names = name_column[index[events]].tolist()
-        prof.function_calls.extend(zip(names, ts[events].tolist(), dns[events].tolist()))
-    _graph_building(other, index, name_column, ts, dns, prof)
-    _iterator_specs(kind == _DATA, usable, stats, ok_stat, stat_ids, stat_names, prof)
 
 
 def _graph_building(other: np.ndarray, index: np.ndarray, name_column: np.ndarray, ts: np.ndarray,
