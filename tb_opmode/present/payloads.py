@@ -1,7 +1,8 @@
 """The shapes of the JSON the CLI and the tab serve, as ``TypedDict``s.
 
 In: nothing but the mode words (``vocab``). Out: one ``TypedDict`` per object of the
-summary contract (``contract.summary``: ``SummaryDoc``, ``RunDoc`` ...) and of the tab's
+summary contract (``contract.summary``: ``SummaryDoc``, ``RunDoc`` ..., which live in
+``summary_types`` and are re-exported here) and of the tab's
 route payloads (``tab.overview``: ``Overview``; ``tab.op_page``: ``OpPage`` of ``Row``;
 ``tab.op_detail``: ``OpDetail``; ``tab.compare``: ``Comparison``; the timeline route:
 ``TimelineWindow``), and ``of_mode``, which reads one mode of a row.
@@ -14,9 +15,32 @@ payloads lack is in a ``total=False`` base (Python 3.9 has no ``NotRequired``).
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, TypedDict, Union, overload
+from typing import Literal, Optional, TypedDict, Union, overload
 
 from ..vocab import EAGER, GRAPH
+from .summary_types import (
+    EagerSiteDoc,
+    FunctionCalls,
+    FunctionsPayload,
+    HotSpot,
+    HotSpots,
+    KernelDoc,
+    ModeDoc,
+    OnednnVerbose,
+    OpTypeDoc,
+    Primitive,
+    RecordingDoc,
+    RunDoc,
+    SummaryDoc,
+    TfFunction,
+    TimeDoc,
+    TimeShare,
+    TimeShareCell,
+    TraceDoc,
+    XlaFunction,
+    _ModeOptional,
+    _RunFacts,
+)
 
 __all__ = [
     "TimeDoc", "KernelDoc", "ModeDoc", "OpTypeDoc", "FunctionCalls", "Primitive",
@@ -31,221 +55,6 @@ __all__ = [
     "CompareRow", "Comparison", "Nearest", "TimelineEvents", "TimelineBins",
     "TimelineWindow", "of_mode", "EagerSiteDoc", "HotSpot", "HotSpots",
 ]
-
-
-# ---------------------------------------------------------------- the summary contract
-
-class TimeDoc(TypedDict):
-    """Profiled time of a kernel or of a mode."""
-
-    events: int
-    total_ms: float
-    mean_us: float
-
-
-class _KernelDocOptional(TypedDict, total=False):
-    notes: list[str]
-    fused_into: list[str]
-    time: TimeDoc
-
-
-class KernelDoc(_KernelDocOptional):
-    """A kernel of an op type in one mode (``contract``)."""
-
-    name: str
-    executions: int
-    onednn: bool
-    evidence: str
-
-
-class _ModeOptional(TypedDict, total=False):
-    time: TimeDoc
-    explanation: str
-
-
-class ModeDoc(_ModeOptional):
-    """An op type in one mode (``contract``)."""
-
-    executions: int
-    kernels: list[KernelDoc]
-
-
-class OpTypeDoc(TypedDict):
-    """An op type of a run, per mode (``contract``)."""
-
-    op_type: str
-    eager: ModeDoc
-    graph: ModeDoc
-
-
-class FunctionCalls(TypedDict):
-    name: str
-    calls: int
-
-
-class TraceDoc(TypedDict):
-    """One trace (concrete function) of a tf.function (``analyze.traces.TraceEntry``)."""
-
-    graph: str
-    graph_id: str
-    calls: int
-    call_sites: list[str]
-    args: list[dict[str, Any]]
-    changed: list[dict[str, Any]]
-    note: str
-    tracing_s: Optional[float]
-    tracing_from: str
-
-
-class TfFunction(TypedDict):
-    """One Python function run as a tf.function: the trace ledger
-    (``analyze.traces.FunctionLedger``)."""
-
-    python_name: str
-    name: str
-    location: str
-    kind: str
-    nested: bool
-    objects: int
-    traces: int
-    calls: int
-    tracing_s: Optional[float]
-    tracing_from: str
-    causes: dict[str, int]
-    advice: list[str]
-    trace_list: list[TraceDoc]
-
-
-class FunctionsPayload(TypedDict):
-    """The Functions section (the functions route, ``tab/functions.functions``)."""
-
-    run: str
-    total: int
-    functions: list[TfFunction]
-
-
-class Primitive(TypedDict):
-    """ONEDNN_VERBOSE primitives of one kind and implementation."""
-
-    kind: str
-    implementation: str
-    prop_kind: str
-    count: int
-    time_ms: float
-
-
-class OnednnVerbose(TypedDict):
-    primitives: list[Primitive]
-    note: str
-
-
-class XlaFunction(TypedDict):
-    name: str
-    launches: int
-    calls_in_dump: int
-    note: str
-
-
-TimeShareCell = TypedDict("TimeShareCell", {"mode": str, "class": str, "ms": float,
-                                            "share": float})
-
-
-class TimeShare(TypedDict):
-    """``analyze.explain.time_share``: profiled time per mode and kernel class."""
-
-    total_ms: float
-    cells: list[TimeShareCell]
-
-
-class EagerSiteDoc(TypedDict):
-    """A line of the user's code and the eager work it issued (``analyze.eager_sites``):
-    ``time_ns`` null where no profile covered it (``time_note`` says why)."""
-
-    location: str
-    user_location: str
-    executions: int
-    time_ns: Optional[int]
-    op_types: dict[str, int]
-    user_function: str
-    user_scope: str
-    location_function: str
-    library_location: str
-    library_function: str
-    share: float
-    time_share: Optional[float]
-    profiled_executions: int
-    time_note: str
-    calls: Optional[int]
-    advice: list[str]
-
-
-class HotSpot(EagerSiteDoc):
-    """A line of the tab's eager hot spots: the contract's, its op types capped."""
-
-    op_types_total: int
-
-
-class HotSpots(TypedDict):
-    """The eager hot spots section (``tab.hot_spots``): the run's lines ranked, the first
-    ones; the run's eager executions and profiled eager time (null: no profile joined)."""
-
-    run: str
-    sites: list[HotSpot]
-    total: int
-    executions: int
-    time_ns: Optional[int]
-    note: str
-class RecordingDoc(TypedDict):
-    """How ``tb-opmode record`` made a run (its manifest), and whether its kernels are
-    the job's: ``note`` says where a tensor-reading dump changed them, ``fused_kernels``
-    the fused kernels the ``kernels`` run ``compared_with`` of the same command ran."""
-
-    evidence: str
-    dump_mode: Optional[str]
-    command: list[str]
-    note: str
-    compared_with: str
-    fused_kernels: list[str]
-
-
-class _RunDocOptional(TypedDict, total=False):
-    # A run of several workers or devices only; ``analyze.workers``'s own shapes.
-    workers: list[dict[str, Any]]
-    collectives: list[dict[str, Any]]
-
-
-class _RunFacts(_RunDocOptional):
-    run: str
-    tensorflow_version: str
-    hosts: list[str]
-    onednn_enabled: Optional[bool]
-    onednn_source: str
-    counts_from: str
-    count_basis: dict[str, str]
-    recording: Optional[RecordingDoc]
-    sources: dict[str, list[str]]
-    warnings: list[str]
-    notes: list[str]
-    functions: list[FunctionCalls]
-    tf_functions: list[TfFunction]
-    onednn_verbose: OnednnVerbose
-    xla_functions: list[XlaFunction]
-    time_share: TimeShare
-    eager_sites: list[EagerSiteDoc]
-
-
-class RunDoc(_RunFacts):
-    """One run of the summary contract (``contract.run_json``)."""
-
-    op_types: list[OpTypeDoc]
-
-
-class SummaryDoc(TypedDict):
-    """``tb-opmode summary --format json`` (``contract.summary``)."""
-
-    version: str
-    warnings: list[str]
-    runs: list[RunDoc]
 
 
 # ---------------------------------------------------------------- the op table's rows
