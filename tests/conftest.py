@@ -187,6 +187,24 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
+class OpModePage:
+    """A new browser context on TensorBoard's Op Mode tab, at one size and colour scheme:
+    its page, the tab's iframe once the op table has rows, and the console errors seen."""
+
+    def __init__(self, browser: Any, base: str, width: int, height: int,
+                 scheme: str = "light") -> None:
+        self.context = browser.new_context(viewport={"width": width, "height": height},
+                                           color_scheme=scheme)
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        self.page.goto(f"{base}/#opmode")
+        self.page.wait_for_selector("iframe", timeout=60000)
+        self.frame = self.page.locator("iframe").element_handle().content_frame()
+        self.frame.wait_for_selector("#opm-table tbody tr[data-op]", timeout=60000)
+
+
 def ddr_counts(logdir: Path) -> tuple[Counter, Counter, Counter]:
     """(eager op types, graph op types, function calls) as TensorFlow's DebugDataReader
     counts them: the reference of bench/ddr_counts.py, the one the benchmark checks too."""

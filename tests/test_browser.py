@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import get_json, link_tree, running_tensorboard
+from .conftest import OpModePage, get_json, link_tree, running_tensorboard
 
 pytestmark = pytest.mark.browser
 
@@ -45,20 +45,11 @@ def tensorboard(browser_logdir: Path, tmp_path_factory: pytest.TempPathFactory) 
         yield base
 
 
-class Tab:
+class Tab(OpModePage):
     """The TensorBoard page, the tab's iframe, and the console errors seen so far."""
 
     def __init__(self, browser: Any, base: str, scheme: str = "light") -> None:
-        self.context = browser.new_context(viewport={"width": 1500, "height": 1100},
-                                           color_scheme=scheme)
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.page.goto(f"{base}/#opmode")
-        self.page.wait_for_selector("iframe", timeout=60000)
-        self.frame = self.page.locator("iframe").element_handle().content_frame()
-        self.frame.wait_for_selector("#opm-table tbody tr[data-op]", timeout=60000)
+        super().__init__(browser, base, 1500, 1100, scheme)
 
     def shot(self, name: str, selector: str | None = None) -> Path:
         ARTIFACTS.mkdir(exist_ok=True)

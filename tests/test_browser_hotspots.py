@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import link_tree, needs_tensorflow, running_tensorboard
+from .conftest import OpModePage, link_tree, needs_tensorflow, running_tensorboard
 from .traces.workloads import CellFailed, make_cell
 
 pytestmark = pytest.mark.browser
@@ -54,20 +54,12 @@ def tensorboard(tmp_path_factory: pytest.TempPathFactory, bert_logdir: Path,
         yield base
 
 
-class Page:
+class Page(OpModePage):
     """TensorBoard at one window size, on one run, the hot spots section loaded."""
 
     def __init__(self, browser: Any, base: str, width: int, height: int, run: str) -> None:
+        super().__init__(browser, base, width, height)
         self.width, self.height = width, height
-        self.context = browser.new_context(viewport={"width": width, "height": height})
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.page.goto(f"{base}/#opmode")
-        self.page.wait_for_selector("iframe", timeout=60000)
-        self.frame = self.page.locator("iframe").element_handle().content_frame()
-        self.frame.wait_for_selector("#opm-table tbody tr[data-op]", timeout=60000)
         if self.frame.eval_on_selector("#opm-run", "s => s.value") != run:
             self.frame.select_option("#opm-run", run)
         self.frame.wait_for_function(

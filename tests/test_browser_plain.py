@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import get_json, link_tree, running_tensorboard
+from .conftest import OpModePage, get_json, link_tree, running_tensorboard
 from .test_browser_timeline_access_exports import axe_js  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.browser
@@ -46,21 +46,12 @@ def tensorboard(plain_logdir: Path, tmp_path_factory: pytest.TempPathFactory) ->
         yield base
 
 
-class Page:
+class Page(OpModePage):
     """The tab at one size and scheme, showing one run, with the console errors seen."""
 
     def __init__(self, browser: Any, base: str, width: int, height: int, scheme: str,
                  run: str) -> None:
-        self.context = browser.new_context(viewport={"width": width, "height": height},
-                                           color_scheme=scheme)
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.page.goto(f"{base}/#opmode")
-        self.page.wait_for_selector("iframe", timeout=60000)
-        self.frame = self.page.locator("iframe").element_handle().content_frame()
-        self.frame.wait_for_selector("#opm-table tbody tr[data-op]", timeout=60000)
+        super().__init__(browser, base, width, height, scheme)
         if self.frame.input_value("#opm-run") != run:
             self.frame.select_option("#opm-run", run)
         self.frame.wait_for_function("(r) => { const o = document.querySelector('.opm-overview');"
