@@ -48,7 +48,6 @@ TEST_CELLS = ("full_health_profile_log", "full_health_profile", "full_health_pla
 _ONLY = [c for c in os.environ.get("TB_OPMODE_TRACES_CELLS", "").split(",") if c]
 SELECTED = [c for c in TEST_CELLS if not _ONLY or c in _ONLY]
 
-LEDGER = pytest.mark.xfail(strict=True, reason="issue 25: the eager hot spots are not built yet")
 # Cells whose causes only TF's log decides (a CURT_HEALTH or NO_TENSOR dump records no
 # argument specs; a FULL_HEALTH dump no dimensions): the ledger does not read TF's Python
 # "Creating new FuncGraph ... (key: ...)" lines yet, so it says ``unknown`` there (or
@@ -131,9 +130,13 @@ def test_causes_are_the_constructed_ones_or_unknown_with_why(cell: Cell, run: di
     assert problems == []
 
 
-@LEDGER
 def test_the_eager_hot_line_ranks_first_with_ddr_counts(cell: Cell, run: dict[str, Any]) -> None:
-    assert check_eager_sites(cell, run) == []
+    problems = check_eager_sites(cell, run)
+    if cell.truth["params"]["profile"] and problems and all("time_ns" in p for p in problems):
+        # The rank and the counts hold; the profile's eager events are not yet joined to
+        # the hot line in these cells. Must fail until that lands.
+        pytest.xfail("the hot line's profiled eager time is not joined yet: " + problems[0])
+    assert problems == []
 
 
 def test_tracing_time_is_the_graph_building_or_at_least_the_op_creations(
