@@ -24,7 +24,10 @@ __all__ = ["TraceFacts", "trace_facts", "parameters_of"]
 
 Frame = tuple[str, int, str]
 
-_TRACE_ENTRIES = frozenset({"_create_concrete_function", "_create_graph_function"})
+# TF 2.13 makes a trace's argument placeholders in _maybe_define_function itself, before
+# the function graph is built: the first op of its graphs has no other entry frame.
+_TRACE_ENTRIES = frozenset({"_create_concrete_function", "_create_graph_function",
+                            "_maybe_define_function"})
 _TRACE_CALLS = frozenset({"trace_function", "_maybe_define_function", "_define_function_with_shape_relaxation"})
 _FUNC_GRAPH = "func_graph_from_py_func"
 _CALL_FILES = frozenset({"polymorphic_function.py", "def_function.py"})
