@@ -131,12 +131,7 @@ def test_causes_are_the_constructed_ones_or_unknown_with_why(cell: Cell, run: di
 
 
 def test_the_eager_hot_line_ranks_first_with_ddr_counts(cell: Cell, run: dict[str, Any]) -> None:
-    problems = check_eager_sites(cell, run)
-    if cell.truth["params"]["profile"] and problems and all("time_ns" in p for p in problems):
-        # The rank and the counts hold; the profile's eager events are not yet joined to
-        # the hot line in these cells. Must fail until that lands.
-        pytest.xfail("the hot line's profiled eager time is not joined yet: " + problems[0])
-    assert problems == []
+    assert check_eager_sites(cell, run) == []
 
 
 def test_tracing_time_is_the_graph_building_or_at_least_the_op_creations(

@@ -14,6 +14,7 @@ the next execution of its op type.
 """
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
@@ -66,11 +67,9 @@ def _same_host(dump: DumpSet, profile: Profile) -> bool:
     return not dump.host or not profile.host or dump.host == profile.host
 
 
-def _stamps(dump: DumpSet) -> dict[tuple[str, tuple[str, ...]], list[float]]:
+def _stamps(dump: DumpSet) -> dict[tuple[str, tuple[str, ...]], array[float]]:
     """(op type, stack) -> wall times (epoch s) of the dump's eager executions."""
-    found: dict[tuple[str, tuple[str, ...]], list[float]] = getattr(
-        dump, "eager_times", {})  # until the reader keeps them
-    return found
+    return dump.eager_times
 
 
 def _lines_and_times(model: RunModel, profile: Profile, line_of: LineOf

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -105,6 +106,9 @@ class DumpSet:
     # graph id -> wall times (epoch s) of its calls from Python (tf.function calls), in
     # file order: where a profile's window falls among a function's runs.
     call_times: dict[str, list[float]] = field(default_factory=dict)
+    # (op type, stack frame ids) of an eager execution -> wall times (epoch s) of its
+    # records, in file order: what a profile's eager events are joined to, by line.
+    eager_times: dict[tuple[str, tuple[str, ...]], array[float]] = field(default_factory=dict)
     # graph id -> (first, last) wall time (epoch s) of its op creations: when it was traced.
     graph_walls: dict[str, tuple[float, float]] = field(default_factory=dict)
     # graph id of a tf.function called from Python -> per input of its first call, what a

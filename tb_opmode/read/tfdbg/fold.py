@@ -7,6 +7,7 @@ traces file (``tracejob``), whose wall-time window ``traces_window`` sets.
 """
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 
@@ -130,6 +131,7 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
     walls: list[float] = []
     wall = walls.append
     calls = part.call_times.setdefault
+    eager = part.eager_times.setdefault
     outputs = _Outputs()
     for event, what, ex, stack, _offset, _payload in events:
         wall_time = event.wall_time
@@ -143,6 +145,8 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
                 calls(graph_id, []).append(wall_time)
                 if graph_id not in part.call_args:
                     part.call_args[graph_id] = outputs.specs(ex.input_tensor_ids)
+            else:
+                eager((ex.op_type, stack), array("d")).append(wall_time)
             if mode in SHAPE_INDEX:
                 outputs.add(ex.output_tensor_ids, protos, mode)
             seen[(ex.op_type, graph_id, mode, stack,

@@ -141,7 +141,7 @@ _OWNED = {
     "stack_frames": ("stack_frames",),
     "graphs": ("graphs", "devices", "graph_walls"),
     "execution": ("executions", "execution_sites", "execution_dtypes", "tensor_debug_modes",
-                  "execution_devices", "call_times", "call_args"),
+                  "execution_devices", "call_times", "call_args", "eager_times"),
     _TRACES: ("traces", "trace_dtypes", "trace_digests", "trace_devices", "trace_specs"),
 }
 
