@@ -49,6 +49,7 @@ EXTERNAL_FILES = {
     "mkl_eager_op_rewrite.cc": "TF's oneDNN eager rewrite list",
     "remapper.cc": "grappler's remapper: the fusions",
     "attr_value_util.cc": "TF: how the log shortens long string attributes (head...tail)",
+    "captured_function.cc": "tf.data: runs a dataset's functions at negative step ids",
     "arithmetic_optimizer.cc": "grappler: Cast reordering, identity Transposes",
     "constant_folding.cc": "grappler: folded nodes, Tile by ones, broadcast gradients",
     "common_subgraph_elimination.cc": "grappler: identical ops merged",

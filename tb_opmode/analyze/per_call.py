@@ -14,7 +14,9 @@ events in the window over its function's calls there; a node the profile does no
 (a node of an untaken branch is counted all the same). ``count_basis`` says so.
 
 A graph event belongs to the call whose span holds its start (calls of one thread do not
-overlap; an inner ``tf.function`` is inlined, no call of its own).
+overlap; an inner ``tf.function`` is inlined, no call of its own), unless tf.data ran it
+on one of its threads: a dataset's functions are not called through ``execute`` and are
+not counted here.
 """
 from __future__ import annotations
 
@@ -44,13 +46,22 @@ class PerCall:
     nodes: dict[str, Counter[tuple[str, str]]] = field(default_factory=lambda: defaultdict(Counter))
 
 
+def _data_thread_indices(prof: Profile) -> set[int]:
+    """Indices of the graph ops tf.data ran on its own threads: a dataset's function runs
+    ahead of the steps (prefetch), so its ops fall in the spans of calls they are not part of."""
+    return {i for first, end in prof.data_thread_ops for i in range(first, end)}
+
+
 def _add_profile(out: PerCall, prof: Profile) -> None:
     calls = sorted((start, start + dur, name) for name, is_func, start, dur in prof.eager_ops
                    if is_func)
     starts = [c[0] for c in calls]
     for _start, _end, name in calls:
         out.window_calls[name] += 1
-    for node, kernel, start, _dur in prof.graph_ops:
+    data_thread = _data_thread_indices(prof)
+    for at, (node, kernel, start, _dur) in enumerate(prof.graph_ops):
+        if at in data_thread:
+            continue
         i = bisect.bisect_right(starts, start) - 1
         if i < 0 or start > calls[i][1] or not is_user_op(kernel):
             continue

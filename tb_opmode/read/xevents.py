@@ -47,6 +47,9 @@ _THREADS = 2
 # small profile's numpy work is too little to gain from a second thread, whose start
 # and hand-offs then cost more than it saved.
 _THREAD_MIN_BYTES = 1 << 20
+# Lines of the threads tf.data runs a dataset's functions on (tf_data_private_threadpool,
+# tf_data_iterator_get_next, ...): what runs there is not part of a tf.function call.
+_DATA_THREADS = "tf_data"
 
 
 def decode(pread: Pread, planes: list[HostPlane], base: int, prof: Profile) -> bool:
@@ -119,6 +122,9 @@ def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> boo
             if last != ref.timestamp_ns:
                 ref.timestamp_ns, consistent = last, False
             prof.eager_ops.extend(part.eager_ops)
+            if ref.name.startswith(_DATA_THREADS) and part.graph_ops:
+                first = len(prof.graph_ops)
+                prof.data_thread_ops.append((first, first + len(part.graph_ops)))
             prof.graph_ops.extend(part.graph_ops)
             prof.function_calls.extend(part.function_calls)
             prof.graph_building.extend(part.graph_building)

@@ -44,6 +44,8 @@ class LineRef:
     start: int
     end: int
     timestamp_ns: int
+    # The thread's name (``python``, ``tf_Compute/<id>``, ``tf_data_private_threadpool/<id>``)
+    name: str = ""
     # The last timestamp_ns the event walk met (None: none), checked against it.
     seen_ns: int | None = None
 
@@ -114,7 +116,7 @@ def layout(pread: Pread, size: int, walk_all: bool = False) -> Layout:
         refs: list[LineRef] = []
         for n, w, _, tag, b, a in _fields(pread, body, after):
             if (n, w) == (3, wire.LEN):
-                refs.append(LineRef(b, a, _prescan_timestamp(pread, b, a)))
+                refs.append(LineRef(b, a, *_prescan(pread, b, a)))
             elif n > 3 and not walk_all and after - tag <= _REST_MAX:
                 meta.append(pread(after - tag, tag))
                 break
@@ -135,16 +137,18 @@ def layout(pread: Pread, size: int, walk_all: bool = False) -> Layout:
                           if space.planes[i].name == HOST_PLANE})
 
 
-def _prescan_timestamp(pread: Pread, start: int, end: int) -> int:
-    """The line's timestamp_ns (field 3) as far as it is written before the
-    first event; 0 if none. The event walk checks that none follows."""
-    ts = 0
-    for number, wt, value, _, _, _ in _fields(pread, start, end):
+def _prescan(pread: Pread, start: int, end: int) -> tuple[int, str]:
+    """The line's timestamp_ns (field 3; 0 if none) and name (field 2) as far as they
+    are written before the first event. The event walk checks that no timestamp follows."""
+    ts, name = 0, ""
+    for number, wt, value, _, body, after in _fields(pread, start, end):
         if (number, wt) == (4, wire.LEN):
             break
         if (number, wt) == (3, wire.VARINT):
             ts = _int64(value)
-    return ts
+        elif (number, wt) == (2, wire.LEN):
+            name = pread(after - body, body).decode("utf-8", "replace")
+    return ts, name
 
 
 def _int64(value: int) -> int:

@@ -60,6 +60,9 @@ class Profile:
     """(op type from stat eager_op, is_func, start_ns, duration_ns)"""
     graph_ops: list[tuple[str, str, int, int]] = field(default_factory=list)
     """(node_name as written, incl. call prefixes; kernel_type, start_ns, duration_ns)"""
+    data_thread_ops: list[tuple[int, int]] = field(default_factory=list)
+    """[first, end) index ranges of ``graph_ops`` that ran on tf.data's threads (a dataset's
+    map function, at its own pace, not inside the tf.function call running meanwhile)"""
     function_calls: list[tuple[str, int, int]] = field(default_factory=list)
     """(Python function name, start_ns, duration_ns), tracing included"""
     graph_building: list[tuple[int, int]] = field(default_factory=list)
