@@ -41,14 +41,16 @@ export function el(tag, props = {}, ...children) {
 }
 
 /**
- * An op, kernel or node name as text that may wrap after "/" and "_" (a <wbr> there),
- * never inside a word: TensorFlow's names are one "word" of path parts.
+ * An op, kernel or node name as text that may wrap after "/" and "_" and between the
+ * words of a CamelCase name (a <wbr> there): TensorFlow's names are one "word" of path
+ * parts and CamelCase words (`_MklNativeConv2DBackpropFilterWithBias`), and a column as
+ * wide as the longest would push the op table past its box.
  * @param {string} name
  * @return {!Array<(string|!HTMLElement)>}
  */
 export function breakable(name) {
   const out = [];
-  for (const part of String(name).split(/(?<=[/_])/)) {
+  for (const part of String(name).split(/(?<=[/_])|(?<=[a-z])(?=[A-Z])/)) {
     if (out.length) out.push(document.createElement('wbr'));
     out.push(part);
   }

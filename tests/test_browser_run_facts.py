@@ -276,7 +276,8 @@ def test_per_device_columns_for_replicas(browser: Any, tensorboard: str, cells: 
             assert f"graph {n:,}" in cell, (device, n, cell)
         # The device columns fit: the last one is inside the table's box or reachable by
         # scrolling it, never cut off by the page.
-        clipped = p.frame.evaluate("""() => { const w = document.querySelector('.opm-table-scroll');
+        clipped = p.frame.evaluate("""() => {
+            const w = document.querySelector('#opm-table').closest('.opm-table-scroll');
             const last = [...document.querySelectorAll('#opm-table thead th')].pop();
             return last.getBoundingClientRect().right > w.getBoundingClientRect().right + 1 &&
                    w.scrollWidth <= w.clientWidth; }""")

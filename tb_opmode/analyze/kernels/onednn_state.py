@@ -74,7 +74,7 @@ def off_cause(model: RunModel) -> str:
     has = sorted(cpu & DEFAULT_ON_ISAS)
     if not has:
         return (f"TF's default for this CPU: {where} names none of {_QUALIFY}, where TF turns "
-                f"them on by default ({_ENV}=0, if it was set too, does the same)")
+                f"them on by default; {_ENV}=1 turns them on here)")
     return (f"unknown: either {_ENV}=0 or a TensorFlow build without oneDNN; {where} names "
             f"{', '.join(has)}, where TF turns them on by default")
 

@@ -97,18 +97,18 @@ def _names(ran: set[str]) -> str:
 
 def _differs(eager: RowMode, graph: RowMode) -> str:
     """Why the kernels differ between the modes ("" when they do not): the kernels that ran
-    (ignoring removed, folded and unknown executions) differ, or one mode ran oneDNN and
-    the other did not."""
+    (ignoring removed, folded and unknown executions) differ; a mode where no kernel is
+    named is unknown, which is not a difference."""
     if not eager["executions"] or not graph["executions"]:
         return ""
     ran_e, ran_g = _ran(eager), _ran(graph)
+    if not ran_e or not ran_g or ran_e == ran_g:   # an unknown kernel does not differ
+        return ""
     both = f"eager ran {_names(ran_e)}; graph ran {_names(ran_g)}"
-    if ran_e and ran_g and ran_e != ran_g:
-        return both
     onednn_e, onednn_g = any(map(is_onednn, ran_e)), any(map(is_onednn, ran_g))
     if onednn_e != onednn_g:
         return f"oneDNN only {'eagerly' if onednn_e else 'in graphs'}: {both}"
-    return ""
+    return both
 
 
 def _dtype_labels(mode: RowMode) -> set[str]:
