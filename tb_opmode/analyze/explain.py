@@ -343,6 +343,17 @@ def explain(model: RunModel, op_type: str) -> dict[str, Any]:
             out[mode] = {"explanation": f"{op_type} did not run in {mode} mode in this run.",
                          "reasons": []}
             continue
-        reasons = [reason for part in _PARTS for reason in part(facts, mode, stats)]
+        reasons = _said_once([reason for part in _PARTS for reason in part(facts, mode, stats)],
+                             model.onednn_source)
         out[mode] = {"explanation": " ".join(r["text"] for r in reasons), "reasons": reasons}
     return out
+
+
+def _said_once(reasons: list[_Reason], source: str) -> list[_Reason]:
+    """The version note names oneDNN's source only if no reason before it did (the kernel
+    reason of a stock kernel says why oneDNN is off, a paragraph need not say it twice)."""
+    said = f" ({source})"
+    if not source or not any(said in r["text"] for r in reasons if r["kind"] != "version"):
+        return reasons
+    return [{**r, "text": r["text"].replace(said, " (as above)")} if r["kind"] == "version" else r
+            for r in reasons]

@@ -121,7 +121,7 @@ def function_words(name: str) -> str:
 def _function_phrase(name: str, calls: int) -> str:
     """``the Keras train step (`multi_step_on_iterator`, called 4 times)``, ``step (...)``."""
     words = function_words(name)
-    called = f", called {calls} times" if calls else ""
+    called = (", called once" if calls == 1 else f", called {calls} times") if calls else ""
     if words != name and words.startswith("Keras"):
         return f"the {words} (`{name}`{called})"
     return f"`{words}`" + (f" ({called[2:]})" if called else "")
@@ -130,14 +130,17 @@ def _function_phrase(name: str, calls: int) -> str:
 def _where_in_graphs(model: RunModel, op_type: str) -> str:
     """``inside Keras train step (called 4 times)``; a few functions by executions."""
     per_function: Counter[str] = Counter()
-    calls: dict[str, int] = {}
+    # per Python function, the calls of each of its traces (a function traced 12 times,
+    # each trace called once, was called 12 times)
+    calls: dict[str, dict[str, int]] = {}
     for g in function_graphs(model, op_type):
         name = g["function"] or g["graph"]
         per_function[name] += g["executions"]
-        calls[name] = max(calls.get(name, 0), g["function_calls"] or 0)
+        calls.setdefault(name, {})[g["function_graph_id"] or g["graph_id"]] = g["function_calls"] or 0
     if not per_function:
         return "inside tf.function graphs"
-    named = [_function_phrase(name, calls[name]) for name, _n in per_function.most_common(3)]
+    named = [_function_phrase(name, sum(calls[name].values()))
+             for name, _n in per_function.most_common(3)]
     more = f" and {len(per_function) - 3} more" if len(per_function) > 3 else ""
     return "inside " + ", ".join(named) + more
 

@@ -85,7 +85,9 @@ def _args_text(args: list[dict[str, Any]]) -> str:
             out.append(f"{a['name']}=<Python value>")
         else:
             shape = a["shape"] if isinstance(a["shape"], str) else str(a["shape"]).replace(" ", "")
-            out.append(f"{a['name']}: {a['dtype']} {shape}")
+            # one "not recorded" where the dump recorded neither dtype nor shape
+            said = a["dtype"] if shape == a["dtype"] else f"{a['dtype']} {shape}"
+            out.append(f"{a['name']}: {said}")
     return ", ".join(out)
 
 
