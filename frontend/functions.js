@@ -7,6 +7,7 @@
 
 import {api, failure, fmtInt} from './data.js';
 import {el, message, section} from './dom.js';
+import {V} from './vocab.js';
 
 /** @typedef {import('./views.js').App} App */
 /** @typedef {import('./data.js').TfFunction} TfFunction */
@@ -24,7 +25,7 @@ import {el, message, section} from './dom.js';
  * @return {string}
  */
 function tracing(s, from) {
-  if (s === null || s === undefined) return 'not recorded';
+  if (s === null || s === undefined) return V.NOT_RECORDED;
   const ms = `${(s * 1e3).toFixed(1)} ms`;
   return from === 'op_creations' ? `≥ ${ms}` : ms;
 }
@@ -43,8 +44,13 @@ function shortPlace(location) {
  * @return {string}
  */
 function argText(a) {
-  if (a.kind === 'python') return `${a.name}: a Python value`;
-  const shape = Array.isArray(a.shape) ? `[${a.shape.join(', ')}]` : String(a.shape);
+  if (a.kind === 'python') {
+    // the value as TF's key printed it, where its log line was read
+    return a.value === undefined || a.value === V.NOT_RECORDED ? `${a.name}: a Python value` :
+      `${a.name} = ${String(a.value)}`;
+  }
+  const shape = Array.isArray(a.shape) ?
+    `[${a.shape.map((d) => (d === null ? 'None' : String(d))).join(', ')}]` : String(a.shape);
   return `${a.name}: ${a.dtype} ${shape}`;
 }
 

@@ -11,7 +11,7 @@ import {getJSON} from './data.js';
  * @typedef {{
  *   EAGER: string, GRAPH: string, MODES: !Array<string>,
  *   LOG: string, PROFILE: string, INFERRED: string, EVIDENCE: !Array<string>,
- *   REMOVED: string, UNKNOWN: string,
+ *   REMOVED: string, UNKNOWN: string, NOT_RECORDED: string,
  *   KIND_ONEDNN: string, KIND_FUSED: string, KIND_STOCK: string, KIND_REMOVED: string,
  *   KIND_UNKNOWN: string, KERNEL_CLASSES: !Array<string>, KERNEL_KINDS: !Array<string>,
  *   ONEDNN_ON: string, ONEDNN_OFF: string, ONEDNN_UNKNOWN: string,

@@ -17,6 +17,7 @@ from .errors import Problem
 from .read.manifest import RecordedRun
 from .read.textlog import LogFacts
 from .read.tfdbg import DumpSet
+from .read.trace_log import TraceLine
 from .read.xplane import Profile
 
 __all__ = ["KernelUse", "ModeStats", "OpTypeRow", "RunModel", "OpKernel", "EagerAssignment",
@@ -84,6 +85,8 @@ class RunModel:
     dumps: list[DumpSet] = field(default_factory=list)
     profiles: list[Profile] = field(default_factory=list)
     logs: list[LogFacts] = field(default_factory=list)
+    # TF's Python line per new trace in the logs (its key), in the logs' order
+    trace_lines: list[TraceLine] = field(default_factory=list)
     graph_ops: list[OpKernel] = field(default_factory=list)
     eager_ops: list[EagerAssignment] = field(default_factory=list)
     # (op type, mode, kernel) -> [profiler events, total ns]

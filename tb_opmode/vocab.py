@@ -17,7 +17,7 @@ __all__ = ["MODES", "EAGER", "GRAPH", "EVIDENCE", "LOG", "PROFILE", "INFERRED", 
            "UNKNOWN", "KERNEL_CLASSES", "KERNEL_KINDS", "KIND_ONEDNN", "KIND_FUSED",
            "KIND_STOCK", "KIND_REMOVED", "KIND_UNKNOWN", "ONEDNN_STATES", "ONEDNN_ON",
            "ONEDNN_OFF", "ONEDNN_UNKNOWN", "PLUMBING_KERNELS", "FUNCTION_PREFIXES",
-           "DEBUG_PREFIX", "ONEDNN_PREFIX", "is_function", "is_debug_kernel", "is_onednn",
+           "DEBUG_PREFIX", "ONEDNN_PREFIX", "NOT_RECORDED", "is_function", "is_debug_kernel", "is_onednn",
            "onednn_state", "served"]
 
 # How an op ran: dispatched one by one (eager), or inside a graph (tf.function).
@@ -30,6 +30,8 @@ EVIDENCE = (LOG, PROFILE, INFERRED)
 REMOVED = "(optimized away)"
 # Shown where the evidence cannot decide the kernel; the note says why and how to find out.
 UNKNOWN = "(unknown)"
+# Said of a trace's argument whose dtype, shape or Python value the run did not record.
+NOT_RECORDED = "not recorded"
 # ``explain.kernel_class``: fused (a oneDNN kernel grappler's remapper made of several
 # ops), another oneDNN kernel, a stock one, or no kernel known.
 KIND_ONEDNN, KIND_FUSED, KIND_STOCK, KIND_REMOVED, KIND_UNKNOWN = (

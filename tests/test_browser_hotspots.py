@@ -138,3 +138,47 @@ def test_the_demo_names_the_callbacks_histograms_and_its_own_lines(browser: Any,
         assert not p.errors, p.errors
     finally:
         p.close()
+
+
+@pytest.mark.parametrize("width,height", SIZES)
+def test_the_functions_section_lists_each_python_function_with_tfs_trace_count(
+        browser: Any, tensorboard: str, traces_cell: Path, width: int, height: int) -> None:
+    """The Functions section: one block per Python function whose traces and calls are
+    TF's own (``experimental_get_tracing_count()`` and the workload's call counts, in the
+    cell's truth.json); ``step``, traced on each of its 12 calls, opens onto its 12 traces,
+    each saying what changed; the section fits the window's width."""
+    truth: dict[str, dict[str, int]] = {}
+    for f in json.loads((traces_cell / "truth.json").read_text())["functions"]:
+        if f["kind"] == "user":   # one entry per tf.function object: a lambda made in a loop, 12
+            mine = truth.setdefault(f["python_name"], {"traces": 0, "calls": 0})
+            mine["traces"] += f["traces"]
+            mine["calls"] += f["calls"]
+    p = Page(browser, tensorboard, width, height, "traces")
+    try:
+        p.frame.wait_for_function(
+            "() => { const b = document.querySelector('.opm-functions-ledger'); "
+            "return b && b.dataset.run === 'traces' && b.querySelector('details.opm-fn'); }",
+            timeout=45000)
+        shown = p.frame.eval_on_selector_all(
+            "details.opm-fn", "ds => ds.map(d => [d.dataset.python, "
+            "d.querySelector('summary').innerText])")
+        heads = dict(shown)
+        for name, fn in truth.items():
+            assert name in heads, (name, sorted(heads))
+            traces = f"{fn['traces']} trace{'' if fn['traces'] == 1 else 's'}"
+            assert traces in heads[name] and str(fn["calls"]) in heads[name], (name, heads[name])
+        p.frame.evaluate("() => { const d = document.querySelector('details.opm-fn[data-python=\"step\"]');"
+                         " d.open = true; d.scrollIntoView(); }")
+        p.frame.wait_for_timeout(300)
+        rows = p.frame.eval_on_selector_all(
+            "details.opm-fn[data-python='step'] .opm-traces tbody tr",
+            "rs => rs.map(r => [...r.cells].map(c => c.innerText))")
+        assert len(rows) == truth["step"]["traces"], rows
+        assert all(r[-1] for r in rows[1:]), rows   # what changed, said for every retrace
+        width_ok = p.frame.eval_on_selector(
+            "#opm-functions-card", "e => e.getBoundingClientRect().right <= innerWidth + 1")
+        assert width_ok
+        p.shot("functions")
+        assert not p.errors, p.errors
+    finally:
+        p.close()

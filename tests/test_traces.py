@@ -11,9 +11,9 @@ sharing any of the product's parsing.
 
 Held now (the evidence the ledger is to be built on): the workload's counts are TF's, and
 where a profile holds a call its ``tracing_count`` and graph-building event agree with the
-dump. Held once issue 25 lands (``xfail(strict=True)`` until then): traces and calls per
-Python function equal TF's in every mode; each trace's cause is the constructed one where
-the run's evidence decides it (``checker.DECIDES``), else ``unknown`` with a reason; the
+dump. Held: traces and calls per Python function equal TF's in every mode; each trace's cause
+is the constructed one where the run's evidence decides it (``checker.DECIDES``: with
+TF's log, whatever the dump mode), else ``unknown`` with a reason; the
 hot line ranks first among eager sites with DebugDataReader's count; tracing time is the
 profile's graph building where it holds it, else at least the op creations' span; the
 explanation says "Python ran only once" only of functions traced once.
@@ -47,14 +47,6 @@ TEST_CELLS = ("full_health_profile_log", "full_health_profile", "full_health_pla
               "no_tensor_profile_log", "no_tensor_plain")
 _ONLY = [c for c in os.environ.get("TB_OPMODE_TRACES_CELLS", "").split(",") if c]
 SELECTED = [c for c in TEST_CELLS if not _ONLY or c in _ONLY]
-
-# Cells whose causes only TF's log decides (a CURT_HEALTH or NO_TENSOR dump records no
-# argument specs; a FULL_HEALTH dump no dimensions): the ledger does not read TF's Python
-# "Creating new FuncGraph ... (key: ...)" lines yet, so it says ``unknown`` there (or
-# names the argument but not its dimension). Each must fail until that lands.
-CAUSES_FROM_LOG_ONLY = {"full_health_profile_log", "curt_health_profile_log",
-                        "no_tensor_profile_log", "no_tensor_log", "concise_health_profile_log"}
-
 
 @pytest.fixture(scope="module", params=SELECTED)
 def cell(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Cell:
@@ -116,6 +108,25 @@ def test_the_profile_agrees_with_the_dump(cell: Cell) -> None:
     assert check_profile_against_dump(cell) == []
 
 
+def test_tfs_line_per_trace_is_read_once_per_trace(cell: Cell, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the run has TF's log, the product reads one "Creating new FuncGraph" line per
+    trace TF counts (``experimental_get_tracing_count()``) of each user function, and the
+    same lines however the file is cut into chunks (a message across two chunks)."""
+    if "log" not in cell.evidence:
+        pytest.skip("this cell has no TF log")
+    from tb_opmode.read import trace_log
+    logs = sorted(p for p in cell.logdir.rglob("*") if p.is_file() and p.suffix in (".txt", ".log"))
+    whole = [line for p in logs for line in trace_log.read_trace_lines(str(p))]
+    monkeypatch.setattr(trace_log, "_CHUNK", 4093)
+    assert [line for p in logs for line in trace_log.read_trace_lines(str(p))] == whole
+    want: dict[str, int] = {}
+    for fn in cell.truth["functions"]:
+        if fn["kind"] == "user":
+            want[fn["python_name"]] = want.get(fn["python_name"], 0) + fn["traces"]
+    got = {name: sum(1 for line in whole if line.name == name) for name in want}
+    assert got == want
+
+
 def test_traces_and_calls_per_python_function(cell: Cell, run: dict[str, Any]) -> None:
     problems = [p for p in check_functions(cell, run) if "cause" not in p and "changed" not in p
                 and "argument" not in p and "dimension" not in p]
@@ -123,11 +134,7 @@ def test_traces_and_calls_per_python_function(cell: Cell, run: dict[str, Any]) -
 
 
 def test_causes_are_the_constructed_ones_or_unknown_with_why(cell: Cell, run: dict[str, Any]) -> None:
-    problems = check_functions(cell, run)
-    if cell.truth["cell"] in CAUSES_FROM_LOG_ONLY:
-        assert problems, "decided without the log now: drop the cell from CAUSES_FROM_LOG_ONLY"
-        pytest.xfail("causes only TF's log decides: its FuncGraph lines are not read yet")
-    assert problems == []
+    assert check_functions(cell, run) == []
 
 
 def test_the_eager_hot_line_ranks_first_with_ddr_counts(cell: Cell, run: dict[str, Any]) -> None:

@@ -10,8 +10,9 @@ A trace is a concrete function (``__inference_<name>_<uid>``, one dump graph); t
 graphs nested in it (a tf.cond's branches) are part of it, a tf.function called inside
 it is listed on its own as nested (no calls from Python). Calls are the dump's
 executions of the concrete function. Which trace starts a new tf.function object, and
-its arguments, come from the op-creation stacks (``trace_stacks``); why each trace was
-made from ``traces_causes``.
+its arguments, come from the op-creation stacks (``trace_stacks``), and from TF's log
+line per new trace where the logs hold it (``read.trace_log``: the key, every argument's
+dtype and shape and each Python value); why each trace was made from ``traces_causes``.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from ..model import RunModel
 from ..read.tfdbg import DEBUG_MODE_NAMES, DumpSet, HealthSpec
+from ..read.trace_log import TraceLine, TraceParam, tensor_specs
 from .trace_stacks import TraceFacts, parameters_of, trace_facts
 from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, changed_of
 
@@ -228,6 +230,39 @@ def _args(facts: TraceFacts, python_args: list[str], specs: list[ArgSpec] | None
     return out
 
 
+def _shape_list(shape: tuple[int | None, ...] | None) -> list[int | None] | str:
+    return NOT_RECORDED if shape is None else list(shape)
+
+
+def _args_of_key(key: tuple[TraceParam, ...]) -> list[dict[str, Any]]:
+    """The arguments as TF's log line printed the trace's key: tensors (those nested in
+    an iterator's or a tuple's spec as ``name[i]``) and Python values."""
+    out: list[dict[str, Any]] = []
+    for p in key:
+        tensors = tensor_specs(p)
+        if tensors:
+            out += [{"name": name, "kind": "tensor", "dtype": dtype, "shape": _shape_list(shape)}
+                    for name, dtype, shape in tensors]
+        else:
+            out.append({"name": p.name, "kind": "python", "value": p.value})
+    return out
+
+
+def _log_keys(lines: list[TraceLine], traces: list[TraceFacts]) -> dict[str, tuple[TraceParam, ...]]:
+    """graph id -> its key as TF's log printed it. A function's lines are matched to its
+    traces in order, only where they are as many (the same count by name: the log names
+    the Python function, not the graph)."""
+    by_name: dict[str, list[TraceLine]] = {}
+    for line in lines:
+        by_name.setdefault(line.name, []).append(line)
+    made: dict[str, list[TraceFacts]] = {}
+    for facts in traces:
+        made.setdefault(facts.python_name, []).append(facts)
+    return {facts.graph_id: line.params
+            for name, mine in made.items() if len(by_name.get(name, ())) == len(mine)
+            for facts, line in zip(mine, by_name[name])}
+
+
 def _python_args(dump: DumpSet, facts: TraceFacts) -> list[str]:
     """The function's parameters no Placeholder stands for: Python values in the key."""
     tensors = {re.sub(r"_\d+$", "", a) for a in facts.args}
@@ -237,9 +272,11 @@ def _python_args(dump: DumpSet, facts: TraceFacts) -> list[str]:
 class _Builder:
     """The ledger of one dump, built trace by trace in the order TF made them."""
 
-    def __init__(self, model: RunModel, dump: DumpSet) -> None:
+    def __init__(self, model: RunModel, dump: DumpSet,
+                 keys: dict[str, tuple[TraceParam, ...]]) -> None:
         self.model = model
         self.dump = dump
+        self.keys = keys
         self.concrete = _concrete_names(dump)
         self.mode = _mode_name(dump)
         self.why = _unrecorded_why(self.mode)
@@ -285,11 +322,14 @@ class _Builder:
                            previous_first_of_object=bool(before and before[0].first_of_object),
                            previous_calls=before[1].calls if before else 0,
                            tensor_args=list(facts.args), python_args=python_args, specs=specs,
-                           previous_specs=before[2] if before else None, unrecorded_why=self.why)
+                           previous_specs=before[2] if before else None, unrecorded_why=self.why,
+                           key=self.keys.get(facts.graph_id),
+                           previous_key=self.keys.get(before[1].graph_id) if before else None)
         verdict = changed_of(ctx)
+        logged = self.keys.get(facts.graph_id)
+        args = _args_of_key(logged) if logged is not None else _args(facts, python_args, specs)
         entry = TraceEntry(name, facts.graph_id, calls, _call_sites(self.dump, name) if calls else [],
-                           _args(facts, python_args, specs), verdict.changed, verdict.note,
-                           first_of_object=facts.first_of_object)
+                           args, verdict.changed, verdict.note, first_of_object=facts.first_of_object)
         self._tracing_time(entry)
         fn.traces.append(entry)
         fn.objects += int(facts.first_of_object or before is None)
@@ -300,8 +340,11 @@ def ledger(model: RunModel) -> list[FunctionLedger]:
     """Every Python function the run's dumps traced, the most traced first."""
     out: list[FunctionLedger] = []
     for dump in model.dumps:
-        builder = _Builder(model, dump)
-        for facts in trace_facts(dump):
+        made = list(trace_facts(dump))
+        # the log's lines name no dump: read with one dump only
+        keys = _log_keys(model.trace_lines, made) if len(model.dumps) == 1 else {}
+        builder = _Builder(model, dump, keys)
+        for facts in made:
             builder.add(facts)
         out.extend(builder.functions.values())
     out.sort(key=lambda f: (f.nested, -len(f.traces), -f.calls, f.name))

@@ -15,6 +15,8 @@ that decides wins:
 - the second trace of a first call that created variables (the first trace never
   called, its object's next trace made in the same call) changed nothing: a note says
   so, and it is no cause;
+- where TF's log printed both traces' keys (its line per new trace): what differs, a
+  ``dtype``, a ``shape`` (argument and dimension) or a ``python_value`` (before, after);
 - where both traces' tensor arguments are recorded: a ``dtype`` changed, a ``shape``
   changed (which argument; which dimension where the shapes are recorded, not only
   the sizes), or, the same tensors and a Python argument, a ``python_value``;
@@ -26,11 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..read.trace_log import TraceParam, tensor_specs
+from ..vocab import NOT_RECORDED
+
 __all__ = ["CAUSES", "ADVICE", "ArgSpec", "CauseContext", "Verdict", "CAUSE_RULES", "changed_of",
            "NOT_RECORDED"]
 
 CAUSES = ("shape", "dtype", "python_value", "new_function_object", "unknown")
-NOT_RECORDED = "not recorded"
 
 ADVICE = {
     "shape": ("give the tf.function an input_signature with None for the dimensions that "
@@ -69,6 +73,9 @@ class CauseContext:
     specs: list[ArgSpec] | None = None            # this trace's, None: not recorded
     previous_specs: list[ArgSpec] | None = None
     unrecorded_why: str = ""            # why specs are not recorded, and how to get them
+    # the trace's key as TF's log line printed it, and the previous trace's (None: no line)
+    key: tuple[TraceParam, ...] | None = None
+    previous_key: tuple[TraceParam, ...] | None = None
 
 
 @dataclass
@@ -108,6 +115,43 @@ def _variable_creation(ctx: CauseContext) -> Verdict | None:
 def _by_argument(ctx: CauseContext) -> list[tuple[ArgSpec, ArgSpec]]:
     before = {a.name: a for a in ctx.previous_specs or []}
     return [(before[a.name], a) for a in ctx.specs or [] if a.name in before]
+
+
+def _key_change(was: TraceParam, now: TraceParam) -> list[dict[str, Any]]:
+    """What differs between one parameter of two keys: its dtype, shape or Python value;
+    a nested spec (an iterator's, a tuple's) element by element, as ``name[i]``."""
+    if now.kind == "python" and was.kind == "python":
+        return [] if was.value == now.value else [
+            {"cause": "python_value", "arg": now.name, "before": was.value, "after": now.value}]
+    before, after = tensor_specs(was), tensor_specs(now)
+    if len(before) != len(after):
+        return []
+    out: list[dict[str, Any]] = []
+    for (name, dtype_was, shape_was), (_n, dtype_now, shape_now) in zip(before, after):
+        if dtype_was != dtype_now:
+            out.append({"cause": "dtype", "arg": name, "before": dtype_was, "after": dtype_now})
+        elif shape_was != shape_now and shape_was is not None and shape_now is not None:
+            change: dict[str, Any] = {"cause": "shape", "arg": name, "before": list(shape_was),
+                                      "after": list(shape_now)}
+            dims = [i for i, (a, b) in enumerate(zip(shape_was, shape_now)) if a != b]
+            if len(shape_was) == len(shape_now) and dims:
+                change["dim"] = dims[0]
+            out.append(change)
+    return out
+
+
+def _from_log(ctx: CauseContext) -> Verdict | None:
+    """TF's log printed both traces' keys: what differs is the cause (a dtype first, then
+    a shape, then a Python value: the order the dump's rules decide in)."""
+    if ctx.key is None or ctx.previous_key is None:
+        return None
+    before = {p.name: p for p in ctx.previous_key}
+    changed = [c for now in ctx.key if now.name in before for c in _key_change(before[now.name], now)]
+    for cause in ("dtype", "shape", "python_value"):
+        picked = [c for c in changed if c["cause"] == cause]
+        if picked:
+            return Verdict(picked)
+    return None
 
 
 def _dtype(ctx: CauseContext) -> Verdict | None:
@@ -162,6 +206,7 @@ CAUSE_RULES: list[tuple[str, Rule]] = [
     ("nested", _nested),
     ("new_function_object", _new_object),
     ("variable_creation", _variable_creation),
+    ("key_in_the_log", _from_log),
     ("dtype", _dtype),
     ("shape", _shape),
     ("python_value", _python_value),

@@ -12,6 +12,7 @@ import textwrap
 from typing import Any
 
 from ..analyze.traces import FunctionLedger, TraceEntry, ledger
+from ..analyze.traces_causes import NOT_RECORDED
 from ..model import RunModel
 from .payloads import TfFunction, TraceDoc
 
@@ -82,7 +83,8 @@ def _args_text(args: list[dict[str, Any]]) -> str:
     out = []
     for a in args:
         if a.get("kind") == "python":
-            out.append(f"{a['name']}=<Python value>")
+            value = a.get("value", NOT_RECORDED)
+            out.append(f"{a['name']}={'<Python value>' if value == NOT_RECORDED else value}")
         else:
             shape = a["shape"] if isinstance(a["shape"], str) else str(a["shape"]).replace(" ", "")
             # one "not recorded" where the dump recorded neither dtype nor shape

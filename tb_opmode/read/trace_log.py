@@ -1,0 +1,177 @@
+"""TF's Python log line for each new trace: which function, and the key it traced for.
+
+In: a log file's path (local or remote). Out: ``read_trace_lines``, one ``TraceLine`` per
+"Creating new FuncGraph for Python function ..." message, in file order.
+
+``tracing_compilation`` writes the message at Python vlog level 1 (``tb-opmode record``
+turns it on; ``tf.get_logger().setLevel(1)`` or ``TF_CPP_MAX_VLOG_LEVEL`` do not) each
+time it traces, once per trace, with the trace's key (TF 2.13 prints it on one line, as
+``FunctionType(parameters=[Parameter(name=x, kind=..., type_constraint=TensorSpec(...)),
+...])``; read the same)::
+
+    Level 1:tensorflow:Creating new FuncGraph for Python function <function step at
+    0x7f...> (key: FunctionContext(context=EagerContext(parent_graph=None, ...), ...),
+    Input Parameters:
+      x (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(4, 8), dtype=tf.float32, name=None)
+      lr (POSITIONAL_OR_KEYWORD): Literal[0.1]
+    Output Type:
+      ...
+
+``parent_graph=None`` marks a trace made from Python (eagerly); any other parent is a
+tf.function traced inside another's trace. The address tells ``tf.function`` objects of
+the same code apart only as long as Python keeps the function alive (it may reuse it).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from . import fs
+
+__all__ = ["TraceLine", "TraceParam", "read_trace_lines", "parse_trace_lines", "tensor_specs"]
+
+_MARK = b"Creating new FuncGraph for Python function <function "
+_HEAD = re.compile(rb"<function (?P<qualname>\S+) at (?P<address>0x[0-9a-f]+)>")
+_PARAM = re.compile(r"^  (?P<name>[^\s(]+) \((?P<kind>[A-Z_]+)\): (?P<spec>.*)$")
+_TENSOR = re.compile(r"^TensorSpec\(shape=(?P<shape>\(.*?\)|<unknown>|None), dtype=tf\.(?P<dtype>\w+)")
+_NESTED = re.compile(r"TensorSpec\(shape=(\(.*?\)|<unknown>|None), dtype=tf\.(\w+)")
+_LITERAL = re.compile(r"^Literal\[(?P<value>.*)\]$")
+# TF 2.13 prints the key on one line, its parameters as FunctionType(parameters=[...])
+_ONE_LINE = b"FunctionType(parameters=["
+_PARAMETER = re.compile(r"Parameter\(name=([^,]+), kind=([A-Z_]+), optional=\w+, "
+                        r"type_constraint=(.*?)\)(?=, Parameter\(|\], captures=)")
+_LITERAL_213 = re.compile(r"^Literal\(value=(.*)\)$")
+# How far a message's parameters may run past its start (a key with many arguments).
+_MESSAGE_MAX = 1 << 16
+
+
+@dataclass(frozen=True)
+class TraceParam:
+    """One parameter of a trace's key: a tensor's dtype and shape, or a Python value."""
+
+    name: str
+    kind: str                              # "tensor", "python" or "other"
+    dtype: str = ""
+    shape: tuple[int | None, ...] | None = None   # None: unknown rank
+    value: str = ""                        # a Python value as the key prints it; else the spec
+
+
+@dataclass(frozen=True)
+class TraceLine:
+    """One new trace, as TF's log line says it."""
+
+    qualname: str        # ``_Scenario.custom_loop.<locals>.step``
+    address: str         # the Python function object's id, as printed
+    top_level: bool      # traced from Python, not inside another trace
+    params: tuple[TraceParam, ...]
+
+    @property
+    def name(self) -> str:
+        """The function's own name (``step``, ``<lambda>``), as tf.function names graphs."""
+        return self.qualname.rsplit(".", 1)[-1]
+
+
+def _shape(text: str) -> tuple[int | None, ...] | None:
+    if not text.startswith("("):
+        return None
+    dims = [d.strip() for d in text[1:-1].split(",") if d.strip()]
+    return tuple(None if d == "None" else int(d) for d in dims)
+
+
+def tensor_specs(param: TraceParam) -> list[tuple[str, str, tuple[int | None, ...] | None]]:
+    """(name, dtype, shape) of each tensor a parameter holds: itself, or the TensorSpecs
+    nested in its spec (an iterator's elements, a tuple's items) as ``name[i]``."""
+    if param.kind == "tensor":
+        return [(param.name, param.dtype, param.shape)]
+    if param.kind != "other":
+        return []
+    return [(f"{param.name}[{i}]", dtype, _shape(shape))
+            for i, (shape, dtype) in enumerate(_NESTED.findall(param.value))]
+
+
+def _param(line: str) -> TraceParam | None:
+    m = _PARAM.match(line)
+    if m is None:
+        return None
+    name, spec = m.group("name"), m.group("spec").strip()
+    tensor = _TENSOR.match(spec)
+    if tensor is not None:
+        return TraceParam(name, "tensor", tensor.group("dtype"), _shape(tensor.group("shape")))
+    literal = _LITERAL.match(spec)
+    if literal is not None:
+        return TraceParam(name, "python", value=literal.group("value"))
+    return TraceParam(name, "other", value=spec)
+
+
+def _end(text: bytes, at: int) -> int:
+    """Where the message starting at ``at`` ends (its "Output Type:" line, or the end of
+    its one line in TF 2.13's form); -1 where it is not (yet) whole."""
+    eol = text.find(b"\n", at)
+    if eol < 0:
+        return -1
+    if _ONE_LINE in text[at:eol]:
+        return eol
+    return text.find(b"\nOutput Type:", eol - 1, at + _MESSAGE_MAX)
+
+
+def _one_line_params(line: str) -> list[TraceParam]:
+    """TF 2.13's ``FunctionType(parameters=[Parameter(name=x, kind=..., optional=...,
+    type_constraint=SPEC), ...]``, each as the multi-line form's ``  x (KIND): SPEC``."""
+    return [p for m in _PARAMETER.finditer(line)
+            if (p := _param(f"  {m.group(1)} ({m.group(2)}): {_literal(m.group(3))}")) is not None]
+
+
+def _literal(spec: str) -> str:
+    m = _LITERAL_213.match(spec)
+    return f"Literal[{m.group(1)}]" if m else spec
+
+
+def _message(text: bytes, at: int) -> TraceLine | None:
+    """The trace line starting at ``at`` (the mark), None where it does not parse."""
+    head = _HEAD.search(text, at, at + 4096)
+    end = _end(text, at)
+    if head is None or end < 0 or text.find(_MARK, at + len(_MARK), end) >= 0:
+        return None
+    message = text[at:end].decode("utf-8", "replace")
+    first, _, body = message.partition("\n")
+    if _ONE_LINE.decode() in first:
+        params = _one_line_params(first)
+    else:
+        params = [p for p in map(_param, body.split("\n")) if p is not None]
+    key = first[first.find("(key: "):]
+    return TraceLine(head.group("qualname").decode("utf-8", "replace"),
+                     head.group("address").decode(), "parent_graph=None" in key, tuple(params))
+
+
+def parse_trace_lines(text: bytes, final: bool = True) -> tuple[list[TraceLine], int]:
+    """The trace lines of a log's bytes, in order, and where the unread rest begins: at a
+    message not yet whole (``final`` False: more bytes follow), else at the end."""
+    out: list[TraceLine] = []
+    at = text.find(_MARK)
+    while at >= 0:
+        if not final and _end(text, at) < 0 and len(text) - at < _MESSAGE_MAX:
+            return out, at
+        line = _message(text, at)
+        if line is not None:
+            out.append(line)
+        at = text.find(_MARK, at + len(_MARK))
+    return out, max(len(text) - len(_MARK), 0) if not final else len(text)
+
+
+_CHUNK = 8 << 20
+
+
+def read_trace_lines(path: str) -> list[TraceLine]:
+    """The trace lines of one log file, read a chunk at a time; raises OSError as reading
+    it does."""
+    out: list[TraceLine] = []
+    rest = b""
+    with fs.open_read(path) as f:
+        while True:
+            chunk = f.read(_CHUNK)
+            text = rest + chunk
+            found, unread = parse_trace_lines(text, final=not chunk)
+            out += found
+            if not chunk:
+                return out
+            rest = text[unread:]
