@@ -85,6 +85,7 @@ class Verdict:
 
 
 Rule = Callable[[CauseContext], "Verdict | None"]
+Shape = tuple[int | None, ...] | None
 
 
 def _first_trace(ctx: CauseContext) -> Verdict | None:
@@ -117,6 +118,21 @@ def _by_argument(ctx: CauseContext) -> list[tuple[ArgSpec, ArgSpec]]:
     return [(before[a.name], a) for a in ctx.specs or [] if a.name in before]
 
 
+def _tensor_change(name: str, was: tuple[str, Shape], now: tuple[str, Shape]) -> dict[str, Any] | None:
+    """A dtype or shape change of one tensor of two keys (None: the same, or unknown)."""
+    (dtype_was, shape_was), (dtype_now, shape_now) = was, now
+    if dtype_was != dtype_now:
+        return {"cause": "dtype", "arg": name, "before": dtype_was, "after": dtype_now}
+    if shape_was is None or shape_now is None or shape_was == shape_now:
+        return None
+    change: dict[str, Any] = {"cause": "shape", "arg": name, "before": list(shape_was),
+                              "after": list(shape_now)}
+    dims = [i for i, (a, b) in enumerate(zip(shape_was, shape_now)) if a != b]
+    if len(shape_was) == len(shape_now) and dims:
+        change["dim"] = dims[0]
+    return change
+
+
 def _key_change(was: TraceParam, now: TraceParam) -> list[dict[str, Any]]:
     """What differs between one parameter of two keys: its dtype, shape or Python value;
     a nested spec (an iterator's, a tuple's) element by element, as ``name[i]``."""
@@ -126,18 +142,14 @@ def _key_change(was: TraceParam, now: TraceParam) -> list[dict[str, Any]]:
     before, after = tensor_specs(was), tensor_specs(now)
     if len(before) != len(after):
         return []
-    out: list[dict[str, Any]] = []
-    for (name, dtype_was, shape_was), (_n, dtype_now, shape_now) in zip(before, after):
-        if dtype_was != dtype_now:
-            out.append({"cause": "dtype", "arg": name, "before": dtype_was, "after": dtype_now})
-        elif shape_was != shape_now and shape_was is not None and shape_now is not None:
-            change: dict[str, Any] = {"cause": "shape", "arg": name, "before": list(shape_was),
-                                      "after": list(shape_now)}
-            dims = [i for i, (a, b) in enumerate(zip(shape_was, shape_now)) if a != b]
-            if len(shape_was) == len(shape_now) and dims:
-                change["dim"] = dims[0]
-            out.append(change)
-    return out
+    changes = (_tensor_change(name, (d0, s0), (d1, s1))
+               for (name, d0, s0), (_n, d1, s1) in zip(before, after))
+    return [c for c in changes if c is not None]
+
+
+def _key_changes(previous: tuple[TraceParam, ...], key: tuple[TraceParam, ...]) -> list[dict[str, Any]]:
+    before = {p.name: p for p in previous}
+    return [c for now in key if now.name in before for c in _key_change(before[now.name], now)]
 
 
 def _from_log(ctx: CauseContext) -> Verdict | None:
@@ -145,13 +157,10 @@ def _from_log(ctx: CauseContext) -> Verdict | None:
     a shape, then a Python value: the order the dump's rules decide in)."""
     if ctx.key is None or ctx.previous_key is None:
         return None
-    before = {p.name: p for p in ctx.previous_key}
-    changed = [c for now in ctx.key if now.name in before for c in _key_change(before[now.name], now)]
-    for cause in ("dtype", "shape", "python_value"):
-        picked = [c for c in changed if c["cause"] == cause]
-        if picked:
-            return Verdict(picked)
-    return None
+    changed = _key_changes(ctx.previous_key, ctx.key)
+    first = next((cause for cause in ("dtype", "shape", "python_value")
+                  if any(c["cause"] == cause for c in changed)), None)
+    return Verdict([c for c in changed if c["cause"] == first]) if first else None
 
 
 def _dtype(ctx: CauseContext) -> Verdict | None:

@@ -88,6 +88,14 @@ class _Fold:
     max_off: int | None = None
 
 
+def _add_graph_ops(prof: Profile, part: Profile, line_name: str) -> None:
+    """A line's graph ops appended, and where tf.data's threads ran them, said so."""
+    if line_name.startswith(_DATA_THREADS) and part.graph_ops:
+        first = len(prof.graph_ops)
+        prof.data_thread_ops.append((first, first + len(part.graph_ops)))
+    prof.graph_ops.extend(part.graph_ops)
+
+
 def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> bool:
     """Decode one plane's lines into ``prof``; False if a line's timestamp
     differs from the one it was decoded with (see ``decode``)."""
@@ -122,10 +130,7 @@ def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> boo
             if last != ref.timestamp_ns:
                 ref.timestamp_ns, consistent = last, False
             prof.eager_ops.extend(part.eager_ops)
-            if ref.name.startswith(_DATA_THREADS) and part.graph_ops:
-                first = len(prof.graph_ops)
-                prof.data_thread_ops.append((first, first + len(part.graph_ops)))
-            prof.graph_ops.extend(part.graph_ops)
+            _add_graph_ops(prof, part, ref.name)
             prof.function_calls.extend(part.function_calls)
             prof.graph_building.extend(part.graph_building)
             prof.iterator_specs.extend(s for s in part.iterator_specs if s not in prof.iterator_specs)
