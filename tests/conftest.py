@@ -192,14 +192,21 @@ class OpModePage:
     its page, the tab's iframe once the op table has rows, and the console errors seen."""
 
     def __init__(self, browser: Any, base: str, width: int, height: int,
-                 scheme: str = "light") -> None:
+                 scheme: str = "light", wait: bool = True) -> None:
+        self.base = base
         self.context = browser.new_context(viewport={"width": width, "height": height},
                                            color_scheme=scheme)
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.page.goto(f"{base}/#opmode")
+        if wait:
+            self.open_tab()
+
+    def open_tab(self) -> None:
+        """Go to the tab and wait for the op table's rows (``wait=False`` leaves it to the
+        test, which may time or watch the load)."""
+        self.page.goto(f"{self.base}/#opmode")
         self.page.wait_for_selector("iframe", timeout=60000)
         self.frame = self.page.locator("iframe").element_handle().content_frame()
         self.frame.wait_for_selector("#opm-table tbody tr[data-op]", timeout=60000)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import get_json, link_tree, running_tensorboard
+from .conftest import OpModePage, get_json, link_tree, running_tensorboard
 
 pytestmark = pytest.mark.browser
 
@@ -51,34 +51,36 @@ def tensorboard(use_logdir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         yield base
 
 
-class Page:
-    """TensorBoard at one window size, the Op Mode iframe, console errors."""
+class Page(OpModePage):
+    """TensorBoard at one window size, the Op Mode iframe on one run, console errors."""
 
     def __init__(self, browser: Any, base: str, width: int, height: int, run: str = "bert",
                  wait: bool = True, scheme: str = "light") -> None:
+        super().__init__(browser, base, width, height, scheme, wait=False)
         self.width, self.height = width, height
-        self.context = browser.new_context(viewport={"width": width, "height": height},
-                                           color_scheme=scheme)
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        self.base = base
         self.run = run
         if wait:
             self.open()
 
     def open(self) -> None:
-        self.page.goto(f"{self.base}/#opmode")
-        self.page.wait_for_selector("iframe", timeout=60000)
-        self.frame = self.page.locator("iframe").element_handle().content_frame()
-        self.frame.wait_for_selector("#opm-table tbody tr[data-op]", timeout=60000)
+        self.open_tab()
         if self.frame.eval_on_selector("#opm-run", "s => s.value") != self.run:
             self.frame.select_option("#opm-run", self.run)
         self.frame.wait_for_function(
             "(run) => document.querySelector('.opm-timeline-host').dataset.run === run && "
             "document.querySelector('#opm-glance')", arg=self.run, timeout=45000)
         self.frame.wait_for_timeout(300)
+
+    def open_detail(self, nth: int) -> tuple[str, Any]:
+        """Click the nth row's op type; (op type, its detail title's box) once it shows."""
+        row = self.frame.locator("#opm-table tbody tr[data-op]").nth(nth)
+        op = row.get_attribute("data-op")
+        row.locator("td.opm-op").click()
+        self.frame.wait_for_function(
+            "(op) => { const t = document.querySelector('.opm-detail .opm-detail-title');"
+            " return t && t.innerText.startsWith(op); }", arg=op, timeout=20000)
+        self.frame.wait_for_timeout(400)   # the drawer slides in
+        return op, self.frame.locator(".opm-detail .opm-detail-title").bounding_box()   # page coordinates
 
     def shot(self, name: str) -> Path:
         ARTIFACTS.mkdir(exist_ok=True)
@@ -111,14 +113,7 @@ def test_clicked_op_detail_is_in_view(browser: Any, tensorboard: str, width: int
     1000x700 it used to be laid out under the 50-row table."""
     p = Page(browser, tensorboard, width, height)
     try:
-        row = p.frame.locator("#opm-table tbody tr[data-op]").nth(20)
-        op = row.get_attribute("data-op")
-        row.locator("td.opm-op").click()
-        p.frame.wait_for_function(
-            "(op) => { const t = document.querySelector('.opm-detail .opm-detail-title');"
-            " return t && t.innerText.startsWith(op); }", arg=op, timeout=20000)
-        p.frame.wait_for_timeout(400)   # the drawer slides in
-        box = p.frame.locator(".opm-detail .opm-detail-title").bounding_box()   # page coordinates
+        op, box = p.open_detail(20)
         assert box and in_viewport(box, width, height), (op, box)
         # What is at the detail's title is the detail, not something over it.
         centre = p.frame.evaluate("""() => { const b = document.querySelector(
@@ -136,14 +131,7 @@ def test_clicked_op_detail_is_in_view(browser: Any, tensorboard: str, width: int
             p.frame.wait_for_timeout(300)
             closed = p.frame.locator("#opm-detail").bounding_box()
             assert closed is None or not in_viewport(closed, width, height), closed
-            other = p.frame.locator("#opm-table tbody tr[data-op]").nth(2)
-            again = other.get_attribute("data-op")
-            other.locator("td.opm-op").click()
-            p.frame.wait_for_function(
-                "(op) => { const t = document.querySelector('.opm-detail .opm-detail-title');"
-                " return t && t.innerText.startsWith(op); }", arg=again, timeout=20000)
-            p.frame.wait_for_timeout(400)
-            box = p.frame.locator(".opm-detail .opm-detail-title").bounding_box()
+            again, box = p.open_detail(2)
             assert box and in_viewport(box, width, height), (again, box)
         assert p.errors == []
     finally:
