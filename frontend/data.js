@@ -72,9 +72,9 @@ export const api = {
    * @param {!AbortSignal} signal
    * @return {!Promise<!OpPage>}
    */
-  opTypes: (run, {sort, order, filters, q, page, pageSize}, signal) =>
+  opTypes: (run, {sort, order, filters, q, page, pageSize, graph}, signal) =>
     /** @type {!Promise<!OpPage>} */ (getJSON('optypes', {
-      run, sort, order, filter: (filters || []).join(','), q, page, page_size: pageSize,
+      run, sort, order, filter: (filters || []).join(','), q, page, page_size: pageSize, graph,
     }, signal)),
   /**
    * @param {string} run
@@ -217,7 +217,7 @@ export class Store {
  * A page of the op table (the optypes route, tab/table.op_page).
  * @typedef {{run: string, total: number, all_total: number, page: number,
  *   page_size: number, sort: string, order: string, filters: !Array<string>, q: string,
- *   lower_bound: !Array<string>, devices: !Array<string>, rows: !Array<Row>}} OpPage
+ *   graph: string, lower_bound: !Array<string>, devices: !Array<string>, rows: !Array<Row>}} OpPage
  */
 
 /** @typedef {{file: string, line: number, function: string}} Frame */
@@ -398,9 +398,10 @@ export class Store {
  */
 
 /**
- * The op table's query: sort column and order, filters, search text, page.
+ * The op table's query: sort column and order, filters, search text, page, and the
+ * graph id of one trace whose op types alone it shows ('' for all), with its name.
  * @typedef {{sort: string, order: string, filters: !Array<string>, q: string,
- *   page: number, pageSize: number}} TableQuery
+ *   page: number, pageSize: number, graph: string, graphName: string}} TableQuery
  */
 
 /**

@@ -70,14 +70,30 @@ function changedText(t) {
 }
 
 /**
- * @param {!TfFunction} f
+ * A trace's graph name; a button that filters the op table to its op types where the
+ * run's dump holds its graph.
+ * @param {!TraceDoc} t
+ * @param {function(string, string): void} showGraph
  * @return {!HTMLElement}
  */
-function traceTable(f) {
+function traceName(t, showGraph) {
+  const name = el('code', {text: t.graph});
+  if (!t.graph_id) return name;
+  return el('button', {type: 'button', class: 'opm-link opm-trace-graph', 'data-graph': t.graph_id,
+    title: 'Show only the op types of this trace in the op table',
+    onclick: () => showGraph(t.graph_id, t.graph)}, name);
+}
+
+/**
+ * @param {!TfFunction} f
+ * @param {function(string, string): void} showGraph
+ * @return {!HTMLElement}
+ */
+function traceTable(f, showGraph) {
   const head = el('tr', {}, ['Trace', 'Calls', 'Called from', 'Tracing', 'Arguments', 'What changed']
       .map((h) => el('th', {text: h})));
   const rows = f.trace_list.map((t) => el('tr', {},
-      el('td', {}, el('code', {text: t.graph})),
+      el('td', {}, traceName(t, showGraph)),
       el('td', {class: 'opm-num', text: fmtInt(t.calls)}),
       el('td', {text: t.call_sites.map(shortPlace).join(', ') || '—'}),
       el('td', {class: 'opm-num', text: tracing(t.tracing_s, t.tracing_from)}),
@@ -91,9 +107,10 @@ function traceTable(f) {
 
 /**
  * @param {!TfFunction} f
+ * @param {function(string, string): void} showGraph
  * @return {!HTMLElement}
  */
-function functionBlock(f) {
+function functionBlock(f, showGraph) {
   const causes = Object.entries(f.causes).map(([k, n]) => `${k} ×${n}`).join(', ');
   const calls = f.nested ? 'called inside another tf.function' : `${fmtInt(f.calls)} calls`;
   const objects = f.objects > 1 ? ` (${fmtInt(f.objects)} tf.function objects)` : '';
@@ -106,7 +123,7 @@ function functionBlock(f) {
   const advice = f.advice.length ? el('ul', {class: 'opm-fn-advice'},
       f.advice.map((a) => el('li', {text: a}))) : null;
   return el('details', {class: 'opm-fn', dataset: {python: f.python_name}}, summary, advice,
-      el('p', {class: 'opm-muted', text: f.location}), traceTable(f));
+      el('p', {class: 'opm-muted', text: f.location}), traceTable(f, showGraph));
 }
 
 // `this` in each method is the App these methods are mixed into (views.js).
@@ -129,9 +146,10 @@ export const FunctionsSection = /** @satisfies {ThisType<App>} */ ({
     const hint = el('p', {class: 'opm-hint', text: 'Each Python function run as a tf.function: ' +
       'its traces (one graph each), its calls, the time spent tracing, why it traced again ' +
       '(shape, dtype, python_value, new_function_object or unknown) and what to change. ' +
-      'Open one for its traces.'});
+      'Open one for its traces; a trace\u2019s name shows only its op types in the op table.'});
     this.functionsBody.replaceChildren(hint, ...(payload.functions.length ?
-      payload.functions.map(functionBlock) : [message('No tf.function traces in the dump.', 'empty')]),
+      payload.functions.map((f) => functionBlock(f, (id, name) => this.showGraph(id, name))) :
+      [message('No tf.function traces in the dump.', 'empty')]),
     payload.total > payload.functions.length ?
       el('p', {class: 'opm-muted', text: `and ${fmtInt(payload.total - payload.functions.length)} more`}) : '');
     this.functionsBody.dataset.run = run;

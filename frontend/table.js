@@ -27,7 +27,7 @@ function profiledTime(stats) {
  * @typedef {{searchBox: !HTMLInputElement, searchTimer: number, tableHead: !HTMLElement,
  *   tableBody: !HTMLElement, tableInfo: !HTMLElement, prevButton: !HTMLButtonElement,
  *   nextButton: !HTMLButtonElement, detailBody: !HTMLElement, announcer: !HTMLElement,
- *   detail: !HTMLElement, tableWrap: !HTMLElement,
+ *   detail: !HTMLElement, tableWrap: !HTMLElement, graphFilter: !HTMLElement,
  *   tableRequest: ?AbortController}} TableFields
  */
 
@@ -54,6 +54,8 @@ export const TableSection = /** @satisfies {ThisType<App>} */ ({
     this.tableHead = el('thead');
     this.tableBody = el('tbody');
     this.tableInfo = el('span', {class: 'opm-table-info'});
+    // Shown while the table holds one trace's op types (the Functions section sets it).
+    this.graphFilter = el('span', {class: 'opm-graph-filter', hidden: true});
     this.prevButton = el('button', {type: 'button', text: '‹ Previous',
       onclick: () => this.setTable({page: Math.max(0, this.store.state.table.page - 1)})});
     this.nextButton = el('button', {type: 'button', text: 'Next ›',
@@ -87,7 +89,8 @@ export const TableSection = /** @satisfies {ThisType<App>} */ ({
                 'constant-folded, or whose kernel is unknown) differ between eager and graph, ' +
                 'or one mode ran oneDNN and the other did not'),
             filter('no_onednn', 'no oneDNN kernel', 'no _Mkl* kernel seen in either mode'),
-            filter('low_precision', 'mixed precision', 'op types with float16 or bfloat16 executions')),
+            filter('low_precision', 'mixed precision', 'op types with float16 or bfloat16 executions'),
+            this.graphFilter),
         el('div', {class: 'opm-split'},
             el('div', {class: 'opm-table-wrap'},
                 this.tableWrap,
@@ -214,5 +217,28 @@ export const TableSection = /** @satisfies {ThisType<App>} */ ({
       (page.total !== page.all_total ? ` (filtered from ${fmtInt(page.all_total)})` : '');
     this.prevButton.disabled = page.page === 0;
     this.nextButton.disabled = last >= page.total;
+    this.renderGraphFilter();
+  },
+
+  /** The chip of the one trace the table is filtered to, with its button to show all. */
+  renderGraphFilter() {
+    const {graph, graphName} = this.store.state.table;
+    this.graphFilter.hidden = !graph;
+    this.graphFilter.replaceChildren(...(graph ? [
+      el('span', {text: 'only the op types of trace '}), el('code', {text: graphName || graph}),
+      el('button', {type: 'button', class: 'opm-graph-filter-clear', 'aria-label': 'Show every op type',
+        title: 'Show every op type', text: '×',
+        onclick: () => this.setTable({graph: '', graphName: '', page: 0})}),
+    ] : []));
+  },
+
+  /**
+   * Show only the op types of one trace's graph, and bring the table into view.
+   * @param {string} graphId
+   * @param {string} graphName
+   */
+  showGraph(graphId, graphName) {
+    this.setTable({graph: graphId, graphName, page: 0});
+    document.getElementById('opm-ops')?.scrollIntoView({block: 'start'});
   },
 });

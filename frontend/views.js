@@ -50,7 +50,8 @@ export class App extends WithSections {
     this.root = root;
     this.store = new Store(/** @type {AppState} */ ({
       runs: [], progress: null, run: null, loadedAt: null,
-      table: {sort: 'total', order: 'desc', filters: [], q: '', page: 0, pageSize: 50},
+      table: {sort: 'total', order: 'desc', filters: [], q: '', page: 0, pageSize: 50, graph: '',
+        graphName: ''},
       op: null,
     }));
     this.pollTimer = 0;

@@ -179,6 +179,21 @@ def test_the_functions_section_lists_each_python_function_with_tfs_trace_count(
             "#opm-functions-card", "e => e.getBoundingClientRect().right <= innerWidth + 1")
         assert width_ok
         p.shot("functions")
+        # A trace's name filters the op table to its op types; the chip's x shows all again.
+        total = p.frame.eval_on_selector(".opm-table-info", "e => e.innerText")
+        p.frame.click("details.opm-fn[data-python='step'] .opm-trace-graph")
+        p.frame.wait_for_function("() => { const c = document.querySelector('.opm-graph-filter');"
+                                  " return c && !c.hidden && c.innerText.includes('__inference_step'); }",
+                                  timeout=20000)
+        p.frame.wait_for_function("(t) => document.querySelector('.opm-table-info').innerText !== t",
+                                  arg=total, timeout=20000)
+        shown = p.frame.eval_on_selector_all("#opm-table tbody tr[data-op]", "rs => rs.map(r => r.dataset.op)")
+        assert "MatMul" in shown and "Tanh" not in shown, shown   # step's; eager_hot's Tanh is not
+        assert "filtered from" in p.frame.eval_on_selector(".opm-table-info", "e => e.innerText")
+        p.shot("functions_filtered")
+        p.frame.click(".opm-graph-filter-clear")
+        p.frame.wait_for_function("(t) => document.querySelector('.opm-table-info').innerText === t",
+                                  arg=total, timeout=20000)
         assert not p.errors, p.errors
     finally:
         p.close()

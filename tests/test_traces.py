@@ -212,3 +212,37 @@ def test_the_checker_accepts_the_contract_and_rejects_wrong_answers(cell: Cell) 
     bad = copy.deepcopy(good)
     bad["eager_sites"][0], bad["eager_sites"][1] = bad["eager_sites"][1], bad["eager_sites"][0]
     assert any("not the hot line" in p for p in check_eager_sites(cell, bad))
+
+
+def test_a_traces_graph_filters_the_table_to_the_op_types_that_ran_in_it(
+        cell: Cell, run: dict[str, Any]) -> None:
+    """The Functions section's "its op types": the op table filtered to one trace holds the
+    op types DebugDataReader's graph execution traces name in that graph and the graphs
+    nested in it; an id that is no graph of the run is a bad parameter."""
+    from tensorflow.python.debug.lib.debug_events_reader import DebugDataReader
+
+    from tb_opmode.analyze.assemble import load
+    from tb_opmode.errors import BadParameter
+    from tb_opmode.present.tab import build_view, op_page
+
+    traces = {t["graph_id"]: t["graph"] for f in run["tf_functions"] if f["python_name"] in
+              ("step", "project", "scale") for t in f["trace_list"] if t["calls"]}
+    assert traces
+    ran: dict[str, set[str]] = {g: set() for g in traces}
+    with DebugDataReader(str(cell.logdir)) as reader:
+        reader.update()
+        for trace in reader.graph_execution_traces():
+            op_type = reader.graph_by_id(trace.graph_id).get_op_creation_digest(trace.op_name).op_type
+            graph_id = trace.graph_id
+            while graph_id:
+                if graph_id in ran:
+                    ran[graph_id].add(op_type)
+                graph_id = reader.graph_by_id(graph_id).outer_graph_id
+    (model,) = load(str(cell.logdir))
+    view = build_view(model, str(cell.logdir), timeline=False)
+    for graph_id, name in traces.items():
+        page = op_page(view, graph=graph_id, page_size=500)
+        assert page["graph"] == graph_id
+        assert {r["op_type"] for r in page["rows"]} == ran[graph_id], name
+    with pytest.raises(BadParameter, match="graph"):
+        op_page(view, graph="no such graph")

@@ -56,25 +56,43 @@ def _own_group() -> dict[str, Any]:
     return {"preexec_fn": os.setpgrp}  # pragma: no cover - Python 3.9 and 3.10
 
 
-def _signal_group(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except ProcessLookupError:  # the job's group is gone already
-        pass
+class _Group:
+    """The job's process group, once it is started; the signals that came before it was,
+    passed on then (a Ctrl-C in the instant between starting the job and knowing its
+    group still reaches it)."""
+
+    def __init__(self) -> None:
+        self.pgid: Optional[int] = None
+        self.pending: list[int] = []
+
+    def signal(self, signum: int) -> None:
+        if self.pgid is None:
+            self.pending.append(signum)
+            return
+        try:
+            os.killpg(self.pgid, signum)
+        except ProcessLookupError:  # the job's group is gone already
+            pass
+
+    def started(self, pgid: int) -> None:
+        self.pgid = pgid
+        for signum in self.pending:
+            self.signal(signum)
+        self.pending.clear()
 
 
-def _handlers(pgid: int, tees: Sequence[Tee]) -> dict[int, _Handler]:
+def _handlers(group: _Group, tees: Sequence[Tee]) -> dict[int, _Handler]:
     """What each signal does while the job runs."""
 
     def forward(signum: int, _frame: Optional[FrameType]) -> None:
-        _signal_group(pgid, signum)
+        group.signal(signum)
 
     def suspend(_signum: int, _frame: Optional[FrameType]) -> None:
-        _signal_group(pgid, signal.SIGTSTP)
+        group.signal(signal.SIGTSTP)
         os.kill(os.getpid(), signal.SIGSTOP)
 
     def resume(_signum: int, _frame: Optional[FrameType]) -> None:
-        _signal_group(pgid, signal.SIGCONT)
+        group.signal(signal.SIGCONT)
 
     def resize(_signum: int, _frame: Optional[FrameType]) -> None:
         for tee in tees:
@@ -86,9 +104,9 @@ def _handlers(pgid: int, tees: Sequence[Tee]) -> dict[int, _Handler]:
 
 
 @contextmanager
-def _passing_signals(pgid: int, tees: Sequence[Tee]) -> Iterator[None]:
+def _passing_signals(group: _Group, tees: Sequence[Tee]) -> Iterator[None]:
     previous = {signum: signal.signal(signum, handler)
-                for signum, handler in _handlers(pgid, tees).items()}
+                for signum, handler in _handlers(group, tees).items()}
     try:
         yield
     finally:
@@ -96,11 +114,8 @@ def _passing_signals(pgid: int, tees: Sequence[Tee]) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def run_job(command: Sequence[str], env: Mapping[str, str], stdout_path: str, stderr_path: str,
-            hidden: Hidden, shown: tuple[Optional[int], Optional[int]] = (1, 2)) -> JobEnd:
-    """Run ``command`` to its end; its stdout and stderr kept whole in the two files and
-    shown on ``shown`` (our stdout and stderr) less the ``hidden`` lines."""
-    tees = [Tee(shown[0], stdout_path, hidden), Tee(shown[1], stderr_path, hidden)]
+def _start(command: Sequence[str], env: Mapping[str, str], tees: Sequence[Tee]) -> subprocess.Popen[bytes]:
+    """The job started, its streams into the tees; ``CannotRecord`` if it cannot start."""
     try:
         proc = subprocess.Popen(list(command), env=dict(env), stdout=tees[0].writer,
                                 stderr=tees[1].writer, **_own_group())
@@ -112,7 +127,19 @@ def run_job(command: Sequence[str], env: Mapping[str, str], stdout_path: str, st
     for tee in tees:
         tee.close_writer()
         tee.start()
-    with _passing_signals(proc.pid, tees):
+    return proc
+
+
+def run_job(command: Sequence[str], env: Mapping[str, str], stdout_path: str, stderr_path: str,
+            hidden: Hidden, shown: tuple[Optional[int], Optional[int]] = (1, 2)) -> JobEnd:
+    """Run ``command`` to its end; its stdout and stderr kept whole in the two files and
+    shown on ``shown`` (our stdout and stderr) less the ``hidden`` lines."""
+    tees = [Tee(shown[0], stdout_path, hidden), Tee(shown[1], stderr_path, hidden)]
+    group = _Group()
+    # Our handlers before the job starts: a signal from then on is the job's.
+    with _passing_signals(group, tees):
+        proc = _start(command, env, tees)
+        group.started(proc.pid)
         ended = _wait(proc)
     for tee in tees:
         if not tee.join(_DRAIN_S):

@@ -283,7 +283,8 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     @_route
     def _serve_optypes(self, request: wrappers.Request) -> wrappers.Response:
-        """``?run=&sort=&order=asc|desc&filter=a,b&q=&page=&page_size=``: a page of the op table."""
+        """``?run=&sort=&order=asc|desc&filter=a,b&q=&graph=&page=&page_size=``: a page of
+        the op table (``graph``: only the op types of one trace's graph)."""
         view = self.store.view(self._text(request, "run"))
         order = self._text(request, "order", "desc")
         if order not in ("asc", "desc"):
@@ -293,7 +294,8 @@ class OpModePlugin(base_plugin.TBPlugin):
         page = self._int(request, "page", 0, 0, 1_000_000)
         page_size = self._int(request, "page_size", 50, 1, tab.MAX_PAGE_SIZE)
         body = tab.op_page(view, self._text(request, "sort", "total"), order == "desc",
-                           filters, self._text(request, "q"), page or 0, page_size or 50)
+                           filters, self._text(request, "q"), page or 0, page_size or 50,
+                           self._text(request, "graph"))
         return self._respond(request, body)
 
     @_route

@@ -151,6 +151,7 @@ class OpPage(TypedDict):
     order: str
     filters: list[str]
     q: str
+    graph: str
     lower_bound: list[str]
     devices: list[str]
     rows: list[Row]

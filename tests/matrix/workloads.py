@@ -86,6 +86,8 @@ CELLS.update({
     # early (the dump's call times say so) though the run is long.
     "fit_long_run": _cell("fit", steps=100),
     "custom_loop": _cell("custom_loop"),
+    # Retracing (issue 25): every call of step traces, a lambda's tf.function per iteration.
+    "retracing": _cell("retracing"),
     "tfdata_map": _cell("tfdata_map"),
     "control_flow": _cell("control_flow"),
     "mirrored": _cell("mirrored", steps=2, logical_cpus=2),
@@ -500,6 +502,40 @@ class _Child:
                     graph_step(x, y)
                     modes.append("graph")
         self.meta["step_modes"] = ["eager"] + modes
+
+    def wl_retracing(self) -> None:
+        """The classic tf.function mistakes of the trace ledger's workload, as kernels see
+        them: ``step`` traced on every call (a new batch size, a new Python float), a lambda's
+        tf.function made anew each iteration, a line of small eager ops; one iteration
+        profiled. Each trace is a graph of its own, with its own kernels."""
+        tf = self.tf
+        rng = np.random.RandomState(8)
+        w = tf.Variable(rng.rand(8, 16).astype("float32"))
+        b = tf.Variable(np.zeros(16, "float32"))
+
+        @tf.function
+        def step(x, lr):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(tf.nn.relu(tf.matmul(x, w) + b)))
+            grad_w, grad_b = tape.gradient(loss, [w, b])
+            w.assign_sub(lr * grad_w)
+            b.assign_sub(lr * grad_b)
+            return loss
+
+        steps = self.params["steps"]
+        for i in range(steps):
+            x = tf.constant(rng.rand(4 + 2 * i, 8).astype("float32"))
+            window = self.profile_window() if i == steps - 2 else contextlib.nullcontext()
+            with window:
+                step(x, 0.1 / (i + 1))
+                softmax = tf.function(lambda t: tf.nn.softmax(tf.transpose(t) * 2.0))
+                softmax(x)
+                v = x
+                for _ in range(10):
+                    v = tf.tanh(v * 0.5)
+        self.meta["retracing_steps"] = steps
+        self.note(f"step traced on each of {steps} calls (batch size and a Python float), a "
+                  "lambda's tf.function made anew each iteration, 20 eager ops a line")
 
     def wl_tfdata_map(self) -> None:
         tf = self.tf

@@ -206,3 +206,19 @@ def test_the_users_sitecustomize_still_runs_and_ours_waits_for_tensorflow(tmp_pa
     assert proc.returncode == 0, proc.stderr
     kept = (tmp_path / "logs" / "site" / "stdout.log").read_text()
     assert kept == "their sitecustomize ran\n['_AfterImport'] False\n"
+
+
+def test_a_signal_before_the_jobs_group_is_known_reaches_the_job() -> None:
+    """Ctrl-C in the instant between starting the job and knowing its group is kept and
+    passed on once the group is known (it once left the job running, and record waiting)."""
+    from tb_opmode.capture.job import _Group
+    group = _Group()
+    group.signal(signal.SIGTERM)   # before the job is started: kept
+    proc = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"], process_group=0)
+    try:
+        group.started(proc.pid)
+        assert proc.wait(timeout=30) == -signal.SIGTERM
+        assert group.pending == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()

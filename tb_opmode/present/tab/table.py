@@ -1,11 +1,12 @@
 """The optypes route: the op table, filtered, searched, sorted and paged
 (``frontend/table.js`` shows it).
 
-In: a ``view.RunView`` and the request's sort column and order, filters, search text
-and page. Out: ``op_rows`` (every row that passes, sorted) and ``op_page`` (one page
-of them, ``payloads.OpPage``). A filter and a sort column are each a named entry of a
-table below; ``FILTERS`` and ``SORT_KEYS`` are their names, which a request gives.
-Unknown names and pages out of range raise ``errors.BadParameter``.
+In: a ``view.RunView`` and the request's sort column and order, filters, search text,
+page, and a trace's graph id (the Functions section's "its op types"). Out: ``op_rows``
+(every row that passes, sorted) and ``op_page`` (one page of them, ``payloads.OpPage``).
+A filter and a sort column are each a named entry of a table below; ``FILTERS`` and
+``SORT_KEYS`` are their names, which a request gives. Unknown names, graphs and pages out
+of range raise ``errors.BadParameter``.
 """
 from __future__ import annotations
 
@@ -69,11 +70,21 @@ def _check(sort: str, filters: tuple[str, ...]) -> None:
         raise BadParameter(f"filter must be one of {', '.join(FILTERS)}; got {unknown[0]!r}")
 
 
+def _in_graph(view: RunView, graph: str) -> Callable[[Row], bool]:
+    """The rows of the op types that ran in one trace's graph ("": every row)."""
+    if not graph:
+        return lambda r: True
+    if graph not in view.graph_op_types:
+        raise BadParameter(f"graph must be the graph id of a trace of this run; got {graph[:40]!r}")
+    types = view.graph_op_types[graph]
+    return lambda r: r["op_type"] in types
+
+
 def op_rows(view: RunView, sort: str = "total", descending: bool = True,
-            filters: tuple[str, ...] = (), query: str = "") -> list[Row]:
-    """Every row that passes the filters (AND) and the search, sorted."""
+            filters: tuple[str, ...] = (), query: str = "", graph: str = "") -> list[Row]:
+    """Every row that passes the filters (AND), the search and the graph, sorted."""
     _check(sort, filters)
-    passes = [_FILTERS[f] for f in filters]
+    passes = [_FILTERS[f] for f in filters] + [_in_graph(view, graph)]
     q = query.strip().lower()
     rows = [r for r in view.rows.values() if all(p(r) for p in passes) and _matches(r, q)]
     rows.sort(key=_SORT_KEYS[sort], reverse=descending)
@@ -82,13 +93,14 @@ def op_rows(view: RunView, sort: str = "total", descending: bool = True,
 
 def op_page(view: RunView, sort: str = "total", descending: bool = True,
             filters: tuple[str, ...] = (), query: str = "", page: int = 0,
-            page_size: int = DEFAULT_PAGE_SIZE) -> OpPage:
+            page_size: int = DEFAULT_PAGE_SIZE, graph: str = "") -> OpPage:
     """One page of the op table."""
     window = page_slice(page, page_size)
-    rows = op_rows(view, sort, descending, filters, query)
+    rows = op_rows(view, sort, descending, filters, query, graph)
     return {"run": view.doc["run"], "total": len(rows), "all_total": len(view.rows),
             "page": page, "page_size": page_size, "sort": sort,
             "order": "desc" if descending else "asc", "filters": list(filters), "q": query,
+            "graph": graph,
             "lower_bound": sorted(view.lower_bound),
             "devices": view.devices if len(view.devices) > 1 else [],
             "rows": rows[window]}

@@ -50,6 +50,23 @@ class RunView:
     # (mode, device) -> executions over all op types.
     devices: list[str] = field(default_factory=list)
     device_totals: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Graph id of a trace (or any dump graph) -> the op types that ran in it and in the
+    # graphs nested in it: what the table shows filtered to one trace.
+    graph_op_types: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+def _op_types_by_graph(model: RunModel) -> dict[str, frozenset[str]]:
+    """Each dump graph's op types that ran, its nested graphs' included (a tf.cond's
+    branches, an inlined tf.function: part of the trace that holds them)."""
+    outer = {gid: g.outer_id for dump in model.dumps for gid, g in dump.graphs.items()}
+    found: dict[str, set[str]] = {}
+    for op in model.graph_ops:
+        graph_id, seen = op.graph_id, set()
+        while graph_id and graph_id not in seen and op.executions:
+            seen.add(graph_id)
+            found.setdefault(graph_id, set()).add(op.op_type)
+            graph_id = outer.get(graph_id, "")
+    return {gid: frozenset(types) for gid, types in found.items()}
 
 
 def _time_per_mode(model: RunModel) -> Counter[tuple[str, str]]:
@@ -114,7 +131,8 @@ def build_view(model: RunModel, logdir: str, timeline: bool = True) -> RunView:
     return RunView(model=model, logdir=logdir, doc=doc, rows=rows,
                    class_time=class_times(model.times), timeline=lanes,
                    outside_time=dict(outside), kind_time=dict(kind_time), dump_modes=modes,
-                   lower_bound=cut, devices=names, device_totals=dict(device_totals))
+                   lower_bound=cut, devices=names, device_totals=dict(device_totals),
+                   graph_op_types=_op_types_by_graph(model))
 
 
 # The name the loader and its load worker call it by.
