@@ -241,7 +241,7 @@ def test_a_traces_graph_filters_the_table_to_the_op_types_that_ran_in_it(
     (model,) = load(str(cell.logdir))
     view = build_view(model, str(cell.logdir), timeline=False)
     for graph_id, name in traces.items():
-        page = op_page(view, graph=graph_id, page_size=500)
+        page = op_page(view, graph=graph_id, page_size=200)
         assert page["graph"] == graph_id
         assert {r["op_type"] for r in page["rows"]} == ran[graph_id], name
     with pytest.raises(BadParameter, match="graph"):
