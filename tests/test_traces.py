@@ -114,11 +114,11 @@ def test_tfs_line_per_trace_is_read_once_per_trace(cell: Cell, monkeypatch: pyte
     same lines however the file is cut into chunks (a message across two chunks)."""
     if "log" not in cell.evidence:
         pytest.skip("this cell has no TF log")
-    from tb_opmode.read import trace_log
+    from tb_opmode.read.textlog import read_log, scan
     logs = sorted(p for p in cell.logdir.rglob("*") if p.is_file() and p.suffix in (".txt", ".log"))
-    whole = [line for p in logs for line in trace_log.read_trace_lines(str(p))]
-    monkeypatch.setattr(trace_log, "_CHUNK", 4093)
-    assert [line for p in logs for line in trace_log.read_trace_lines(str(p))] == whole
+    whole = [line for p in logs for line in read_log(str(p)).trace_lines]
+    monkeypatch.setattr(scan, "CHUNK_BYTES", 4093)
+    assert [line for p in logs for line in read_log(str(p)).trace_lines] == whole
     want: dict[str, int] = {}
     for fn in cell.truth["functions"]:
         if fn["kind"] == "user":

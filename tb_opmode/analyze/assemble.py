@@ -26,7 +26,6 @@ from ..read.manifest import recorded_run
 from ..read.partials import Partial, Unit, read_serial, units_of
 from ..read.textlog import LogFacts
 from ..read.tfdbg import DumpSet
-from ..read.trace_log import TraceLine, read_trace_lines
 from ..vocab import is_function, is_onednn
 from .events import (
     is_user_op,
@@ -208,18 +207,6 @@ def _read_logs(paths: list[str], problems: list[Problem], parts: Partial) -> lis
     return logs
 
 
-def _read_trace_lines(paths: list[str]) -> list[TraceLine]:
-    """TF's line per new trace, from every log that could be read (one that cannot was
-    said by ``_read_logs``)."""
-    out: list[TraceLine] = []
-    for path in paths:
-        try:
-            out += read_trace_lines(path)
-        except OSError:
-            continue
-    return out
-
-
 def _log_run_checks(model: RunModel) -> list[Problem]:
     """A log of this run (in its directory, or given with --log --run) whose debug nodes
     name only other dumps' tfdbg run ids is most likely another run's log: its banner
@@ -248,7 +235,7 @@ def _read_sources(model: RunModel, sources: RunSources,
     model.profiles = [parts.profile(p) for p in sources.profiles]
     read_problems: list[Problem] = []
     model.logs = _read_logs(sources.logs, read_problems, parts)
-    model.trace_lines = _read_trace_lines([log.path for log in model.logs])
+    model.trace_lines = [line for log in model.logs for line in log.trace_lines]
     # A dump set of which nothing could be read (all damaged, or files named like a
     # dump holding something else) counts nothing: its problems say why.
     model.dumps = [d for d in dumps if _dump_usable(d)]

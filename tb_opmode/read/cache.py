@@ -95,7 +95,7 @@ _READERS: dict[str, tuple[str, ...]] = {
     "dump": ("read.tfdbg", "read.tfrecord", "read.schema", "read.cache", "errors"),
     "profile": ("read.xplane", "read.xevents", "read.xlayout", "read.xchains", "read.xfields",
                 "read.xtypes", "read.wire", "read.tfrecord", "read.schema", "read.cache", "errors"),
-    "log": ("read.textlog", "read.tfrecord", "read.cache", "errors"),
+    "log": ("read.textlog", "read.trace_log", "read.tfrecord", "read.cache", "errors"),
     "tasks": ("read.tasks", "read.tfdbg", "read.tfrecord", "read.schema", "read.cache", "errors"),
     # A run's light view (what the tab's run list shows) comes from all of the code.
     "view": (),

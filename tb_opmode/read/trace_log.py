@@ -1,7 +1,8 @@
 """TF's Python log line for each new trace: which function, and the key it traced for.
 
-In: a log file's path (local or remote). Out: ``read_trace_lines``, one ``TraceLine`` per
-"Creating new FuncGraph for Python function ..." message, in file order.
+In: a log's blocks of whole lines, as ``read.textlog`` reads them (one read of the file
+for both). Out: ``TraceLineReader``'s lines, one ``TraceLine`` per "Creating new FuncGraph
+for Python function ..." message, in file order.
 
 ``tracing_compilation`` writes the message at Python vlog level 1 (``tb-opmode record``
 turns it on; ``tf.get_logger().setLevel(1)`` or ``TF_CPP_MAX_VLOG_LEVEL`` do not) each
@@ -26,9 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import fs
-
-__all__ = ["TraceLine", "TraceParam", "read_trace_lines", "parse_trace_lines", "tensor_specs"]
+__all__ = ["TraceLine", "TraceParam", "TraceLineReader", "parse_trace_lines", "tensor_specs"]
 
 _MARK = b"Creating new FuncGraph for Python function <function "
 _HEAD = re.compile(rb"<function (?P<qualname>\S+) at (?P<address>0x[0-9a-f]+)>")
@@ -158,20 +157,29 @@ def parse_trace_lines(text: bytes, final: bool = True) -> tuple[list[TraceLine],
     return out, max(len(text) - len(_MARK), 0) if not final else len(text)
 
 
-_CHUNK = 8 << 20
+class TraceLineReader:
+    """The trace lines of a log read block by block (blocks of whole lines, as the log
+    reader hands them): a message whose lines go on past a block is kept until its end."""
 
+    def __init__(self) -> None:
+        self.lines: list[TraceLine] = []
+        self.pending = b""
 
-def read_trace_lines(path: str) -> list[TraceLine]:
-    """The trace lines of one log file, read a chunk at a time; raises OSError as reading
-    it does."""
-    out: list[TraceLine] = []
-    rest = b""
-    with fs.open_read(path) as f:
-        while True:
-            chunk = f.read(_CHUNK)
-            text = rest + chunk
-            found, unread = parse_trace_lines(text, final=not chunk)
-            out += found
-            if not chunk:
-                return out
-            rest = text[unread:]
+    def feed(self, data: bytes, start: int, end: int) -> None:
+        """The lines ``data[start:end]``; cheap where no message is there or open."""
+        if not self.pending:
+            first = data.find(_MARK, start, end)
+            if first < 0:
+                return
+            start = data.rfind(b"\n", start, first) + 1 or start
+        text = self.pending + data[start:end]
+        found, unread = parse_trace_lines(text, final=False)
+        self.lines += found
+        self.pending = text[unread:] if text.startswith(_MARK, unread) else b""
+
+    def close(self) -> list[TraceLine]:
+        """Every trace line read (a message cut off at the end is not one)."""
+        if self.pending:
+            self.lines += parse_trace_lines(self.pending)[0]
+            self.pending = b""
+        return self.lines

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ...errors import Problem
+from ..trace_log import TraceLine
 from . import format as log_format
 from .format import PROBLEM_KINDS, as_text, prefix_time
 from .steps import StepFiling
@@ -89,6 +90,8 @@ class LogFacts:
     function_nodes: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
     # Fused node -> the ops fused into it after its first (fused_ops: ("BiasAdd", "Relu")).
     fused_ops: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # TF's Python line per new trace, with its key (read.trace_log), in file order.
+    trace_lines: list[TraceLine] = field(default_factory=list)
     # kernel -> graph node executions that ran it (node names repeat across functions,
     # so per-kernel counts are taken per line, not through graph_kernels)
     kernel_executions: Counter[str] = field(default_factory=Counter)
@@ -106,6 +109,7 @@ def log_facts(state: StepFiling) -> LogFacts:
                      onednn_opts=state.onednn_opts, cpu_features=state.cpu_features,
                      lines=state.lines, bytes_read=state.bytes)
     facts.last_time = _last_time(state)
+    facts.trace_lines = state.traces.close()
     facts.eager_dispatch = Counter({as_text(k): v for k, v in state.dispatch.items()})
     for (d, k, t), v in state.eager_kernels.items():
         facts.eager_kernels[EagerKernel(as_text(d), as_text(k), as_text(t))] += v

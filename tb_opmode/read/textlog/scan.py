@@ -95,6 +95,7 @@ class LogParser(LineReader):
             return
         base = off - start  # file offset of data[0]
         self.lines += data.count(b"\n", start, end)
+        self.traces.feed(data, start, end)
         if not data.isascii() or b"\x00" in data:
             self._note_odd_bytes_in_block(data, start, end, base)
         self.matched_at = -1

@@ -38,7 +38,7 @@ _TAIL_FIELDS = ("tf_format", "first_time", "last_prefixed", "last_matched", "one
                 "run_ids", "xla_launches", "context_kernels", "graph_executions",
                 "kernel_executions", "primitives", "primitive_ms", "wrapper_kernels", "problems",
                 "lines", "context_debug_inputs", "bytes", "dispatched", "orphans", "unresolved",
-                "function_nodes", "fused_ops")
+                "function_nodes", "fused_ops", "traces")
 # Counters the merge adds up.
 _SUMMED = ("dispatch", "eager_kernels", "xla_launches", "graph_executions", "kernel_executions",
            "primitives")
@@ -142,6 +142,9 @@ def merge_tail(parser: LogParser, tail: dict[str, Any]) -> None:
     for function, nodes in tail["function_nodes"].items():
         parser.function_nodes.setdefault(function, {}).update(nodes)
     parser.fused_ops.update(tail["fused_ops"])
+    # A message across the split is lost (its second half begins mid-message): the
+    # ledger then finds fewer lines than traces and does not use that function's.
+    parser.traces.lines += tail["traces"].close()
     parser.wrapper_kernels.update(tail["wrapper_kernels"])
     parser.folded |= tail["folded"]
     parser.run_ids |= tail["run_ids"]

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from typing import Optional
 
+from ..trace_log import TraceLineReader
 from . import format as log_format
 from .format import (
     BINARY,
@@ -129,6 +130,8 @@ class ParseState:
         self.open_functions: dict[Optional[bytes], bytes] = {}
         # Fused node -> its fused_ops attribute as written ('"BiasAdd", "Relu"').
         self.fused_ops: dict[bytes, bytes] = {}
+        # TF's Python line per new trace (read.trace_log), read from the same blocks.
+        self.traces = TraceLineReader()
         self.debug_targets: dict[bytes, tuple[bytes, bytes, int]] = {}
         self.debug_modes: dict[bytes, int] = {}
         self.circular_buffer_size: Optional[int] = None
