@@ -2,8 +2,9 @@
 
 A real logdir written by TensorFlow (``bert_logdir``) is uploaded to a bucket; then
 ``tb-opmode summary s3://...`` and ``tensorboard --logdir s3://...`` must give the
-answers they give on the local copy, reading each object once, and damage, missing
-objects, bad URLs and an endpoint that does not answer must be said by name.
+answers they give on a local copy with the same bytes and mtimes, reading each object
+once, and damage, missing objects, bad URLs and an endpoint that does not answer must be
+said by name.
 """
 from __future__ import annotations
 
@@ -128,6 +129,26 @@ def bert_url(s3: S3Server, bert_logdir: Path) -> str:
     return _upload(s3, bert_logdir, "bert")
 
 
+def _take_store_mtimes(s3: S3Server, url: str, local: Path) -> Path:
+    """``local`` (the tree uploaded to ``url``) given each object's mtime: the store's is
+    the upload's time, and a TF 2.13 profile's clock is estimated from it, so the same
+    answer needs the same times as well as the same bytes."""
+    for path in (p for p in local.rglob("*") if p.is_file()):
+        key = f"{url[len('s3://'):]}/{path.relative_to(local).as_posix()}"
+        stamp = s3.client.info(key)["LastModified"].timestamp()
+        os.utime(path, (stamp, stamp))
+    return local
+
+
+@pytest.fixture(scope="module")
+def bert_here(s3: S3Server, bert_url: str, bert_logdir: Path,
+              tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local copy of what ``bert_url`` serves: its bytes and its mtimes."""
+    copy = tmp_path_factory.mktemp("bert_here") / "bert"
+    shutil.copytree(bert_logdir, copy)
+    return _take_store_mtimes(s3, bert_url, copy)
+
+
 @contextlib.contextmanager
 def _s3_env(s3: S3Server, **more: str) -> Iterator[None]:
     """This process configured for ``s3`` (fresh fsspec filesystems, a fresh layer)."""
@@ -158,13 +179,13 @@ def _sources(run: Any) -> list[str]:
 
 
 def test_summary_of_an_s3_logdir_is_the_local_one(s3: S3Server, bert_url: str,
-                                                  bert_logdir: Path, tmp_path: Path) -> None:
+                                                  bert_here: Path, tmp_path: Path) -> None:
     """`tb-opmode summary s3://...` prints the JSON it prints for the local copy."""
     proc = _cli(["summary", bert_url, "--format", "json"],
                 {**s3.env, "TB_OPMODE_CACHE": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr
     remote = json.loads(proc.stdout)
-    local = json.loads(_cli(["summary", str(bert_logdir), "--format", "json"],
+    local = json.loads(_cli(["summary", str(bert_here), "--format", "json"],
                             {"TB_OPMODE_CACHE": "off"}).stdout)
     assert remote == local
     run = remote["runs"][0]
@@ -218,6 +239,7 @@ def test_damaged_and_missing_objects_are_named_and_intact_runs_still_shown(
         s3: S3Server, bert_logdir: Path, tmp_path: Path) -> None:
     local = _damaged_copy(bert_logdir, tmp_path / "logs")
     url = _upload(s3, local, "damaged")
+    _take_store_mtimes(s3, url, local)
     env = {**s3.env, "TB_OPMODE_CACHE": "off"}
     proc = _cli(["summary", url, "--format", "json"], env)
     assert proc.returncode == 0, proc.stderr
@@ -288,11 +310,11 @@ def _comparable(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def local_tab(bert_logdir: Path, tmp_path_factory: pytest.TempPathFactory
+def local_tab(bert_here: Path, tmp_path_factory: pytest.TempPathFactory
               ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """What our tab serves for the local copy."""
     log = tmp_path_factory.mktemp("tb_local") / "tb.log"
-    with _tensorboard(["--logdir", str(bert_logdir)], {"PYTHONPATH": str(ROOT)}, log, 1) as base:
+    with _tensorboard(["--logdir", str(bert_here)], {"PYTHONPATH": str(ROOT)}, log, 1) as base:
         return _tab_answers(base)
 
 
@@ -412,7 +434,9 @@ def test_an_object_replaced_by_a_longer_one_is_read_again(
     s3.client.pipe(f"{url[len('s3://'):]}/{traces.name}", whole)
     second = _cli(["summary", url, "--format", "json"], env)
     assert second.returncode == 0, second.stderr
-    local = json.loads(_cli(["summary", str(bert_logdir), "--format", "json"],
+    shutil.copytree(bert_logdir, tmp_path / "whole")
+    whole_here = _take_store_mtimes(s3, url, tmp_path / "whole")
+    local = json.loads(_cli(["summary", str(whole_here), "--format", "json"],
                             {"TB_OPMODE_CACHE": "off"}).stdout)
     assert json.loads(second.stdout) == local != first
 

@@ -35,6 +35,14 @@ EXACT_CLOCKS = ("profile_start_time", "line_timestamps")
 # are the same clock read in two places.
 _SLACK_NS = 1_000
 
+# The estimate is the file's mtime minus the events' span: a copy that did not keep the
+# mtime (an object store's upload, ``cp`` without ``-p``) moves it by however long after
+# the run the copy was made, and no join is better than a join to the wrong step.
+_NOT_JOINED_NOTE = ("not joined to lines: the profile's eager events match the dump's "
+                    "executions nowhere near the clock estimated from the profile file's mtime "
+                    "(TF 2.13 writes no start time); a copy that did not keep the file's mtime, "
+                    "such as an upload to an object store, moves it")
+
 LineOf = Callable[[int, DumpSet, tuple[str, ...]], Hashable]
 
 
@@ -209,6 +217,5 @@ def join_times(model: RunModel, line_of: LineOf) -> SiteTimes:
         if profile.time_source in EXACT_CLOCKS:
             _join_exact(model, profile, line_of, times)
         elif not _join_estimated(model, profile, line_of, times):
-            times.uncovered_note = ("the profile's eager events match the dump's executions "
-                                    "nowhere near its estimated clock: not joined to lines")
+            times.uncovered_note = _NOT_JOINED_NOTE
     return times

@@ -10,8 +10,10 @@ DebugDataReader's eager executions. Needs no TensorFlow.
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
-from tb_opmode.analyze.assemble import RunModel
+from tb_opmode.analyze.assemble import RunModel, load
 from tb_opmode.analyze.eager_sites import choose_frames, eager_sites, enclosing_function, is_user_frame
 from tb_opmode.vocab import is_debug_kernel, is_function
 
@@ -96,3 +98,64 @@ def test_ranked_by_executions_without_a_joined_profile(no_tensor_model: RunModel
     assert sites and all(s.time_ns is None and s.time_note for s in sites)
     assert [s.executions for s in sites] == sorted((s.executions for s in sites), reverse=True)
     assert abs(sum(s.share for s in sites) - 1.0) < 1e-9
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[i]
+        value |= (byte & 0x7F) << shift
+        i, shift = i + 1, shift + 7
+        if byte < 0x80:
+            return value, i
+
+
+def _without_task_environment(xspace: bytes) -> bytes:
+    """The XSpace with its ``Task Environment`` plane dropped, as TF 2.13 writes it: read at
+    the protobuf wire level here, sharing nothing with the product's reader (field 1 of
+    XSpace is a plane; field 2 of XPlane its name)."""
+    out, i = bytearray(), 0
+    while i < len(xspace):
+        start = i
+        key, i = _varint(xspace, i)
+        assert key & 7 == 2, key  # XSpace's fields are all length-delimited
+        size, i = _varint(xspace, i)
+        body, i = xspace[i:i + size], i + size
+        if key >> 3 != 1 or b"\x12\x10Task Environment" not in body:
+            out += xspace[start:i]
+    assert len(out) < len(xspace), "no Task Environment plane to drop"
+    return bytes(out)
+
+
+def _as_tf213_profile(full_health: Fixture, root: Path, shift_s: int) -> RunModel:
+    """A copy of the run whose profile has no start time (TF 2.13's), its mtime moved by
+    ``shift_s`` from the one the run left."""
+    copy = root / f"shift_{shift_s}"
+    shutil.copytree(full_health.directory, copy)  # keeps the mtimes
+    (xplane,) = copy.glob("plugins/profile/*/*.xplane.pb")
+    st = xplane.stat()
+    xplane.write_bytes(_without_task_environment(xplane.read_bytes()))
+    moved = st.st_mtime_ns + shift_s * 1_000_000_000
+    os.utime(xplane, ns=(moved, moved))
+    (model,) = load(str(copy))
+    assert [p.time_source for p in model.profiles] == ["file_mtime"]
+    return model
+
+
+def test_a_profile_without_a_start_time_is_joined_by_its_mtime_or_says_why_not(
+        full_health: Fixture, full_model: RunModel, tmp_path: Path) -> None:
+    """With the mtime the run left, the estimated clock finds the lines the exact one does;
+    with the mtime of a copy made an hour later (an upload to an object store), nothing is
+    joined and every line says why, rather than taking another step's events."""
+    exact = {s.user_location: s.time_ns for s in eager_sites(full_model)}
+    assert any(exact.values())
+    estimated = {s.user_location: s.time_ns
+                 for s in eager_sites(_as_tf213_profile(full_health, tmp_path, 0))}
+    assert {k for k, v in estimated.items() if v} == {k for k, v in exact.items() if v}
+    late = eager_sites(_as_tf213_profile(full_health, tmp_path, 3600))
+    assert late and all(s.time_ns is None for s in late)
+    assert {s.time_note for s in late} == {
+        "not joined to lines: the profile's eager events match the dump's executions nowhere "
+        "near the clock estimated from the profile file's mtime (TF 2.13 writes no start "
+        "time); a copy that did not keep the file's mtime, such as an upload to an object "
+        "store, moves it"}
