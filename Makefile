@@ -16,7 +16,7 @@ DEMO_DIR ?= demo/logs/fit
 PORT ?= 6006
 PIP_FLAGS ?= -q --disable-pip-version-check
 
-.PHONY: demo test test-notf lint jscheck axe node test-213 matrix venv venv213 venv217 venv222 venv-notf venv-demo browser bench bench-quick clean
+.PHONY: demo test test-notf lint jscheck axe node test-221 test-213 matrix venv venv213 venv217 venv222 venv-notf venv-demo browser bench bench-quick clean
 
 # The truth matrix (tests/matrix) also runs Keras 2 (tf-keras) and HuggingFace's TF BERT
 # (transformers 4.x: 5.x dropped TF). tf-keras depends on the full `tensorflow` wheel,
@@ -119,10 +119,18 @@ lint: venv
 
 # The no-TF tier first: it needs only the small venv, so it answers before TF is installed.
 # TF 2.17's matrix runs in `make matrix` only: CI keeps under 45 minutes on two cores.
+# The two TF tiers run side by side: each keeps about one core busy (the suite is mostly
+# one Python process at a time), and the 2.13 tier runs at a lower priority so that the
+# 2.21 tier, whose browser tests wait on timeouts, gets the core it needs.
 test: test-notf
 	$(MAKE) lint jscheck venv venv213 browser
+	$(MAKE) -j2 --output-sync=target test-221 test-213
+
+test-221: venv browser
 	$(VENV)/bin/python -m pytest -q tests
-	$(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
+
+test-213: venv213
+	nice -n 10 $(VENV213)/bin/python -m pytest -q tests -m "not browser and not slow"
 
 # Only the truth matrix, on TF 2.21, 2.22, 2.17 and 2.13 (`make test` runs it on 2.21 and
 # 2.13); its tables land in tests/artifacts/matrix-<TF version>.md.
