@@ -102,6 +102,22 @@ def _is_body(func: str, name: str) -> bool:
     return func == name or (name == "<lambda>" and func in ("", "<lambda>"))
 
 
+def _below_entry(dump: DumpSet, stack: Sequence[str]) -> list[Frame]:
+    """The frames below the innermost tracing entry, outermost first (all of them when there
+    is no entry). Resolved from the innermost frame out, as far as the entry: the frames
+    above it (the caller's loop, Keras's fit) are most of a stack."""
+    below: list[Frame] = []
+    for frame_id in reversed(stack):
+        frame = dump.frame(frame_id)
+        if frame is None:
+            continue
+        if frame[2] in _TRACE_ENTRIES:
+            break
+        below.append(frame)
+    below.reverse()
+    return below
+
+
 def _body_line(dump: DumpSet, graph: GraphInfo) -> tuple[str, int]:
     """The least line of the function's own frame (its name, below the tracing entry)
     among the graph's ops' stacks."""
@@ -113,9 +129,7 @@ def _body_line(dump: DumpSet, graph: GraphInfo) -> tuple[str, int]:
         if op.stack in seen:
             continue
         seen.add(op.stack)
-        frames = _frames(dump, op.stack)
-        entry = _last(frames, _TRACE_ENTRIES)
-        for path, line, func in frames[entry + 1:]:
+        for path, line, func in _below_entry(dump, op.stack):
             if _is_body(func, graph.name) and (not best[1] or line < best[1]):
                 best = (path, line)
                 break
@@ -155,14 +169,25 @@ def parameters_of(dump: DumpSet, path: str, line: int) -> list[str]:
 
 def _arguments(dump: DumpSet, graph: GraphInfo) -> list[str]:
     """The Placeholder ops the trace made for the function's arguments, in order."""
-    names = []
-    for op in graph.ops.values():
-        if op.op_type != "Placeholder":
+    return [op.op_name for op in graph.ops.values()
+            if op.op_type == "Placeholder" and _made_for_an_argument(dump, op.stack)]
+
+
+def _made_for_an_argument(dump: DumpSet, stack: Sequence[str]) -> bool:
+    """Whether an argument maker is on the stack below its innermost tracing entry (the
+    innermost frame alone when there is no entry). Read from the innermost frame out: a
+    trace's captures make placeholders too, and their stacks run deep into the body."""
+    innermost: Frame | None = None
+    maker = False
+    for frame_id in reversed(stack):
+        frame = dump.frame(frame_id)
+        if frame is None:
             continue
-        frames = _frames(dump, op.stack)
-        if any(f[2] in _ARGUMENT_MAKERS for f in frames[_last(frames, _TRACE_ENTRIES):]):
-            names.append(op.op_name)
-    return names
+        innermost = innermost or frame
+        if frame[2] in _TRACE_ENTRIES:
+            return maker
+        maker = maker or frame[2] in _ARGUMENT_MAKERS
+    return innermost is not None and innermost[2] in _ARGUMENT_MAKERS
 
 
 def _facts_of(dump: DumpSet, graph: GraphInfo) -> TraceFacts | None:

@@ -131,7 +131,7 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
     walls: list[float] = []
     wall = walls.append
     calls = part.call_times.setdefault
-    eager = part.eager_times.setdefault
+    eager_times = part.eager_times
     outputs = _Outputs()
     for event, what, ex, stack, _offset, _payload in events:
         wall_time = event.wall_time
@@ -146,7 +146,10 @@ def _fold_executions(part: DumpSet, events: Events) -> None:
                 if graph_id not in part.call_args:
                     part.call_args[graph_id] = outputs.specs(ex.input_tensor_ids)
             else:
-                eager((ex.op_type, stack), array("d")).append(wall_time)
+                times = eager_times.get((ex.op_type, stack))
+                if times is None:  # not setdefault: that makes an array per record
+                    times = eager_times[(ex.op_type, stack)] = array("d")
+                times.append(wall_time)
             if mode in SHAPE_INDEX:
                 outputs.add(ex.output_tensor_ids, protos, mode)
             seen[(ex.op_type, graph_id, mode, stack,
