@@ -341,11 +341,12 @@ export class Store {
  * A window of the run's timeline (the timeline route, present/timeline.timeline_window):
  * single events [lane, start, dur, name id, kernel id, class] when few, else bins [lane,
  * start, end, count, busy ns, class, name id, oneDNN count]; names, lanes and classes
- * index them; labels: a tf.function's graph name -> its Python function's (present/lead).
+ * index them; labels: a tf.function's graph name -> its Python function's (present/lead);
+ * graph: the concrete function whose calls (and the graph ops inside them) alone it holds.
  * @typedef {{start: number, end: number, span_ns: number, t0_ns: number,
  *   lanes: !Array<string>, classes: !Array<string>, total: number, names: !Array<string>,
  *   fused: !Array<number>, nearest?: {before: ?number, after: ?number},
- *   labels?: !Object<string, string>}
+ *   labels?: !Object<string, string>, graph?: string}
  *   & ({level: 'events', events: !Array<!Array<number>>}
  *      | {level: 'bins', bins: !Array<!Array<number>>, bin_ns: number})} TimelineAnswer
  */
