@@ -88,12 +88,13 @@ export const api = {
    * @param {number} end
    * @param {number} maxEvents
    * @param {boolean} debug
+   * @param {string} graph a trace's concrete function: its calls alone ('' for all)
    * @param {!AbortSignal} signal
    * @return {!Promise<!TimelineWindow>}
    */
-  timeline: (run, start, end, maxEvents, debug, signal) =>
+  timeline: (run, start, end, maxEvents, debug, graph, signal) =>
     /** @type {!Promise<!TimelineWindow>} */ (
-        getJSON('timeline', {run, start, end, max_events: maxEvents, debug}, signal)),
+        getJSON('timeline', {run, start, end, max_events: maxEvents, debug, graph}, signal)),
   /**
    * @param {string} run
    * @return {!Promise<!HotSpots>}
