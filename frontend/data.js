@@ -88,12 +88,13 @@ export const api = {
    * @param {number} end
    * @param {number} maxEvents
    * @param {boolean} debug
+   * @param {string} graph a trace's concrete function: its calls alone ('' for all)
    * @param {!AbortSignal} signal
    * @return {!Promise<!TimelineWindow>}
    */
-  timeline: (run, start, end, maxEvents, debug, signal) =>
+  timeline: (run, start, end, maxEvents, debug, graph, signal) =>
     /** @type {!Promise<!TimelineWindow>} */ (
-        getJSON('timeline', {run, start, end, max_events: maxEvents, debug}, signal)),
+        getJSON('timeline', {run, start, end, max_events: maxEvents, debug, graph}, signal)),
   /**
    * @param {string} run
    * @return {!Promise<!HotSpots>}
@@ -341,11 +342,12 @@ export class Store {
  * A window of the run's timeline (the timeline route, present/timeline.timeline_window):
  * single events [lane, start, dur, name id, kernel id, class] when few, else bins [lane,
  * start, end, count, busy ns, class, name id, oneDNN count]; names, lanes and classes
- * index them; labels: a tf.function's graph name -> its Python function's (present/lead).
+ * index them; labels: a tf.function's graph name -> its Python function's (present/lead);
+ * graph: the concrete function whose calls (and the graph ops inside them) alone it holds.
  * @typedef {{start: number, end: number, span_ns: number, t0_ns: number,
  *   lanes: !Array<string>, classes: !Array<string>, total: number, names: !Array<string>,
  *   fused: !Array<number>, nearest?: {before: ?number, after: ?number},
- *   labels?: !Object<string, string>}
+ *   labels?: !Object<string, string>, graph?: string}
  *   & ({level: 'events', events: !Array<!Array<number>>}
  *      | {level: 'bins', bins: !Array<!Array<number>>, bin_ns: number})} TimelineAnswer
  */

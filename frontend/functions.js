@@ -71,7 +71,7 @@ function changedText(t) {
 
 /**
  * A trace's graph name; a button that filters the op table to its op types where the
- * run's dump holds its graph.
+ * run's dump holds its graph, and the timeline to its calls.
  * @param {!TraceDoc} t
  * @param {function(string, string): void} showGraph
  * @return {!HTMLElement}
@@ -80,7 +80,7 @@ function traceName(t, showGraph) {
   const name = el('code', {text: t.graph});
   if (!t.graph_id) return name;
   return el('button', {type: 'button', class: 'opm-link opm-trace-graph', 'data-graph': t.graph_id,
-    title: 'Show only the op types of this trace in the op table',
+    title: 'Show only the op types of this trace in the op table, and its calls in the timeline',
     onclick: () => showGraph(t.graph_id, t.graph)}, name);
 }
 

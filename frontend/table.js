@@ -227,18 +227,27 @@ export const TableSection = /** @satisfies {ThisType<App>} */ ({
     this.graphFilter.replaceChildren(...(graph ? [
       el('span', {text: 'only the op types of trace '}), el('code', {text: graphName || graph}),
       el('button', {type: 'button', class: 'opm-graph-filter-clear', 'aria-label': 'Show every op type',
-        title: 'Show every op type', text: '×',
-        onclick: () => this.setTable({graph: '', graphName: '', page: 0})}),
+        title: 'Show every op type (and the whole timeline)', text: '×',
+        onclick: () => this.clearGraph()}),
     ] : []));
   },
 
   /**
-   * Show only the op types of one trace's graph, and bring the table into view.
+   * Show only the op types of one trace's graph, and in the timeline only its calls (by
+   * its concrete function's name), and bring the table into view.
    * @param {string} graphId
    * @param {string} graphName
    */
   showGraph(graphId, graphName) {
     this.setTable({graph: graphId, graphName, page: 0});
+    this.setTimelineGraph(graphName);
     document.getElementById('opm-ops')?.scrollIntoView({block: 'start'});
+  },
+
+  /** Show every op type and the whole timeline again: the two chips show one trace, and
+   * either one's × clears both. */
+  clearGraph() {
+    this.setTable({graph: '', graphName: '', page: 0});
+    this.setTimelineGraph('');
   },
 });

@@ -2,15 +2,16 @@
 // ops, graph ops), each op a box coloured by mode x oneDNN (colors.js).
 //
 // In: a function that fetches a window of the run's profile
-// (GET timeline?start&end&max_events: single events, or bins when zoomed
-// out). Out: drawing, zoom (wheel, buttons), pan (drag), hover details in a
-// tooltip (text only). Only the visible window is ever fetched; while a fetch
-// is pending the last data is redrawn at the new scale, so zoom and pan stay
-// smooth. Above the lanes, a strip shows where in the whole run the ops are and which
-// part the window shows (click or drag it to move there). By keyboard: +/- zoom (on the
-// ops, not an empty centre), arrows pan, Enter inspects the box nearest the centre, then
-// arrows move between boxes (left/right) and lanes (up/down), Escape stops; what is
-// inspected is said in a live region and shown in the tooltip.
+// (GET timeline?start&end&max_events&debug&graph: single events, or bins when zoomed
+// out; with graph, only one trace's calls and the graph ops inside them). Out: drawing,
+// zoom (wheel, buttons), pan (drag), hover details in a tooltip (text only). Only the
+// visible window is ever fetched; while a fetch is pending the last data is redrawn at
+// the new scale, so zoom and pan stay smooth. Above the lanes, a strip shows where in
+// the whole run the ops are and which part the window shows (click or drag it to move
+// there). By keyboard: +/- zoom (on the ops, not an empty centre), arrows pan, Enter
+// inspects the box nearest the centre, then arrows move between boxes (left/right) and
+// lanes (up/down), Escape stops; what is inspected is said in a live region and shown in
+// the tooltip.
 
 import {CLASSES, FUSED, timelineKey} from './colors.js';
 import {failure, fmtAt, fmtInt, fmtNs, fmtPct} from './data.js';
@@ -79,8 +80,9 @@ function cssVar(name, fallback) {
 export class Timeline {
   /**
    * @param {!HTMLElement} host element to draw into
-   * @param {function(number, number, number, boolean, !AbortSignal): !Promise<!TimelineWindow>} fetchWindow
-   *     start, end, max events, debug instrumentation too, signal
+   * @param {function(number, number, number, boolean, string, !AbortSignal): !Promise<!TimelineWindow>} fetchWindow
+   *     start, end, max events, debug instrumentation too, the concrete function whose
+   *     calls alone to show ('' for all), signal
    */
   constructor(host, fetchWindow) {
     this.fetchWindow = fetchWindow;
@@ -91,6 +93,8 @@ export class Timeline {
     /** @type {?TimelineWindow} the window shown, as the timeline route answers it */
     this.data = null;
     this.debug = false;
+    /** The concrete function (a trace's graph name) whose calls alone are shown; '' for all. */
+    this.graph = '';
     /** @type {?AbortController} */
     this.pending = null;
     this.timer = 0;
@@ -195,13 +199,28 @@ export class Timeline {
     this.loadOverview();
   }
 
+  /** @param {string} graph a trace's concrete function: only its calls and the graph ops
+   *     inside them are shown (the strip too); '' shows everything again */
+  setGraph(graph) {
+    if (graph === this.graph) return;
+    if (this.pending) this.pending.abort();   // a window of the other filter: not to be drawn
+    this.graph = graph;
+    this.data = null;
+    this.focusItem = null;
+    this.draw();
+    this.schedule(0);
+    this.loadOverview();
+  }
+
   /** The whole run, coarsely (bins, or events when few): the strip's density. */
   async loadOverview() {
     if (this.overviewPending) this.overviewPending.abort();
+    if (!this.span) return;   // loading, or no profile: nothing to fetch
     const controller = this.overviewPending = new AbortController();
     const span = this.span;
     try {
-      const data = await this.fetchWindow(0, Math.ceil(span || 0) + 1, 600, this.debug, controller.signal);
+      const data = await this.fetchWindow(0, Math.ceil(span || 0) + 1, 600, this.debug, this.graph,
+          controller.signal);
       if (controller.signal.aborted || span !== this.span) return;
       this.overview = data;
       this.drawStrip();
@@ -319,7 +338,7 @@ export class Timeline {
   covers() {
     const d = this.data;
     if (!(d && d.level === 'events' && d.start <= this.view.start && d.end >= this.view.end &&
-      d.debug === this.debug)) return false;
+      d.debug === this.debug && (d.graph || '') === this.graph)) return false;
     // An empty window is asked for itself: the answer says where the nearest ops are.
     return this.visible().length > 0 || (d.start === Math.floor(this.view.start) && !!d.nearest);
   }
@@ -340,7 +359,7 @@ export class Timeline {
     const maxEvents = Math.min(10000, Math.max(500, Math.round(this.plotWidth() * 4)));
     this.status = '';
     try {
-      const data = await this.fetchWindow(start, end, maxEvents, this.debug, controller.signal);
+      const data = await this.fetchWindow(start, end, maxEvents, this.debug, this.graph, controller.signal);
       if (controller.signal.aborted) return;
       data.debug = this.debug;
       this.data = data;
@@ -424,6 +443,9 @@ export class Timeline {
       }
       message = 'no ops here' + (where.length ? ` — the nearest are ${where.join(' and ')} ` +
         '(the strip above shows where ops are)' : '');
+      // Filtered to a trace the profile holds no call of (it ran outside the profiled
+      // window, or inside another function's calls, as a nested trace does).
+      if (d.graph && !where.length) message = `no call of ${d.graph} in the profiled window`;
     }
     if (this.span === null) message = 'loading the run…';
     else if (!this.span) message = 'this run has no profile (no .xplane.pb)';
@@ -568,11 +590,25 @@ export class Timeline {
     ctx.fillStyle = muted;
     ctx.textAlign = 'left';
     for (const lane of empty) {
-      const what = lane === 'function' ? 'tf.function call' : `${lane} op`;
-      ctx.fillText(whole ? `no ${what} in the profiled window (the profiler ran for part of the run; ` +
-        'the table counts all of it)' : `no ${what} in this part of the window`,
-      GUTTER + 8, this.laneTop(lane) + LANE_HEIGHT[lane] / 2);
+      ctx.fillText(this.emptyLaneNote(lane, d, whole), GUTTER + 8, this.laneTop(lane) + LANE_HEIGHT[lane] / 2);
     }
+  }
+
+  /**
+   * Why a lane shows nothing.
+   * @param {string} lane
+   * @param {!TimelineWindow} d
+   * @param {boolean} whole the window is the whole run
+   * @return {string}
+   */
+  emptyLaneNote(lane, d, whole) {
+    // Filtered to one trace: Python waits while its function runs, so no eager op is its.
+    if (lane === V.EAGER && d.graph) {
+      return `no eager op: only the calls of ${d.graph} and the graph ops inside them are shown`;
+    }
+    const what = lane === 'function' ? 'tf.function call' : `${lane} op`;
+    return whole ? `no ${what} in the profiled window (the profiler ran for part of the run; ` +
+      'the table counts all of it)' : `no ${what} in this part of the window`;
   }
 
   /**

@@ -1,5 +1,6 @@
 // The Op Mode tab's timeline card: zoom buttons, the window's text and its trace
-// export around timeline.js's canvas. Methods of App (views.js).
+// export around timeline.js's canvas, and the chip of the one trace it may be filtered to
+// (the Functions section sets it, with the op table's). Methods of App (views.js).
 
 import {api, fmtAt, fmtInt, fmtNs} from './data.js';
 import {el, section} from './dom.js';
@@ -10,7 +11,8 @@ import {tickStep, Timeline} from './timeline.js';
  * What the timeline card keeps on the app (buildTimeline): its elements and the canvas
  * (built before anything reads it but the theme's callback, which checks; views.js).
  * @typedef {{timelineHost: !HTMLElement, timelineInfo: !HTMLElement,
- *   windowExport: !HTMLAnchorElement, timeline: !Timeline}} TimelineFields
+ *   windowExport: !HTMLAnchorElement, timelineGraphFilter: !HTMLElement,
+ *   timeline: !Timeline}} TimelineFields
  */
 
 // `this` in each method is the App these methods are mixed into (views.js).
@@ -22,6 +24,9 @@ export const TimelineSection = /** @satisfies {ThisType<App>} */ ({
     this.windowExport = el('a', {class: 'opm-link', id: 'opm-window-export', download: '',
       href: '#', hidden: true, text: 'Export this window as a trace',
       title: 'Chrome trace JSON of the window shown: open it in ui.perfetto.dev'});
+    // Shown while the timeline holds one trace's calls (the Functions section sets it).
+    this.timelineGraphFilter = el('span', {class: 'opm-graph-filter', id: 'opm-timeline-graph-filter',
+      hidden: true});
     const debugBox = el('input', {type: 'checkbox', id: 'opm-debug',
       /** @param {!Event} e */
       onchange: (e) => this.timeline.setDebug(/** @type {!HTMLInputElement} */ (e.target).checked)});
@@ -35,7 +40,7 @@ export const TimelineSection = /** @satisfies {ThisType<App>} */ ({
             el('button', {type: 'button', text: 'Reset', onclick: () => this.timeline.reset()}),
             el('label', {class: 'opm-check'}, debugBox,
                 el('span', {text: 'show tfdbg instrumentation'})),
-            this.timelineInfo, this.windowExport),
+            this.timelineGraphFilter, this.timelineInfo, this.windowExport),
         el('p', {class: 'opm-hint', text: 'Wheel to zoom, drag to pan, double-click to reset; ' +
           'hover a box for its op, kernel and duration. The strip on top shows where the ops are ' +
           'in the whole run: click it to go there. Keyboard: + and − zoom, arrows pan, Enter ' +
@@ -43,14 +48,42 @@ export const TimelineSection = /** @satisfies {ThisType<App>} */ ({
           'boxes are bins: height = busy time. Boxes are coloured as in the table; fused ' +
           'kernels are outlined.'}),
         this.timelineHost));
-    this.timeline = new Timeline(this.timelineHost, async (start, end, maxEvents, debug, signal) => {
+    this.timeline = new Timeline(this.timelineHost, async (start, end, maxEvents, debug, graph, signal) => {
       // A run is chosen: the canvas fetches only once selectRun() gave it the run's span.
       const run = /** @type {string} */ (this.store.state.run);
-      const data = await api.timeline(run, start, end, maxEvents, debug, signal);
-      this.timelineHost.dataset.run = run;   // which run the canvas shows (for tests and tools)
+      const data = await api.timeline(run, start, end, maxEvents, debug, graph, signal);
+      // Which run, and which trace's calls, the canvas shows (for tests and tools).
+      this.timelineHost.dataset.run = run;
+      this.timelineHost.dataset.graph = data.graph || '';
       return data;
     });
     this.timeline.onChange = () => this.renderTimelineInfo();
+  },
+
+  /**
+   * Show only the calls of one trace's concrete function and the graph ops inside them
+   * ('' for everything), and say so in the chip.
+   * @param {string} graph
+   */
+  setTimelineGraph(graph) {
+    this.store.set({timelineGraph: graph});
+    this.timeline.setGraph(graph);
+    this.renderTimelineGraphFilter();
+    this.renderTimelineInfo();
+  },
+
+  /** The chip of the one trace the timeline is filtered to, with its button to show all
+   * (which clears the op table's filter too: the two show the same trace). */
+  renderTimelineGraphFilter() {
+    const graph = this.store.state.timelineGraph;
+    this.timelineGraphFilter.hidden = !graph;
+    this.timelineGraphFilter.replaceChildren(...(graph ? [
+      el('span', {text: 'only the calls of trace '}), el('code', {text: graph}),
+      el('span', {text: ' and the graph ops inside them'}),
+      el('button', {type: 'button', class: 'opm-graph-filter-clear', id: 'opm-timeline-graph-clear',
+        'aria-label': 'Show the whole timeline', title: 'Show the whole timeline', text: '×',
+        onclick: () => this.clearGraph()}),
+    ] : []));
   },
 
   /** @param {boolean=} keepView keep the zoom (the same run, reloaded because it grew) */
@@ -93,9 +126,10 @@ export const TimelineSection = /** @satisfies {ThisType<App>} */ ({
     }
     const view = this.timeline.view;
     const whole = view.start <= 0 && view.end >= this.timeline.span;
-    /** @type {!Object<string, (number|boolean)>} */
+    /** @type {!Object<string, (number|boolean|string)>} */
     const extra = whole ? {} : {start: Math.floor(view.start), end: Math.ceil(view.end) + 1};
     if (this.timeline.debug) extra.debug = true;
+    if (this.timeline.graph) extra.graph = this.timeline.graph;
     const href = api.exportUrl(run, 'trace', extra);
     this.windowExport.hidden = false;
     this.windowExport.setAttribute('href', href);

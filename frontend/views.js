@@ -36,9 +36,10 @@ import {loadVocab, V} from './vocab.js';
 /** @typedef {import('./data.js').Progress} Progress */
 /**
  * What the tab shows: the runs and the loader's progress, the run chosen (and when it was
- * loaded), the op table's query, the op type whose detail is open.
+ * loaded), the op table's query, the op type whose detail is open, the trace whose calls
+ * alone the timeline shows (its concrete function's name; '' for all).
  * @typedef {{runs: !Array<RunEntry>, progress: ?Progress, run: ?string, loadedAt: ?number,
- *   table: !import('./data.js').TableQuery, op: ?string}} AppState
+ *   table: !import('./data.js').TableQuery, op: ?string, timelineGraph: string}} AppState
  */
 /** App's base: nothing at run time, the sections' methods and fields to the type checker. */
 const WithSections = /** @type {new () => Sections} */ (/** @type {unknown} */ (class {}));
@@ -52,7 +53,7 @@ export class App extends WithSections {
       runs: [], progress: null, run: null, loadedAt: null,
       table: {sort: 'total', order: 'desc', filters: [], q: '', page: 0, pageSize: 50, graph: '',
         graphName: ''},
-      op: null,
+      op: null, timelineGraph: '',
     }));
     this.pollTimer = 0;
     /** @type {?string} a run picked while still loading: shown once ready (selectRun) */
@@ -279,15 +280,20 @@ export class App extends WithSections {
     }
     if (run === this.store.state.run && !reload) return;
     const changed = run !== this.store.state.run;
+    // A trace the table and timeline were filtered to is of the run shown before.
     this.store.set({run, loadedAt: entry.loaded_at,
       op: changed ? null : this.store.state.op,
-      table: changed ? {...this.store.state.table, page: 0} : this.store.state.table});
+      table: changed ? {...this.store.state.table, page: 0, graph: '', graphName: ''}
+        : this.store.state.table});
     this.runSelect.value = run;
     this.renderExports(run);
     if (changed) {
       this.closeDetail();
       // The span of a run is known once its overview is: until then the timeline loads.
-      if (this.timeline) this.timeline.setLoading();  // built by buildLayout()
+      if (this.timeline) {  // built by buildLayout()
+        this.timeline.setLoading();
+        this.setTimelineGraph('');
+      }
       this.renderTimelineInfo();
     }
     await Promise.all([

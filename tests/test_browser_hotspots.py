@@ -1,4 +1,4 @@
-"""The Eager hot spots section in a real browser against a real ``tensorboard``.
+"""The Eager hot spots and Functions sections in a real browser against a real ``tensorboard``.
 
 In: two runs under one logdir: ``bert`` (conftest's seed scenario: model.fit with the
 Keras TensorBoard callback's histograms, a few eager pre-processing ops, dump + profile +
@@ -6,20 +6,22 @@ log) and ``traces`` (the trace ledger's workload, ``tests/traces/workloads.py``:
 41 small eager ops on one line, FULL_HEALTH dump, a profile of four iterations). Out:
 assertions on what a person sees at 1000x700 and 1400x900 (the section in view once
 scrolled to, inside the window's width, the hot line first with DebugDataReader's count,
-its time and advice, the library code that issued the bert run's ops), no console errors,
-and screenshots in tests/artifacts/ to look at.
+its time and advice, the library code that issued the bert run's ops; each Python
+function's traces, a trace's name filtering the op table and the timeline), no console
+errors, and screenshots in tests/artifacts/ to look at.
 """
 from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import OpModePage, link_tree, needs_tensorflow, running_tensorboard
+from .conftest import OpModePage, get_json, link_tree, needs_tensorflow, running_tensorboard
 from .traces.workloads import CellFailed, make_cell
 
 pytestmark = pytest.mark.browser
@@ -194,6 +196,81 @@ def test_the_functions_section_lists_each_python_function_with_tfs_trace_count(
         p.frame.click(".opm-graph-filter-clear")
         p.frame.wait_for_function("(t) => document.querySelector('.opm-table-info').innerText === t",
                                   arg=total, timeout=20000)
+        assert not p.errors, p.errors
+    finally:
+        p.close()
+
+
+def _ops_shown(p: Page) -> int:
+    """The ops the timeline's window shows, as its info line says ("· 1,234 ops")."""
+    info = p.frame.inner_text("#opm-timeline-info")
+    found = re.search(r"· ([\d,]+) ops", info)
+    assert found, info
+    return int(found.group(1).replace(",", ""))
+
+
+def _wait_timeline(p: Page, graph: str) -> None:
+    """Until the canvas shows a window fetched for ``graph`` ('' for none) and says its ops."""
+    p.frame.wait_for_function(
+        "(g) => { const h = document.querySelector('.opm-timeline-host'); "
+        "return h.dataset.graph === g && / ops/.test(document.querySelector('#opm-timeline-info').innerText); }",
+        arg=graph, timeout=20000)
+
+
+def test_a_traces_name_filters_the_timeline_to_its_calls(browser: Any, tensorboard: str,
+                                                        traces_cell: Path) -> None:
+    """A trace's name in the Functions section filters the timeline as it does the op
+    table: a chip over the timeline names the trace, the windows the canvas fetches ask for
+    it (``graph=``) and hold its calls and the graph ops inside them, the eager lane is
+    empty; either chip's x shows everything in both again. The trace is one of ``step``'s
+    whose call ran inside the profiled window (TF's own record, the cell's truth.json); for
+    one whose call ran outside it, the canvas says there is no call of it to show."""
+    truth = json.loads((traces_cell / "truth.json").read_text())
+    step = next(f for f in truth["functions"] if f["python_name"] == "step")
+    name = next(t["graph"] for t in step["trace_list"] if t["profiled"])
+    p = Page(browser, tensorboard, 1400, 900, "traces")
+    asked: list[str] = []
+    p.page.on("request", lambda r: asked.append(r.url) if "/timeline?" in r.url else None)
+    try:
+        _wait_timeline(p, "")
+        every, table = _ops_shown(p), p.frame.inner_text(".opm-table-info")
+        p.frame.evaluate("() => { document.querySelector('details.opm-fn[data-python=\"step\"]')"
+                         ".open = true; }")
+        p.frame.click(f"details.opm-fn[data-python='step'] .opm-trace-graph:has(code:text-is('{name}'))")
+        p.frame.wait_for_function(
+            "(g) => { const c = document.querySelector('#opm-timeline-graph-filter'); "
+            "return !c.hidden && c.innerText.includes(g); }", arg=name, timeout=20000)
+        _wait_timeline(p, name)
+        assert any(f"graph={name}" in url for url in asked), asked
+        window = get_json(f"{tensorboard}/data/plugin/opmode/timeline?run=traces&max_events=10000"
+                          f"&graph={name}")
+        calls = [e for e in window["events"] if window["lanes"][e[0]] == "function"]
+        assert {window["names"][e[3]] for e in calls} == {name} and len(calls) == 1, calls
+        assert _ops_shown(p) == window["total"] < every
+        assert p.frame.eval_on_selector(".opm-timeline-canvas", "c => c.dataset.emptyLanes") == "eager"
+        assert not p.frame.eval_on_selector(".opm-graph-filter", "c => c.hidden")   # the table's
+        p.frame.evaluate("() => document.querySelector('#opm-timeline-card').scrollIntoView()")
+        p.frame.wait_for_timeout(300)
+        p.shot("timeline_filtered")
+        # The timeline's x clears both filters; so does the table's, the timeline's with it.
+        p.frame.click("#opm-timeline-graph-clear")
+        _wait_timeline(p, "")
+        assert _ops_shown(p) == every and "graph=" not in asked[-1], asked[-1]
+        p.frame.wait_for_function("(t) => document.querySelector('.opm-table-info').innerText === t",
+                                  arg=table, timeout=20000)
+        assert p.frame.eval_on_selector(".opm-graph-filter", "c => c.hidden")
+        # A trace whose call ran outside the profiled window: the canvas says so.
+        unprofiled = next(t["graph"] for t in step["trace_list"] if not t["profiled"])
+        p.frame.click(f"details.opm-fn[data-python='step'] .opm-trace-graph:has(code:text-is('{unprofiled}'))")
+        p.frame.wait_for_function(
+            "(g) => document.querySelector('.opm-timeline-host').dataset.graph === g && "
+            "(document.querySelector('.opm-timeline-canvas').dataset.message || '').includes(g)",
+            arg=unprofiled, timeout=20000)
+        said = p.frame.eval_on_selector(".opm-timeline-canvas", "c => c.dataset.message")
+        assert said == f"no call of {unprofiled} in the profiled window", said
+        p.frame.click(".opm-graph-filter-clear")
+        _wait_timeline(p, "")
+        assert p.frame.eval_on_selector("#opm-timeline-graph-filter", "c => c.hidden")
         assert not p.errors, p.errors
     finally:
         p.close()

@@ -308,6 +308,32 @@ def test_timeline_bins_when_zoomed_out(bert: Api) -> None:
         assert binned["names"][name]
 
 
+def test_timeline_of_one_trace(bert: Api) -> None:
+    """``graph=``, a called trace of the Functions section, keeps its function's calls and
+    the graph ops inside them (no eager op), in the window and in the trace export; a name
+    the run did not call keeps nothing."""
+    traces = [t for f in bert.json("/functions", run=".")["functions"] for t in f["trace_list"]
+              if t["calls"]]
+    assert traces
+    full = bert.json("/timeline", run=".", max_events=10000)
+    for trace in traces:
+        got = bert.json("/timeline", run=".", max_events=10000, graph=trace["graph"])
+        assert got["level"] == "events" and got["graph"] == trace["graph"]
+        assert got["span_ns"] == full["span_ns"] and 0 < got["total"] < full["total"]
+        by_lane: dict[str, list[list[int]]] = {}
+        for e in got["events"]:
+            by_lane.setdefault(got["lanes"][e[0]], []).append(e)
+        assert sorted(by_lane) == ["function", "graph"], sorted(by_lane)
+        assert {got["names"][e[3]] for e in by_lane["function"]} == {trace["graph"]}
+        spans = [(e[1], e[1] + e[2]) for e in by_lane["function"]]
+        assert all(any(a <= e[1] and e[1] + e[2] <= z for a, z in spans) for e in by_lane["graph"])
+        export = bert.get("/export", run=".", format="trace", graph=trace["graph"])
+        other = json.loads(export.get_data(as_text=True))["otherData"]
+        assert other["graph"] == trace["graph"] and other["events"] == got["total"]
+    unknown = bert.json("/timeline", run=".", graph="__inference_never_called_1")
+    assert unknown["total"] == 0 and unknown["nearest"] == {"before": None, "after": None}
+
+
 # ---------------------------------------------------------------- compare
 
 def test_compare_onednn_on_and_off(pair: Api) -> None:
@@ -427,6 +453,7 @@ def test_unknown_run_or_op_is_404(bert: Api, path: str, params: dict[str, str]) 
     ("/timeline", {"run": ".", "max_events": "1e9"}, "max_events"),
     ("/timeline", {"run": ".", "start": "100", "end": "50"}, "end"),
     ("/timeline", {"run": ".", "debug": "maybe"}, "debug"),
+    ("/timeline", {"run": ".", "graph": "x" * 1000}, "graph"),
     ("/compare", {"a": "."}, "b"),
     ("/compare", {"a": ".", "b": ".", "changed_only": "perhaps"}, "changed_only"),
     ("/export", {"run": ".", "format": "xml"}, "format"),

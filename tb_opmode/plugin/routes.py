@@ -311,12 +311,15 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     @_route
     def _serve_timeline(self, request: wrappers.Request) -> wrappers.Response:
-        """``?run=&start=&end=&max_events=&debug=``: events or bins of a window (ns from start)."""
+        """``?run=&start=&end=&max_events=&debug=&graph=``: events or bins of a window (ns
+        from start); ``graph``: only the calls of one trace's concrete function (its name,
+        as the trace ledger's ``graph``) and the graph ops inside them."""
         view = self.store.view(self._text(request, "run"))
         start, end = self._window(request)
         max_events = self._int(request, "max_events", 5000, 1, timeline.MAX_EVENTS)
         debug = self._bool(request, "debug", False)
-        body = timeline.timeline_window(view.timeline, start, end, max_events or 5000, debug)
+        body = timeline.timeline_window(view.timeline, start, end, max_events or 5000, debug,
+                                        self._text(request, "graph"))
         return self._respond(request, body)
 
     @_route
@@ -338,7 +341,8 @@ class OpModePlugin(base_plugin.TBPlugin):
 
     @_route
     def _serve_export(self, request: wrappers.Request) -> wrappers.Response:
-        """``?run=&format=csv|json|trace`` (trace also takes start, end, max_events, debug)."""
+        """``?run=&format=csv|json|trace`` (trace also takes start, end, max_events, debug
+        and graph, as the timeline route does)."""
         view = self.store.view(self._text(request, "run"))
         fmt = self._text(request, "format", "csv")
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", view.doc["run"]).strip("._") or "logdir"
@@ -352,7 +356,8 @@ class OpModePlugin(base_plugin.TBPlugin):
                                    timeline.MAX_TRACE_EVENTS)
             trace = timeline.export_trace(view.timeline, view.doc["run"],
                                           view.doc["tensorflow_version"], start, end,
-                                          max_events or 1, self._bool(request, "debug", False))
+                                          max_events or 1, self._bool(request, "debug", False),
+                                          self._text(request, "graph"))
             content, ctype, ext = tab.dumps_json(trace), _JSON, "trace.json"
         else:
             raise BadParameter(f"format must be csv, json or trace; got {fmt[:40]!r}")

@@ -469,6 +469,7 @@ class Nearest(TypedDict):
 class _TimelineOptional(TypedDict, total=False):
     nearest: Nearest
     labels: dict[str, str]   # a tf.function's graph name -> its Python function's
+    graph: str               # the concrete function whose calls alone the window holds
 
 
 class _TimelineBase(_TimelineOptional):

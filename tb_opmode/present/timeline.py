@@ -4,7 +4,9 @@ In: a ``RunModel`` with profiles (``assemble.build_run``), turned once by
 ``build_timeline`` into a ``Timeline``: per lane (tf.function calls, eager ops, graph ops) its
 events sorted by start, in ns from the run's first event. Out: ``timeline_window``
 (the events overlapping a window, or bins of them when there are too many) and
-``export_trace`` (Chrome trace-event JSON that opens in Perfetto).
+``export_trace`` (Chrome trace-event JSON that opens in Perfetto), either of them
+optionally of one concrete function's calls only (``graph``: its calls and the graph ops
+inside them, ``_Filter``).
 
 Which op type a graph node ran for, and which kernel an eager event is put down
 to, come from ``explain.node_op_types`` and ``explain.eager_kernels``: the same
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -57,25 +59,51 @@ class _Lane:
     kernels: list[str] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)
     classes: list[int] = field(default_factory=list)
+    # Graph ops tf.data ran on its own threads (a dataset's function, run ahead of the
+    # steps): they fall in the spans of calls they are not part of.
+    data_thread: list[bool] = field(default_factory=list)
     max_dur: int = 0
+
+
+@dataclass(frozen=True)
+class _Subset:
+    """Some events of a lane, by start: their indexes in it, their starts, the longest's
+    duration (how far before a window an event overlapping it can start)."""
+
+    index: Sequence[int]
+    starts: Sequence[int]
+    max_dur: int
+
+
+@dataclass
+class _Filter:
+    """What a filter on one concrete function keeps, built on first use: per function
+    name, the indexes of its calls in the function lane; per function asked for, the
+    events of each lane it keeps."""
+
+    calls: dict[str, list[int]]
+    kept: dict[str, dict[str, _Subset]] = field(default_factory=dict)
 
 
 @dataclass
 class Timeline:
-    """A run's profiled events per lane; never changed once built."""
+    """A run's profiled events per lane; never changed once built (but for the cache of
+    what a filter on a function keeps, filled on first use)."""
 
     lanes: dict[str, _Lane]
     t0_ns: int
     span_ns: int
     debug_time_ns: int  # time of tfdbg's instrumentation (hidden unless asked for)
+    by_function: Optional[_Filter] = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def events(self) -> int:
         return sum(len(lane.starts) for lane in self.lanes.values())
 
 
-# One profiled event: start and duration (ns), label, kernel, op type, class code.
-_Event = tuple[int, int, str, str, str, int]
+# One profiled event: start and duration (ns), label, kernel, op type, class code, and
+# whether tf.data ran it on one of its threads.
+_Event = tuple[int, int, str, str, str, int, bool]
 
 
 def build_timeline(model: RunModel) -> Timeline:
@@ -98,8 +126,9 @@ def _events_by_lane(model: RunModel) -> dict[str, list[_Event]]:
         for op_type, is_func, start, dur in prof.eager_ops:
             lane, event = _eager_event(op_type, is_func, start, dur, eager_kernel)
             raw[lane].append(event)
-        raw["graph"] += [_graph_event(node, kernel, start, dur, op_of)
-                         for node, kernel, start, dur in prof.graph_ops
+        data_thread = {i for first, end in prof.data_thread_ops for i in range(first, end)}
+        raw["graph"] += [_graph_event(node, kernel, start, dur, op_of, at in data_thread)
+                         for at, (node, kernel, start, dur) in enumerate(prof.graph_ops)
                          if kernel not in PLUMBING_KERNELS]
     return raw
 
@@ -108,7 +137,7 @@ def _eager_event(op_type: str, is_func: bool, start: int, dur: int,
                  eager_kernel: dict[str, str]) -> tuple[str, _Event]:
     """(lane, event) of an eager op or a tf.function call."""
     if is_func or is_function(op_type):
-        return "function", (start, dur, op_type, "", op_type, _CLS["function"])
+        return "function", (start, dur, op_type, "", op_type, _CLS["function"], False)
     kernel = eager_kernel.get(op_type, "")
     if kernel in (REMOVED, UNKNOWN):
         kernel = ""  # no kernel is known to have run it: the table's "unknown"
@@ -118,30 +147,32 @@ def _eager_event(op_type: str, is_func: bool, start: int, dur: int,
         cls = "eager_unknown"
     else:
         cls = "eager_onednn" if is_onednn(kernel) else "eager_stock"
-    return "eager", (start, dur, op_type, kernel, op_type, _CLS[cls])
+    return "eager", (start, dur, op_type, kernel, op_type, _CLS[cls], False)
 
 
-def _graph_event(node: str, kernel: str, start: int, dur: int, op_of: dict[str, str]) -> _Event:
+def _graph_event(node: str, kernel: str, start: int, dur: int, op_of: dict[str, str],
+                 data_thread: bool) -> _Event:
     """The event of a graph node, put down to its op type."""
     if is_debug_kernel(kernel):
         cls = "debug"
     else:
         cls = "graph_onednn" if is_onednn(kernel) else "graph_stock"
     op_type = op_of.get(node) or canonical_op(kernel)
-    return (start, dur, node, kernel, op_type, _CLS[cls])
+    return (start, dur, node, kernel, op_type, _CLS[cls], data_thread)
 
 
 def _lane(events: list[_Event], t0: int) -> _Lane:
     """A lane of ``events``, sorted by start (the longest first at a tie), from ``t0``."""
     events.sort(key=lambda e: (e[0], -e[1]))
     lane = _Lane()
-    for start, dur, label, kernel, op_type, cls_id in events:
+    for start, dur, label, kernel, op_type, cls_id, data_thread in events:
         lane.starts.append(start - t0)
         lane.durs.append(max(0, dur))
         lane.names.append(label)
         lane.kernels.append(kernel)
         lane.ops.append(op_type)
         lane.classes.append(cls_id)
+        lane.data_thread.append(data_thread)
     lane.max_dur = max(lane.durs, default=0)
     return lane
 
@@ -154,20 +185,103 @@ def _bounds(tl: Timeline, start: Optional[int], end: Optional[int]) -> tuple[int
     return lo, hi
 
 
-def _overlapping(tl: Timeline, lo: int, hi: int, debug: bool) -> Iterator[tuple[int, int]]:
-    """(lane index, event index) of the events overlapping [lo, hi), lane by lane."""
-    for li, lane_name in enumerate(LANES):
-        lane = tl.lanes.get(lane_name)
-        if lane is None or not lane.starts:
-            continue
-        first = bisect.bisect_left(lane.starts, lo - lane.max_dur)
-        last = bisect.bisect_left(lane.starts, hi)
-        for i in range(first, last):
+def _overlapping(tl: Timeline, lo: int, hi: int, debug: bool,
+                 graph: str) -> Iterator[tuple[int, int]]:
+    """(lane index, event index) of the events overlapping [lo, hi), lane by lane (of
+    ``graph``'s calls only, when it is given)."""
+    for li, lane, shown in _shown(tl, graph):
+        first = bisect.bisect_left(shown.starts, lo - shown.max_dur)
+        last = bisect.bisect_left(shown.starts, hi)
+        for i in shown.index[first:last]:
             if lane.starts[i] + lane.durs[i] < lo:
                 continue
             if not debug and lane.classes[i] == _CLS["debug"]:
                 continue
             yield li, i
+
+
+def _shown(tl: Timeline, graph: str) -> list[tuple[int, _Lane, _Subset]]:
+    """(lane index, lane, the events it shows) of each lane that shows any: all its events,
+    or with ``graph`` those a filter on that function keeps."""
+    kept = _kept(tl, graph) if graph else {}
+    out = []
+    for li, lane_name in enumerate(LANES):
+        lane = tl.lanes.get(lane_name)
+        if lane is None or not lane.starts:
+            continue
+        shown = kept.get(lane_name) if graph else _Subset(range(len(lane.starts)), lane.starts,
+                                                          lane.max_dur)
+        if shown is not None and shown.index:
+            out.append((li, lane, shown))
+    return out
+
+
+def _kept(tl: Timeline, graph: str) -> dict[str, _Subset]:
+    """The events of each lane a filter on the concrete function ``graph`` keeps: its calls
+    in the function lane, the graph ops that lie within one of them (not those tf.data ran
+    on its threads), no eager op (Python waits in the call). Cached per function the run
+    called; a name it did not call keeps nothing."""
+    # ``graph`` is the trace ledger's name of a trace, taken from the dump's execution
+    # records: like the profile's event of the call (its eager_op stat), they name the op
+    # type TF executed, the concrete function's name, so the two are matched as they are.
+    if tl.by_function is None:
+        tl.by_function = _Filter(_calls_by_function(tl.lanes.get("function")))
+    cache = tl.by_function
+    found = cache.kept.get(graph)
+    if found is None:
+        calls = cache.calls.get(graph)
+        if calls is None:
+            return {}
+        found = cache.kept[graph] = _kept_of(tl, calls)
+    return found
+
+
+def _calls_by_function(lane: Optional[_Lane]) -> dict[str, list[int]]:
+    """Function name -> the indexes of its calls in the function lane, by start."""
+    out: dict[str, list[int]] = {}
+    for i, name in enumerate(lane.names if lane is not None else ()):
+        out.setdefault(name, []).append(i)
+    return out
+
+
+def _kept_of(tl: Timeline, calls: list[int]) -> dict[str, _Subset]:
+    """The calls (indexes in the function lane) and the graph ops inside their spans."""
+    out = {"function": _subset(tl.lanes["function"], calls)}
+    graph_lane = tl.lanes.get("graph")
+    if graph_lane is not None:
+        spans = _merged_spans(tl.lanes["function"], calls)
+        out["graph"] = _subset(graph_lane, _inside(graph_lane, spans))
+    return out
+
+
+def _subset(lane: _Lane, index: list[int]) -> _Subset:
+    return _Subset(index, [lane.starts[i] for i in index],
+                   max((lane.durs[i] for i in index), default=0))
+
+
+def _merged_spans(lane: _Lane, calls: list[int]) -> list[tuple[int, int]]:
+    """The [start, end] spans of ``calls`` (by start), overlapping ones merged: sorted and
+    disjoint, so that an op inside two calls (of two threads) is kept once."""
+    spans: list[tuple[int, int]] = []
+    for i in calls:
+        start, end = lane.starts[i], lane.starts[i] + lane.durs[i]
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def _inside(lane: _Lane, spans: list[tuple[int, int]]) -> list[int]:
+    """Indexes, by start, of the lane's events that start and end within one of ``spans``
+    (sorted, disjoint), but those tf.data ran on its own threads."""
+    out: list[int] = []
+    for start, end in spans:
+        first = bisect.bisect_left(lane.starts, start)
+        last = bisect.bisect_right(lane.starts, end)
+        out += [i for i in range(first, last)
+                if lane.starts[i] + lane.durs[i] <= end and not lane.data_thread[i]]
+    return out
 
 
 class _Names:
@@ -184,7 +298,7 @@ class _Names:
 
 
 def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int] = None,
-                    max_events: int = 5000, debug: bool = False) -> dict[str, Any]:
+                    max_events: int = 5000, debug: bool = False, graph: str = "") -> dict[str, Any]:
     """Events (or bins when there are more than ``max_events``) overlapping [start, end) ns.
 
     Times are nanoseconds from the run's first profiled event. Each event is
@@ -194,15 +308,28 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
     in every bin it overlaps (with the part of its time in the bin). ``fused`` lists the
     indexes in ``names`` of kernels grappler's remapper fused from several ops (the tab
     marks their boxes; their colour stays mode x oneDNN).
+
+    ``graph``, a concrete function's name as the function lane's events carry it (the
+    trace ledger's ``graph``, e.g. ``__inference_step_120``), keeps only that function's
+    calls and the graph ops inside them, and says so (``graph`` in the answer); ``span_ns``
+    and ``t0_ns`` stay the run's. A graph op runs on the executor's threads, not nested
+    under the call in the profile, so what ties it to a call is its time: it is kept when it
+    starts and ends within the call's span. A function that ran on another thread at the
+    same time would have its ops kept too; the ops tf.data ran on its own threads (a
+    dataset's function, ahead of the steps) are not. No eager op is kept: Python waits in
+    the call. A name the run did not call keeps nothing (an empty window, ``nearest``
+    None), as the profile may hold none of a trace's calls.
     """
     if not 1 <= max_events <= MAX_EVENTS:
         raise BadParameter(f"max_events must be between 1 and {MAX_EVENTS}")
     lo, hi = _bounds(tl, start, end)
-    picked = list(_overlapping(tl, lo, hi, debug))
+    picked = list(_overlapping(tl, lo, hi, debug, graph))
     names = _Names()
     out: dict[str, Any] = {"start": lo, "end": hi, "span_ns": tl.span_ns,
                            "t0_ns": tl.t0_ns, "lanes": list(LANES),
                            "classes": list(CLASSES), "total": len(picked)}
+    if graph:
+        out["graph"] = graph
     fused: set[int] = set()
     if len(picked) <= max_events:
         out["level"] = "events"
@@ -215,7 +342,7 @@ def timeline_window(tl: Timeline, start: Optional[int] = None, end: Optional[int
         out["bin_ns"] = binning.width
         out["bins"] = binning.rows(names)
     if not picked:
-        out["nearest"] = _nearest(tl, lo, hi, debug)
+        out["nearest"] = _nearest(tl, lo, hi, debug, graph)
     out["names"] = list(names.ids)
     labels = {name: function_words(name) for name in names.ids if is_function(name)}
     if labels:
@@ -289,41 +416,42 @@ class _Binning:
         return out
 
 
-def _nearest(tl: Timeline, lo: int, hi: int, debug: bool) -> dict[str, Optional[int]]:
+def _nearest(tl: Timeline, lo: int, hi: int, debug: bool, graph: str) -> dict[str, Optional[int]]:
     """Where the closest events are when [lo, hi) holds none: the latest end before ``lo``
-    and the earliest start at or after ``hi`` (ns from the run's first event, or None)."""
+    and the earliest start at or after ``hi`` (ns from the run's first event, or None), of
+    the events shown (``graph``'s only, when given)."""
     ends: list[int] = []
     starts: list[int] = []
-    for lane_name in LANES:
-        lane = tl.lanes.get(lane_name)
-        if lane is None or not lane.starts:
-            continue
-        after = _next_shown(lane, bisect.bisect_left(lane.starts, hi), 1, debug)
-        if after < len(lane.starts):
-            starts.append(lane.starts[after])
-        before = _next_shown(lane, bisect.bisect_left(lane.starts, lo) - 1, -1, debug)
+    for _li, lane, shown in _shown(tl, graph):
+        after = _next_shown(lane, shown, bisect.bisect_left(shown.starts, hi), 1, debug)
+        if after < len(shown.index):
+            starts.append(shown.starts[after])
+        before = _next_shown(lane, shown, bisect.bisect_left(shown.starts, lo) - 1, -1, debug)
         if before >= 0:
-            ends.append(lane.starts[before] + lane.durs[before])
+            i = shown.index[before]
+            ends.append(lane.starts[i] + lane.durs[i])
     return {"before": max(ends, default=None), "after": min(starts, default=None)}
 
 
-def _next_shown(lane: _Lane, i: int, step: int, debug: bool) -> int:
-    """The index of the first event from ``i`` on, going by ``step``, that is shown
-    (tfdbg's instrumentation only with ``debug``); past either end if none is."""
-    while 0 <= i < len(lane.starts) and not debug and lane.classes[i] == _CLS["debug"]:
-        i += step
-    return i
+def _next_shown(lane: _Lane, shown: _Subset, at: int, step: int, debug: bool) -> int:
+    """The position in ``shown`` of the first event from ``at`` on, going by ``step``, that
+    is drawn (tfdbg's instrumentation only with ``debug``); past either end if none is."""
+    while (0 <= at < len(shown.index) and not debug
+           and lane.classes[shown.index[at]] == _CLS["debug"]):
+        at += step
+    return at
 
 
 def export_trace(tl: Timeline, run: str, tensorflow_version: str, start: Optional[int] = None,
                  end: Optional[int] = None, max_events: int = MAX_TRACE_EVENTS,
-                 debug: bool = False) -> dict[str, Any]:
-    """Chrome trace-event JSON (opens in Perfetto): one track per lane, mode and kernel in names."""
+                 debug: bool = False, graph: str = "") -> dict[str, Any]:
+    """Chrome trace-event JSON (opens in Perfetto): one track per lane, mode and kernel in
+    names; with ``graph``, of that function's calls only, as ``timeline_window`` keeps them."""
     if not 1 <= max_events <= MAX_TRACE_EVENTS:
         raise BadParameter(f"max_events must be between 1 and {MAX_TRACE_EVENTS}")
     lo, hi = _bounds(tl, start, end)
     events = sorted((tl.lanes[LANES[li]].starts[i], li, i)
-                    for li, i in _overlapping(tl, lo, hi, debug))
+                    for li, i in _overlapping(tl, lo, hi, debug, graph))
     truncated = len(events) > max_events
     events = events[:max_events]
     trace: list[dict[str, Any]] = [
@@ -347,6 +475,8 @@ def export_trace(tl: Timeline, run: str, tensorflow_version: str, start: Optiona
         trace.append({"ph": "X", "name": name, "cat": cls, "pid": 1, "tid": li + 1,
                       "ts": (tl.t0_ns + s) / 1000.0, "dur": lane.durs[i] / 1000.0,
                       "args": {"op_type": lane.ops[i], "kernel": kernel, "class": cls}})
-    return {"traceEvents": trace, "displayTimeUnit": "ns",
-            "otherData": {"run": run, "tensorflow_version": tensorflow_version,
-                          "events": len(events), "truncated": truncated, "window_ns": [lo, hi]}}
+    other: dict[str, Any] = {"run": run, "tensorflow_version": tensorflow_version,
+                             "events": len(events), "truncated": truncated, "window_ns": [lo, hi]}
+    if graph:
+        other["graph"] = graph
+    return {"traceEvents": trace, "displayTimeUnit": "ns", "otherData": other}

@@ -500,11 +500,16 @@ def test_the_payloads_built_are_of_their_types(full_model: RunModel, full_health
         for max_events in (1, timeline.MAX_EVENTS):
             built.append((f"{name} timeline", timeline.timeline_window(view.timeline, max_events=max_events),
                           payloads.TimelineWindow))
+        calls = view.timeline.lanes.get("function")
+        for graph in sorted(set(calls.names if calls else ())):   # filtered to one function's calls
+            built.append((f"{name} {graph} timeline",
+                          timeline.timeline_window(view.timeline, graph=graph), payloads.TimelineWindow))
     wrong = [f"{what}: {e}" for what, value, hint in built for e in conforms(value, hint)[:5]]
     assert not wrong, "\n".join(wrong)
     # Both forms of the timeline window and the optional fields were seen.
     levels = {value["level"] for what, value, _h in built if what.endswith("timeline")}
     assert levels == {"events", "bins"}
+    assert any("graph" in value for what, value, _h in built if what.endswith("timeline"))
 
 
 def test_the_conformance_check_can_fail() -> None:
