@@ -95,6 +95,8 @@ export class Timeline {
     this.debug = false;
     /** The concrete function (a trace's graph name) whose calls alone are shown; '' for all. */
     this.graph = '';
+    /** @type {boolean} zoom to the filter's calls when the overview comes */
+    this.zoomToCalls = false;
     /** @type {?AbortController} */
     this.pending = null;
     this.timer = 0;
@@ -207,9 +209,35 @@ export class Timeline {
     this.graph = graph;
     this.data = null;
     this.focusItem = null;
+    // One trace's calls can be a sliver of the run: show them, once the whole run's
+    // filtered overview says where they are; a cleared filter shows the whole run again.
+    this.zoomToCalls = Boolean(graph);
+    if (!graph) this.reset();
     this.draw();
     this.schedule(0);
     this.loadOverview();
+  }
+
+  /**
+   * The window that holds the calls of the overview (the filter's trace), a tenth of its
+   * width wider on each side; null where it holds none.
+   * @param {!TimelineWindow} d
+   * @return {?{start: number, end: number}}
+   */
+  callsWindow(d) {
+    const lane = d.lanes.indexOf('function');
+    const items = (d.level === 'events' ? d.events : d.bins) || [];
+    let start = Infinity;
+    let end = -Infinity;
+    for (const item of items) {
+      if (item[0] !== lane) continue;
+      const [, a, z] = extent(d, item);
+      start = Math.min(start, a);
+      end = Math.max(end, z);
+    }
+    if (!(end > start)) return null;
+    const pad = (end - start) / 10;
+    return {start: start - pad, end: end + pad};
   }
 
   /** The whole run, coarsely (bins, or events when few): the strip's density. */
@@ -223,6 +251,9 @@ export class Timeline {
           controller.signal);
       if (controller.signal.aborted || span !== this.span) return;
       this.overview = data;
+      const calls = this.zoomToCalls ? this.callsWindow(data) : null;
+      this.zoomToCalls = false;
+      if (calls) this.setView(calls.start, calls.end);
       this.drawStrip();
     } catch (caught) {
       const err = failure(caught);

@@ -241,6 +241,12 @@ def test_a_traces_name_filters_the_timeline_to_its_calls(browser: Any, tensorboa
             "(g) => { const c = document.querySelector('#opm-timeline-graph-filter'); "
             "return !c.hidden && c.innerText.includes(g); }", arg=name, timeout=20000)
         _wait_timeline(p, name)
+        # zoomed to the call: the window shown ("window a – b (width) of span") is narrower
+        # than the run, and still holds every op the filter keeps (below)
+        p.frame.wait_for_function(
+            "() => { const m = /\\(([^)]*)\\) of ([^·]*) ·/.exec("
+            "document.querySelector('#opm-timeline-info').innerText); "
+            "return m !== null && m[1].trim() !== m[2].trim(); }", timeout=20000)
         assert any(f"graph={name}" in url for url in asked), asked
         window = get_json(f"{tensorboard}/data/plugin/opmode/timeline?run=traces&max_events=10000"
                           f"&graph={name}")
