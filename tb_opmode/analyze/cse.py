@@ -34,7 +34,12 @@ __all__ = ["merged_duplicates"]
 # Pure ops whose result is fixed by their type, inputs and the dtypes a trace records
 # (no attribute of theirs changes the value otherwise), which grappler can dedup.
 _DEDUPABLE = frozenset(("Shape", "Size", "Rank", "ExpandDims", "Reshape", "Transpose",
-                        "BroadcastTo", "Tile", "Fill", "ZerosLike", "OnesLike"))
+                        "BroadcastTo", "Tile", "Fill", "ZerosLike", "OnesLike", "Cast"))
+# Of those, the ones an attribute the inputs do not fix changes (Cast's DstT): merged only
+# where the traces record the dtype (FULL_HEALTH, SHAPE, FULL_TENSOR digests), so that
+# equal traces mean equal attributes. (Cast's Truncate, which no trace shows, is set by
+# no Keras or tf.cast path; a pair differing only in it would be told merged.)
+_DTYPE_DECIDES = frozenset(("Cast",))
 
 
 _WHY = ("grappler's common-subexpression elimination merged identical ops (same type "
@@ -71,11 +76,12 @@ def _candidate_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str,
 
 
 def _traced_alike(names: list[str], digests: Mapping[tuple[str, int], int],
-                  whole_tensors: bool) -> bool:
+                  whole_tensors: bool, op_type: str) -> bool:
     """Whether the ops' first traces are equal (else an attribute the dump does not show
-    differs)."""
+    differs), and recorded where the op type's attributes need them to be."""
     traced = {digests.get((name, 0), 0) for name in names}
-    return len(traced) == 1 and not (0 in traced and whole_tensors)
+    unrecorded_allowed = not whole_tensors and op_type not in _DTYPE_DECIDES
+    return len(traced) == 1 and (0 not in traced or unrecorded_allowed)
 
 
 def _merged_into_observed(kept: str, others: list[str]) -> dict[str, tuple[str, str]]:
@@ -123,6 +129,7 @@ def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str,
     order = {name: k for k, name in enumerate(ops)}
     out: dict[str, tuple[str, str]] = {}
     for names in _candidate_groups(ops, digests, whole_tensors, ran, seen):
-        if len(names) >= 2 and _traced_alike(names, digests, whole_tensors):
+        if len(names) >= 2 and _traced_alike(names, digests, whole_tensors,
+                                             ops[names[0]].op_type):
             out.update(_group_notes(names, seen, order))
     return out

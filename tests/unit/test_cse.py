@@ -58,3 +58,22 @@ def test_a_node_a_profile_saw_is_the_one_kept() -> None:
     assert got["b"][0] == REMOVED and "reads a" in got["b"][1] and got["a"][0] == ""
     # Both seen: grappler kept both, nothing to decide.
     assert merged_duplicates(graph(ops), {}, False, set(), {"a", "b"}) == {}
+
+
+# Keras 3's fit casts its labels twice, for the loss and for a metric (TF 2.21's truth
+# matrix: grappler ran Cast_2 and removed the loss's Cast, whose debug op read Cast_2).
+CASTS = [("y", "IteratorGetNext", ()), ("loss/Cast", "Cast", ("y:1",)), ("Cast_2", "Cast", ("y:1",))]
+
+
+def test_two_casts_of_one_tensor_merge_where_the_traces_record_the_dtype() -> None:
+    ran = {"loss/Cast", "Cast_2"}
+    got = merged_duplicates(graph(CASTS), digests(loss__Cast=5, Cast_2=5), False, ran, set())
+    assert got["loss/Cast"][0] == REMOVED and got["Cast_2"][0] == ""
+    # Other traces: another DstT (or values), so grappler could not merge them.
+    assert merged_duplicates(graph(CASTS), digests(loss__Cast=5, Cast_2=6), False, ran, set()) == {}
+
+
+def test_casts_do_not_merge_where_no_dtype_is_recorded() -> None:
+    """CURT/CONCISE_HEALTH and NO_TENSOR record no dtype: a Cast to int32 and one to float32
+    of one tensor look alike there, and grappler keeps both."""
+    assert merged_duplicates(graph(CASTS), {}, False, {"loss/Cast", "Cast_2"}, set()) == {}
