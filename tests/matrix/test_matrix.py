@@ -55,7 +55,11 @@ _XLA = _PROFILE_UNDECIDED.format(what="a jit_compile run's profile names XLA clu
                                       "kernels, and its dump holds only the eager steps")
 _HALF = _PROFILE_UNDECIDED.format(what="its graph kernels are float16/bfloat16 ones, which run "
                                        "stock with oneDNN on too on a CPU without AVX512_FP16/BF16")
+_LATE_KERAS2 = ("a window late in the run (its 100th step) proves nothing by a missing event (the "
+                "executor traces a node only for its first ~90 runs), and Keras 2's loss x * c, "
+                "whose trace equals x's, may be x * 1, which grappler removes: (unknown)")
 FLOORS: dict[str, tuple[dict[str, float], str]] = {
+    "fit_late_profile": ({"2.13": 0.9714}, _LATE_KERAS2),
     "mixed_bf16": ({"2.21": 0.9806}, _HALF),
     "mixed_f16": ({"2.21": 0.9835, "2.13": 0.9834}, _HALF),
     "xla": ({"2.21": 0.7318, "2.13": 0.7318}, _XLA),
@@ -69,6 +73,7 @@ UNTOLD: dict[str, tuple[float, str]] = {
 }
 # Cells whose "(unknown)" share is over 1%, held to their figure.
 UNKNOWN_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
+    "fit_late_profile": ({"2.13": 0.0237}, _LATE_KERAS2),
     "mixed_bf16": ({"2.21": 0.0194}, _HALF),
     "mixed_f16": ({"2.21": 0.0165, "2.13": 0.0116}, _HALF),
     "xla": ({"2.21": 0.2682, "2.13": 0.2632}, _XLA),
@@ -84,46 +89,29 @@ SCORINGS = {"score_with": "with the log", "score_without": "dump + profile",
 # Cells with more than 0.1% wrong without the whole log (dump + profile, dump alone, dump +
 # start-up lines; with the log nothing is wrong): per TF minor version the share they are
 # held to (measured, rounded up), and why. Known gaps, not targets.
-_MERGED_CAST = ("Keras 3's two Casts of the labels (the loss's and a metric's): grappler merges "
-                "them, and where the dump records no dtype (CURT/CONCISE_HEALTH, NO_TENSOR) two "
-                "Casts of one tensor may differ in DstT, so the dump alone cannot tell a merge; a "
-                "profile of a step in which it ran decides it")
-_NO_TENSOR_PRUNED = ("NO_TENSOR's loss and metric ops (BroadcastTo, Sum, Cast) that grappler prunes "
-                     "or folds when no debug op reads them, which a dump alone cannot tell from ones "
-                     "that ran (a profile decides them); and " + _MERGED_CAST)
-_NO_RANK = ("CURT/CONCISE_HEALTH record no rank: Keras's loss Sum and Mul and its BroadcastTo, "
-            "removed by grappler, look like ones that ran; and " + _MERGED_CAST)
 WRONG_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
-    "fit_CONCISE_HEALTH": ({"2.21": 0.0174}, _NO_RANK),
-    "fit_CURT_HEALTH": ({"2.21": 0.0174}, _NO_RANK),
-    "fit_CURT_HEALTH_unprofiled": ({"2.21": 0.0177}, _NO_RANK),
-    "fit_NO_TENSOR": ({"2.21": 0.0106}, _NO_TENSOR_PRUNED),
-    "fit_NO_TENSOR_unprofiled": ({"2.21": 0.0107}, _NO_TENSOR_PRUNED),
-    "fit_default_buffer": ({"2.21": 0.0021}, "Keras 3's two Casts of the labels, which grappler "
-                                             "merges: the circular buffer kept no trace of them, "
-                                             "so the dump holds no dtype to tell a merge by"),
+    "fit_default_buffer": ({"2.21": 0.0016}, "Keras 3's two Casts of the labels, which grappler "
+                                             "merges: the circular buffer dropped the first "
+                                             "step's trace of one, so their first traces come "
+                                             "from other steps and differ"),
     "hf_bert": ({"2.21": 0.0124}, "BERT's gradient Sums over no axes that grappler turned into "
                                   "an Identity and removed or kept by the edges it adds, which "
                                   "the dump (the graph before grappler) does not show, and the "
                                   "Reshapes after them"),
-    "tf_keras": ({"2.21": 0.0073}, "Keras 2's weighted loss x * c, removed where c is 1.0, which a "
-                                   "trace does not tell from any other c"),
 }
-# TF 2.13 (Keras 2), measured on this machine, rounded up: the dump alone says more of the
-# step's arithmetic ran than did. Where a profile is there, it decides them (dump + profile
-# is 0% wrong in every profiled cell but hf_bert's 0.71%).
-_KERAS2_REMOVED = ("TF 2.13 with Keras 2: grappler removes or folds some of the loss's and "
-                   "the optimizer's AddV2, Mul, Sum and Tile (adds of zero, products by one, "
-                   "broadcast gradients) and keeps the rest; a dump alone (the graph before "
-                   "grappler) cannot tell which, and names the op's own kernel")
+# TF 2.13 (Keras 2), measured on 2026-12-05 (AVX-512 machine), rounded up (hf_bert: as measured
+# on 2026-12-04's AVX2 machine, whose start-up scoring was worse): what a dump
+# alone (or with a profile that cannot see them) still says ran that grappler removed.
+_KERAS2_REMOVED = ("TF 2.13 with Keras 2: grappler removes some of the loss's forwarding ops "
+                   "(Reshape, ExpandDims, Cast) where static shapes or dtypes prove them no-ops, "
+                   "which a dump that records no shapes (NO_TENSOR, CURT/CONCISE_HEALTH) cannot "
+                   "tell and a profile does not show (no event at the default level); elsewhere "
+                   "a Tile by ones (steps_per_execution), a RealDiv rewritten into Reciprocal "
+                   "(float16), an ExpandDims merged with its twin (SHAPE)")
 _TF213_WRONG = {
-    "custom_loop": 0.0404, "custom_loop_NO_TENSOR_unprofiled": 0.0396, "fit_CONCISE_HEALTH": 0.0406,
-    "fit_CURT_HEALTH": 0.0406, "fit_CURT_HEALTH_unprofiled": 0.0412, "fit_FULL_HEALTH": 0.0051,
-    "fit_FULL_TENSOR": 0.0053, "fit_NO_TENSOR": 0.0344, "fit_NO_TENSOR_unprofiled": 0.0348,
-    "fit_SHAPE": 0.008, "fit_default_buffer": 0.0031, "fit_late_profile": 0.0079,
-    "fit_long_run": 0.0079, "fit_onednn_default": 0.0068, "fit_onednn_off": 0.0068,
-    "fit_spe": 0.0102, "fit_vmodule": 0.0068, "hf_bert": 0.0117, "mirrored": 0.0759,
-    "mixed_f16": 0.0087, "tf_keras": 0.0068,
+    "fit_CONCISE_HEALTH": 0.0204, "fit_CURT_HEALTH": 0.0204, "fit_CURT_HEALTH_unprofiled": 0.0207,
+    "fit_NO_TENSOR": 0.0212, "fit_NO_TENSOR_unprofiled": 0.0215, "fit_SHAPE": 0.0027,
+    "fit_spe": 0.003, "hf_bert": 0.0117, "mixed_f16": 0.003,
 }
 for _cell, _share in _TF213_WRONG.items():
     _shares, _why = WRONG_ALLOWED.get(_cell, ({}, ""))

@@ -14,7 +14,14 @@ from collections import Counter
 
 from tb_opmode.analyze.assemble import RunModel
 from tb_opmode.analyze.kernels import REMOVED, UNKNOWN, assign_graph
-from tb_opmode.read.tfdbg import DumpSet, GraphInfo, OpCreation, digest_rank, health_digest
+from tb_opmode.read.tfdbg import (
+    DumpSet,
+    GraphInfo,
+    OpCreation,
+    digest_all_zeros,
+    digest_rank,
+    health_digest,
+)
 
 GRAPH = "g1"
 FULL_HEALTH = 4
@@ -101,10 +108,59 @@ def test_an_expand_dims_that_kept_its_inputs_rank_did_not_run() -> None:
 def test_times_ones_is_forwarded_but_times_another_constant_runs() -> None:
     got = kernels(build(
         [("ones", "Const", ()), ("d", "DivNoNan", ()), ("mul", "Mul", ("ones:0", "d:0")),
-         ("two", "Const", ()), ("mul_1", "Mul", ("two:0", "d:0"))],
-        {"ones": (0, 1), "d": (1, 4), "mul": (1, 4), "two": (0, 1), "mul_1": (1, 4)}))
+         ("two", "Const", ()), ("mul_1", "Mul", ("two:0", "d:0")),
+         ("e", "Relu", ()), ("mul_2", "Mul", ("two:0", "e:0"))],
+        {"ones": (0, 1), "d": (1, 4), "mul": (1, 4), "two": (0, 1), "mul_1": (1, 4),
+         "e": (1, 8), "mul_2": (2, 8)}))
     assert got["mul"] == REMOVED
-    assert got["mul_1"] == "Mul"
+    # x * c with x's health summary: c may be 1 (removed) or any c > 0 (ran)
+    assert got["mul_1"] == UNKNOWN
+    # a product whose summary is not its input's ran
+    assert got["mul_2"] == "Mul"
+
+
+def zeros(rank: int, size: int, tensor_id: int = 1) -> bytes:
+    """A FULL_HEALTH TensorProto of a tensor whose every element is zero."""
+    vector = struct.pack("<11d", tensor_id, -1, 1, rank, size, 0, 0, 0, 0, size, 0)
+    return bytes([4 << 3 | 2, len(vector)]) + vector
+
+
+def test_the_digest_says_whether_every_element_is_zero() -> None:
+    assert digest_all_zeros(health_digest(zeros(2, 6), FULL_HEALTH))
+    assert not digest_all_zeros(health_digest(health(2, 6), FULL_HEALTH))
+    assert not digest_all_zeros(health_digest(zeros(0, 0), FULL_HEALTH))  # no element
+    assert digest_rank(health_digest(zeros(2, 6), FULL_HEALTH)) == 2
+    assert not digest_all_zeros(0)
+
+
+def test_sgd_without_momentum_folds_v_times_zero_and_removes_x_plus_it() -> None:
+    """Keras 2's SGD: ``mul_1 = v * 0.0`` (a Const of zeros) is folded to zeros, and
+    ``add = mul + mul_1`` is x + 0, removed; a product by zeros of a tensor that is not a
+    variable's value (its shape perhaps not static) is not decided that way."""
+    ops = [("v", "ReadVariableOp", ()), ("m", "Const", ()), ("g", "Neg", ()),
+           ("mul", "Mul", ("g:0", "lr:0")), ("lr", "Const", ()),
+           ("mul_1", "Mul", ("v:0", "m:0")), ("add", "AddV2", ("mul:0", "mul_1:0")),
+           ("h", "Relu", ()), ("mul_2", "Mul", ("h:0", "m:0"))]
+    dump = DumpSet(directory="/run", prefix="tfdbg_events.1.host", host="host",
+                   tensorflow_version="2.13.1")
+    graph = GraphInfo(GRAPH, name="train_step")
+    for name, op_type, inputs in ops:
+        graph.ops[name] = OpCreation(op_type, name, GRAPH, "/cpu:0", 1, (), inputs)
+    dump.graphs = {GRAPH: graph}
+    protos = {"v": health(1, 4, pos=4), "m": zeros(0, 1), "g": health(1, 4, pos=2),
+              "lr": health(0, 1), "mul": health(1, 4, pos=1), "mul_1": zeros(1, 4),
+              "add": health(1, 4, pos=1), "h": health(1, 4, pos=3), "mul_2": zeros(1, 4)}
+    for k, (name, proto) in enumerate(protos.items()):
+        key = (GRAPH, name, 0)
+        dump.traces[key] = 2
+        dump.trace_dtypes[key] = "DT_FLOAT"
+        dump.trace_digests[key] = health_digest(proto[:2] + struct.pack("<d", k + 1) + proto[10:],
+                                                FULL_HEALTH)
+    model = RunModel(run=".", directory="/run", tensorflow_version="2.13.1", onednn_enabled=True)
+    model.dumps = [dump]
+    got = kernels(assign_graph(model))
+    assert got["mul_1"] == "Const" and got["add"] == REMOVED
+    assert got["mul_2"] != "Const" and got["mul"] == "Mul"
 
 
 def test_a_one_input_pack_runs_as_expand_dims() -> None:

@@ -26,12 +26,16 @@ from .grappler import (
     forwarded_rank,
     identity_in_loop,
     lifted_capture,
+    plus_folded_zeros,
     static_operand,
     tiles_once,
+    times_a_constant_alike,
     times_ones,
+    variable_times_zero,
 )
 from .missing_events import NO_EVENT_OPS
 from .onednn import inferred_kernel
+from .unrecorded_shapes import shapeless_no_op
 from .verdict import UNSEEN, UNSEEN_IN_GRAPH, Verdict
 
 __all__ = ["Rule", "GRAPH_RULES", "NO_PROFILER_EVENT", "apply_rules"]
@@ -59,6 +63,18 @@ SAME_TYPE_CAST = ("removed by grappler: its debug summary equals its input's, dt
 TIMES_ONES = ("removed by grappler: it multiplies by a constant of ones (a gradient's seed), "
               "and its debug summary equals its other input's, so grappler's constant folding "
               "forwards that input instead")
+TIMES_A_CONSTANT = ("unknown whether it ran: it multiplies by a constant, and its debug "
+                    "summary equals its other input's, as it does for a factor of 1, which "
+                    "grappler removes, and for any other positive one, which runs; the dump "
+                    "does not record the constant's value. To know, keep TF's log "
+                    "(TF_CPP_VMODULE=executor=1), profile a step, or dump with FULL_TENSOR")
+TIMES_ZERO = ("constant-folded by grappler: it multiplies a variable by a constant of zeros "
+              "(its trace and the constant's count every element zero), and grappler's "
+              "constant folding replaces x * 0 by zeros where x's shape is static, as a "
+              "variable's is")
+PLUS_FOLDED_ZEROS = ("removed by grappler: it adds a product by zeros that grappler folds, and "
+                     "its debug summary equals its other input's: x + 0, which grappler's "
+                     "constant folding forwards")
 TILES_ONCE = ("removed by grappler: its multiples are a constant, and its debug summary equals "
               "its input's, size included, so every multiple is 1; grappler's constant "
               "folding makes such a Tile an Identity, which its dependency optimizer removes")
@@ -169,6 +185,24 @@ def _times_ones(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
     return Verdict(REMOVED, TIMES_ONES, basis=UNSEEN)
 
 
+def _times_zero(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
+    if not variable_times_zero(site.dump, site.op, site.graph_ops):
+        return None
+    return Verdict("Const", TIMES_ZERO, basis=UNSEEN)
+
+
+def _plus_folded_zeros(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
+    if not plus_folded_zeros(site.dump, site.op, site.graph_ops):
+        return None
+    return Verdict(REMOVED, PLUS_FOLDED_ZEROS, basis=UNSEEN)
+
+
+def _times_a_constant(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
+    if site.op.op_type != "Mul" or not times_a_constant_alike(site.dump, site.op, site.graph_ops):
+        return None
+    return Verdict(UNKNOWN, TIMES_A_CONSTANT)
+
+
 def _tiles_once(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
     if site.op.op_type != "Tile" or not site.forwards_input or not tiles_once(
             site.dump, site.op, site.graph_ops, ctx.folding_memo):
@@ -243,6 +277,10 @@ def _forwarded_unproven(ctx: InferenceContext, site: OpSite) -> Optional[Verdict
     return Verdict(UNKNOWN, FORWARDED_UNPROVEN.format(op_type=site.op.op_type))
 
 
+def _shapeless_no_op(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
+    return shapeless_no_op(site)
+
+
 def _placeholder(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
     """A function's argument. A function run by its own executor (a tf.function called
     eagerly, a tf.data function) feeds it through an ``_Arg`` node; in a function
@@ -312,6 +350,11 @@ GRAPH_RULES: tuple[Rule, ...] = (
          "removed: no event of its own in a step that ran its debug node, while traced at every run"),
     Rule("same_type_cast", _same_type_cast, "removed: a Cast whose trace equals its input's"),
     Rule("times_ones", _times_ones, "removed: x * ones, its trace equal to x's"),
+    Rule("times_zero", _times_zero, "constant-folded: a variable times a constant of zeros"),
+    Rule("plus_folded_zeros", _plus_folded_zeros,
+         "removed: x + (a variable times zeros), its trace equal to x's"),
+    Rule("times_a_constant", _times_a_constant,
+         "unknown: x * c, its trace equal to x's, c's value not recorded (1 is removed)"),
     Rule("tiles_once", _tiles_once, "removed: a Tile by constant multiples of 1"),
     Rule("identity_n", _identity_n, "removed: an IdentityN, its inputs forwarded"),
     Rule("division_by_constant", _division_by_constant, "rewritten into Mul: a RealDiv by a constant"),
@@ -321,6 +364,8 @@ GRAPH_RULES: tuple[Rule, ...] = (
          "removed: a forwarder whose input's rank fixes its output's shape"),
     Rule("forwarded_unproven", _forwarded_unproven,
          "unknown: a forwarder the dump cannot show grappler removed"),
+    Rule("shapeless_no_op", _shapeless_no_op,
+         "unknown: an op grappler removes where shapes make it a no-op, in a dump of no shapes"),
     Rule("placeholder", _placeholder, "a function's argument: _Arg, or an edge where inlined"),
     Rule("seen_in_run", _seen_in_run, "the kernel other ops of its type and dtype ran in this run"),
     Rule("rule_table", _by_rule_table, "the rule table's kernel for the dump's TF version"),

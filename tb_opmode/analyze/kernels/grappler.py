@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ...model import OpKernel
-from ...read.tfdbg import FULL_TENSOR, NO_TENSOR, DumpSet, OpCreation, digest_rank
+from ...read.tfdbg import FULL_TENSOR, NO_TENSOR, DumpSet, OpCreation, digest_all_zeros, digest_rank
 from ...vocab import REMOVED, UNKNOWN
 from ..nodes import data_inputs
 from .tensors import input_digest, lowest_digest, strip_slot
@@ -23,7 +23,8 @@ from .verdict import FROM_GRAPH, Verdict
 __all__ = ["FoldingMemo", "DATASET_GRAPHS", "FORWARDERS", "SHAPE_ONLY", "REDUCTIONS",
            "lifted_capture", "static_operand", "forwarded_rank", "same_tensor_as_input",
            "times_ones", "tiles_once", "identity_in_loop", "all_inputs_constant",
-           "constant_input"]
+           "constant_input", "is_ones_constant", "times_a_constant_alike",
+           "variable_times_zero", "plus_folded_zeros"]
 
 # (id of a graph's ops dict, op name) -> whether constant folding computes the op.
 FoldingMemo = dict[tuple[int, str], bool]
@@ -106,6 +107,11 @@ def same_tensor_as_input(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCre
     return bool(mine and theirs and mine == theirs)
 
 
+def is_ones_constant(op: OpCreation | None) -> bool:
+    """Whether an op is a Const named as ``tf.ones`` and a gradient tape's seed name theirs."""
+    return op is not None and op.op_type == "Const" and bool(_ONES.search(op.op_name))
+
+
 def times_ones(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
     """Whether a Mul multiplies by a Const named ``ones`` (what ``tf.ones`` and a gradient
     tape's seed create) and its first trace records the very tensor its other input's
@@ -117,11 +123,64 @@ def times_ones(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) ->
     mine = lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
     for ones, other in (inputs, inputs[::-1]):
         source = graph_ops.get(strip_slot(ones))
-        if source is None or source.op_type != "Const" or not _ONES.search(source.op_name):
+        if not is_ones_constant(source):
             continue
         if mine and mine == input_digest(dump, op.graph_id, other):
             return True
     return False
+
+
+def times_a_constant_alike(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
+    """Whether a Mul multiplies by a Const and its first trace equals its other input's:
+    ``x * c`` where a health summary reads the same for both, as it does for every c > 0
+    (counts of signs, zeros, infs) and for c = 1, which grappler removes."""
+    created = graph_ops.get(op.op_name)
+    inputs = data_inputs(created.inputs) if created is not None else []
+    if len(inputs) != 2:
+        return False
+    mine = lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
+    for const, other in (inputs, inputs[::-1]):
+        source = graph_ops.get(strip_slot(const))
+        if source is not None and source.op_type == "Const" and mine \
+                and mine == input_digest(dump, op.graph_id, other):
+            return True
+    return False
+
+
+def variable_times_zero(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
+    """Whether a Mul multiplies a variable's value by a constant of zeros, its own trace
+    all zeros too (FULL_HEALTH): ``v * 0.0``, which grappler's constant folding replaces by
+    a Const of zeros, a variable's shape being static (Keras 2's SGD without momentum)."""
+    return _variable_times_zero(dump, op.graph_id, op.op_name, graph_ops)
+
+
+def _variable_times_zero(dump: DumpSet, graph_id: str, name: str,
+                         graph_ops: dict[str, OpCreation]) -> bool:
+    created = graph_ops.get(name)
+    inputs = data_inputs(created.inputs) if created is not None and created.op_type == "Mul" else []
+    if len(inputs) != 2 or not digest_all_zeros(lowest_digest(dump.trace_digests, graph_id, name)):
+        return False
+    for const, other in (inputs, inputs[::-1]):
+        source = graph_ops.get(strip_slot(const))
+        variable = graph_ops.get(strip_slot(other))
+        if source is not None and source.op_type == "Const" and variable is not None \
+                and variable.op_type == "ReadVariableOp" \
+                and digest_all_zeros(input_digest(dump, graph_id, const)):
+            return True
+    return False
+
+
+def plus_folded_zeros(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
+    """Whether an AddV2 adds a ``variable_times_zero`` Mul to x, its trace equal to x's:
+    ``x + 0`` once the Mul is folded, which grappler removes."""
+    created = graph_ops.get(op.op_name)
+    inputs = data_inputs(created.inputs) if created is not None else []
+    if op.op_type not in ("AddV2", "Add") or len(inputs) != 2:
+        return False
+    mine = lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
+    return any(mine and mine == input_digest(dump, op.graph_id, other)
+               and _variable_times_zero(dump, op.graph_id, strip_slot(zeros), graph_ops)
+               for zeros, other in (inputs, inputs[::-1]))
 
 
 def tiles_once(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation],

@@ -70,6 +70,7 @@ from .health import (
     NO_TENSOR,
     SHAPE,
     HealthSpec,
+    digest_all_zeros,
     digest_rank,
     health_digest,
     health_dtype,
@@ -87,4 +88,4 @@ __all__ = ["NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
            "SourceLines", "FileState", "find_dump_sets", "read_dump_set",
            "read_file_states", "assemble_dump_set", "file_identity", "DUMP_FILE_RE",
            "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT", "health_dtype", "health_digest", "digest_rank",
-           "health_spec", "HealthSpec"]
+           "digest_all_zeros", "health_spec", "HealthSpec"]

@@ -1,10 +1,11 @@
 """What a tfdbg2 debug tensor (a health vector, or the tensor itself) says of the traced
-tensor: its dtype, a digest of its value, its rank.
+tensor: its dtype, a digest of its value, its rank, whether it is all zeros.
 
 In: a debug tensor's serialized ``TensorProto`` and its ``TensorDebugMode``. Out:
 ``health_dtype`` (a ``DT_*`` name, ``DTYPE_SOME_FLOAT``, ``DTYPE_UNKNOWN`` or ""),
-``health_digest`` (equal for two traces of one tensor; its low byte the rank) and
-``digest_rank``; the ``TensorDebugMode`` numbers and names, the dtypes' names.
+``health_digest`` (equal for two traces of one tensor; its low byte the rank, its next
+bit whether every element is zero), ``digest_rank`` and ``digest_all_zeros``; the
+``TensorDebugMode`` numbers and names, the dtypes' names.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ..schema import LEN, VARINT, message_fields
 __all__ = ["health_spec", "HealthSpec", "SHAPE_INDEX",
            "NO_TENSOR", "CURT_HEALTH", "CONCISE_HEALTH", "FULL_HEALTH", "SHAPE",
            "FULL_TENSOR", "DEBUG_MODE_NAMES", "DTYPE_NAMES", "DTYPE_UNKNOWN", "DTYPE_SOME_FLOAT",
-           "health_dtype", "health_digest", "digest_rank"]
+           "health_dtype", "health_digest", "digest_rank", "digest_all_zeros"]
 
 
 
@@ -166,15 +167,38 @@ def health_digest(tensor_proto: bytes, mode: int) -> int:
             if at + 8 <= after:
                 (value,) = struct.unpack_from("<d", tensor_proto, at)
                 rank = int(value) if math.isfinite(value) and 0 <= value < 255 else None
-            return _with_rank(_digest(tensor_proto[after - length + 8:after]), rank)
+            zeros = mode == FULL_HEALTH and _all_zeros(tensor_proto, after - length, after)
+            return _with_rank(_digest(tensor_proto[after - length + 8:after]), rank, zeros)
     return 0
 
 
-def _with_rank(digest: int, rank: int | None) -> int:
-    # A digest's low byte is rank + 1 (0: not recorded), so that two equal digests also
-    # tell which rank the one tensor they record has, with nothing more to carry or cache.
+# FULL_HEALTH's vector: [tensor_id, device_id, dtype, rank, size, -inf, +inf, nan,
+# negative, zero, positive], as float64s.
+_SIZE_INDEX, _ZERO_INDEX = 4, 9
+_ZEROS_BIT = 0x100
+
+
+def _all_zeros(tensor_proto: bytes, start: int, end: int) -> bool:
+    """Whether a FULL_HEALTH vector at ``tensor_proto[start:end]`` counts every element zero."""
+    if start + 8 * (_ZERO_INDEX + 1) > end:
+        return False
+    (size,) = struct.unpack_from("<d", tensor_proto, start + 8 * _SIZE_INDEX)
+    (zero,) = struct.unpack_from("<d", tensor_proto, start + 8 * _ZERO_INDEX)
+    return bool(size > 0 and zero == size)
+
+
+def _with_rank(digest: int, rank: int | None, zeros: bool = False) -> int:
+    # A digest's low byte is rank + 1 (0: not recorded) and its next bit says "all zeros",
+    # so that two equal digests also tell the rank and zeroness of the one tensor they
+    # record, with nothing more to carry or cache.
     code = 0 if rank is None else min(rank + 1, 255)
-    return ((digest & ~0xFF) | code) or 0x100
+    return ((digest & ~0x1FF) | (_ZEROS_BIT if zeros else 0) | code) or 0x200
+
+
+def digest_all_zeros(digest: int) -> bool:
+    """Whether a ``health_digest`` records a tensor whose every element is zero (FULL_HEALTH
+    only; False where not recorded)."""
+    return bool(digest & _ZEROS_BIT)
 
 
 def digest_rank(digest: int) -> int | None:
