@@ -36,18 +36,26 @@ def health(rank: int, size: int, tensor_id: int = 1, pos: int = 1) -> bytes:
 def build(ops: list[tuple[str, str, tuple[str, ...]]],
           traced: dict[str, tuple[int, int]]) -> list:
     """Graph ops (name, type, inputs) and, per traced op, the (rank, size) of its tensor."""
+    return build_with(ops, {name: health(rank, size) for name, (rank, size) in traced.items()})
+
+
+def build_with(ops: list[tuple[str, str, tuple[str, ...]]], traced: dict[str, bytes],
+               version: str = "2.21.0") -> list:
+    """Graph ops (name, type, inputs) and, per traced op, its FULL_HEALTH TensorProto (each
+    given its own tensor id, as TF's are)."""
     dump = DumpSet(directory="/run", prefix="tfdbg_events.1.host", host="host",
-                   tensorflow_version="2.21.0")
+                   tensorflow_version=version)
     graph = GraphInfo(GRAPH, name="train_step")
     for name, op_type, inputs in ops:
         graph.ops[name] = OpCreation(op_type, name, GRAPH, "/cpu:0", 1, (), inputs)
     dump.graphs = {GRAPH: graph}
-    for k, (name, (rank, size)) in enumerate(traced.items()):
+    for k, (name, proto) in enumerate(traced.items()):
         key = (GRAPH, name, 0)
         dump.traces[key] = 2
         dump.trace_dtypes[key] = "DT_FLOAT"
-        dump.trace_digests[key] = health_digest(health(rank, size, tensor_id=k + 1), FULL_HEALTH)
-    model = RunModel(run=".", directory="/run", tensorflow_version="2.21.0", onednn_enabled=True)
+        dump.trace_digests[key] = health_digest(proto[:2] + struct.pack("<d", k + 1) + proto[10:],
+                                                FULL_HEALTH)
+    model = RunModel(run=".", directory="/run", tensorflow_version=version, onednn_enabled=True)
     model.dumps = [dump]
     return assign_graph(model)
 
@@ -141,24 +149,10 @@ def test_sgd_without_momentum_folds_v_times_zero_and_removes_x_plus_it() -> None
            ("mul", "Mul", ("g:0", "lr:0")), ("lr", "Const", ()),
            ("mul_1", "Mul", ("v:0", "m:0")), ("add", "AddV2", ("mul:0", "mul_1:0")),
            ("h", "Relu", ()), ("mul_2", "Mul", ("h:0", "m:0"))]
-    dump = DumpSet(directory="/run", prefix="tfdbg_events.1.host", host="host",
-                   tensorflow_version="2.13.1")
-    graph = GraphInfo(GRAPH, name="train_step")
-    for name, op_type, inputs in ops:
-        graph.ops[name] = OpCreation(op_type, name, GRAPH, "/cpu:0", 1, (), inputs)
-    dump.graphs = {GRAPH: graph}
     protos = {"v": health(1, 4, pos=4), "m": zeros(0, 1), "g": health(1, 4, pos=2),
               "lr": health(0, 1), "mul": health(1, 4, pos=1), "mul_1": zeros(1, 4),
               "add": health(1, 4, pos=1), "h": health(1, 4, pos=3), "mul_2": zeros(1, 4)}
-    for k, (name, proto) in enumerate(protos.items()):
-        key = (GRAPH, name, 0)
-        dump.traces[key] = 2
-        dump.trace_dtypes[key] = "DT_FLOAT"
-        dump.trace_digests[key] = health_digest(proto[:2] + struct.pack("<d", k + 1) + proto[10:],
-                                                FULL_HEALTH)
-    model = RunModel(run=".", directory="/run", tensorflow_version="2.13.1", onednn_enabled=True)
-    model.dumps = [dump]
-    got = kernels(assign_graph(model))
+    got = kernels(build_with(ops, protos, "2.13.1"))
     assert got["mul_1"] == "Const" and got["add"] == REMOVED
     assert got["mul_2"] != "Const" and got["mul"] == "Mul"
 

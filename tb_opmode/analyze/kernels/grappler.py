@@ -12,6 +12,7 @@ predicate, and in what order, is ``graph_rules``'s.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ...model import OpKernel
 from ...read.tfdbg import FULL_TENSOR, NO_TENSOR, DumpSet, OpCreation, digest_all_zeros, digest_rank
@@ -116,35 +117,29 @@ def times_ones(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) ->
     """Whether a Mul multiplies by a Const named ``ones`` (what ``tf.ones`` and a gradient
     tape's seed create) and its first trace records the very tensor its other input's
     does: ``x * 1``, which grappler's constant folding replaces by ``x``."""
-    created = graph_ops.get(op.op_name)
-    inputs = data_inputs(created.inputs) if created is not None else []
-    if len(inputs) != 2:
-        return False
-    mine = lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
-    for ones, other in (inputs, inputs[::-1]):
-        source = graph_ops.get(strip_slot(ones))
-        if not is_ones_constant(source):
-            continue
-        if mine and mine == input_digest(dump, op.graph_id, other):
-            return True
-    return False
+    return _times_factor_alike(dump, op, graph_ops, is_ones_constant)
 
 
 def times_a_constant_alike(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
     """Whether a Mul multiplies by a Const and its first trace equals its other input's:
     ``x * c`` where a health summary reads the same for both, as it does for every c > 0
     (counts of signs, zeros, infs) and for c = 1, which grappler removes."""
+    return _times_factor_alike(dump, op, graph_ops,
+                               lambda source: source is not None and source.op_type == "Const")
+
+
+def _times_factor_alike(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation],
+                        is_factor: Callable[[OpCreation | None], bool]) -> bool:
+    """Whether a two-input op has an input ``is_factor`` makes and a first trace equal to
+    its other input's."""
     created = graph_ops.get(op.op_name)
     inputs = data_inputs(created.inputs) if created is not None else []
     if len(inputs) != 2:
         return False
     mine = lowest_digest(dump.trace_digests, op.graph_id, op.op_name)
-    for const, other in (inputs, inputs[::-1]):
-        source = graph_ops.get(strip_slot(const))
-        if source is not None and source.op_type == "Const" and mine \
-                and mine == input_digest(dump, op.graph_id, other):
-            return True
-    return False
+    return bool(mine) and any(is_factor(graph_ops.get(strip_slot(factor)))
+                              and mine == input_digest(dump, op.graph_id, other)
+                              for factor, other in (inputs, inputs[::-1]))
 
 
 def variable_times_zero(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> bool:
