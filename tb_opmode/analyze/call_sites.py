@@ -20,7 +20,7 @@ from typing import Any, Optional
 from ..model import RunModel
 from ..read.tfdbg import DumpSet, GraphInfo
 
-__all__ = ["call_sites", "function_graphs"]
+__all__ = ["call_sites", "creating_line", "function_graphs"]
 
 # Frames inside TF itself, or Keras' thin op wrappers, say nothing about why an op ran.
 _INTERNAL = re.compile(r"[/\\](tensorflow|tensorflow_core|tf_keras[/\\]src[/\\]backend|"
@@ -56,6 +56,17 @@ def _pick(frames: list[Frame]) -> tuple[Optional[int], Optional[int]]:
     if site is None and frames:
         site = len(frames) - 1
     return site, user
+
+
+def creating_line(dump: DumpSet, stack: tuple[str, ...]) -> str:
+    """``path:line`` of a stack's call site (its innermost frame outside TF), or "" when
+    the dump knows none of its frames."""
+    frames = _frames(dump, stack)
+    site, _user = _pick(frames)
+    if site is None:
+        return ""
+    path, line, _func = frames[site]
+    return f"{path}:{line}"
 
 
 def _snippet(model: RunModel, first: int, path: str, line: int,

@@ -19,6 +19,12 @@ Which one grappler keeps is the first in its own node order, which the dump does
 record. The group's executions are counted once: as the op created last (the one TF
 2.13 kept in every group the truth matrix met), and every op of the group says that the
 choice between them is not known, so that a user reads one run, not which.
+
+A dump that records neither the constants' values nor the ops' traces (NO_TENSOR,
+CURT/CONCISE_HEALTH) cannot show whether ``dim`` and ``dim_1`` hold one value. Where the
+same line of code created both ops (Keras 2 calls one helper for the loss and for the
+metric), one node ran for them or each ran its own: the op created last is counted as
+run, which it is either way (or its twin in its place), and the others are ``(unknown)``.
 """
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 
 from ..read.tfdbg import OpCreation
-from ..vocab import REMOVED
+from ..vocab import REMOVED, UNKNOWN
 from .nodes import tensor_source
 
 __all__ = ["merged_duplicates"]
@@ -44,6 +50,14 @@ _DTYPE_DECIDES = frozenset(("Cast",))
 
 _WHY = ("grappler's common-subexpression elimination merged identical ops (same type "
         "on the same tensors, equal traces)")
+_MAYBE = ("unknown whether it ran: grappler's common-subexpression elimination merges it "
+          "into {kept} (the same line of code made both, on the same tensors) where their "
+          "constants hold one value, which this dump does not record; one node ran for them, "
+          "counted as {kept}. To know, keep TF's log (TF_CPP_VMODULE=executor=1) or dump "
+          "with FULL_TENSOR")
+_MAYBE_KEPT = ("{kept} and {listed} may have been merged by grappler's common-subexpression "
+               "elimination (their constants' values are not recorded): one node ran for "
+               "them at least, counted here")
 
 
 def _mergeable(name: str, op: OpCreation, ran: set[str], seen: set[str]) -> bool:
@@ -73,6 +87,32 @@ def _candidate_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str,
         if _mergeable(name, op, ran, seen):
             groups[(op.device, op.op_type, *map(canonical, op.inputs))].append(name)
     return list(groups.values())
+
+
+def _possible_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
+                     sites: Mapping[str, str], ran: set[str], seen: set[str]) -> list[list[str]]:
+    """Mergeable ops with no recorded trace, grouped by device, type, the line that created
+    them and inputs, any constant standing for any other (its value not recorded)."""
+
+    def wildcard(tensor: str) -> str:
+        name, slot = tensor_source(tensor)
+        source = ops.get(name)
+        return "=?" if source is not None and source.op_type == "Const" else f"{name}:{slot}"
+
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for name, op in ops.items():
+        site = sites.get(name, "")
+        if site and not digests.get((name, 0)) and _mergeable(name, op, ran, seen):
+            groups[(op.device, op.op_type, site, *map(wildcard, op.inputs))].append(name)
+    return [names for names in groups.values() if len(names) >= 2]
+
+
+def _maybe_merged(kept: str, others: list[str]) -> dict[str, tuple[str, str]]:
+    """Notes of a group that may have been merged: ``kept`` counted as run, the others
+    unknown."""
+    out = {kept: ("", _MAYBE_KEPT.format(kept=kept, listed=", ".join(others)))}
+    out.update({name: (UNKNOWN, _MAYBE.format(kept=kept)) for name in others})
+    return out
 
 
 def _traced_alike(names: list[str], digests: Mapping[tuple[str, int], int],
@@ -106,30 +146,56 @@ def _merged_into_last(kept: str, others: list[str]) -> dict[str, tuple[str, str]
     return out
 
 
-def _group_notes(names: list[str], seen: set[str],
-                 order: dict[str, int]) -> dict[str, tuple[str, str]]:
-    """The notes of one merged group: the op that ran is the one a profile or log saw, else
-    the one created last; none where two were seen (grappler did not merge them)."""
+def _kept_and_others(names: list[str], seen: set[str],
+                     order: dict[str, int]) -> tuple[str, list[str]] | None:
+    """The op counted as run (the one a profile or log saw, else the one created last) and
+    the others, in creation order; None where two were seen (grappler did not merge them)."""
     observed = [name for name in names if name in seen]
     if len(observed) > 1:
-        return {}
+        return None
     kept = observed[0] if observed else max(names, key=order.__getitem__)
-    others = sorted((n for n in names if n != kept), key=order.__getitem__)
-    notes = _merged_into_observed if observed else _merged_into_last
-    return notes(kept, others)
+    return kept, sorted((n for n in names if n != kept), key=order.__getitem__)
+
+
+def _group_notes(names: list[str], seen: set[str],
+                 order: dict[str, int]) -> dict[str, tuple[str, str]]:
+    """The notes of one merged group (``_kept_and_others``)."""
+    found = _kept_and_others(names, seen, order)
+    if found is None:
+        return {}
+    notes = _merged_into_observed if found[0] in seen else _merged_into_last
+    return notes(*found)
+
+
+def _possible_notes(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
+                    sites: Mapping[str, str], ran: set[str], seen: set[str],
+                    order: dict[str, int]) -> dict[str, tuple[str, str]]:
+    """The notes of the groups that may have been merged (``_possible_groups``); Casts
+    left out, whose DstT no unrecorded trace fixes."""
+    out: dict[str, tuple[str, str]] = {}
+    for names in _possible_groups(ops, digests, sites, ran, seen):
+        found = _kept_and_others(names, seen, order)
+        if found is not None and ops[names[0]].op_type not in _DTYPE_DECIDES:
+            out.update(_maybe_merged(*found))
+    return out
 
 
 def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
                       whole_tensors: bool, ran: set[str], seen: set[str],
+                      sites: Mapping[str, str] | None = None,
                       ) -> dict[str, tuple[str, str]]:
-    """op name -> (kernel, note): REMOVED for a duplicate grappler deleted, "" (keep its
-    kernel) for the one counted as run. ``digests``: (op name, slot) -> first trace's
-    digest, 0 or missing where not recorded; ``whole_tensors``: the digests hash whole
-    tensors, so two constants with equal digests hold one value."""
+    """op name -> (kernel, note): REMOVED for a duplicate grappler deleted, UNKNOWN for one
+    it may have, "" (keep its kernel) for the one counted as run. ``digests``: (op name,
+    slot) -> first trace's digest, 0 or missing where not recorded; ``whole_tensors``: the
+    digests hash whole tensors, so two constants with equal digests hold one value;
+    ``sites``: op name -> the line of code that created it (its innermost frame outside TF)."""
     order = {name: k for k, name in enumerate(ops)}
     out: dict[str, tuple[str, str]] = {}
     for names in _candidate_groups(ops, digests, whole_tensors, ran, seen):
         if len(names) >= 2 and _traced_alike(names, digests, whole_tensors,
                                              ops[names[0]].op_type):
             out.update(_group_notes(names, seen, order))
+    if sites and not whole_tensors:
+        maybe = _possible_notes(ops, digests, sites, ran, seen, order)
+        out.update({name: note for name, note in maybe.items() if name not in out})
     return out

@@ -115,9 +115,10 @@ def test_the_summary_reports_the_moved_reshape_removed() -> None:
     info = GraphInfo(GRAPH, name="train_function")
     info.ops = graph(LABEL_CHAIN)
     dump.graphs = {GRAPH: info}
-    for name in ("Cast_3", "Reshape", "Squeeze_1"):
+    for k, name in enumerate(("Cast_3", "Reshape", "Squeeze_1")):
         dump.traces[(GRAPH, name, 0)] = 4
         dump.trace_dtypes[(GRAPH, name, 0)] = "DT_FLOAT"
+        dump.trace_digests[(GRAPH, name, 0)] = 0x1000 + k  # recorded, as FULL_HEALTH does
     model = RunModel(run=".", directory="/run", tensorflow_version="2.13.1", onednn_enabled=True)
     model.dumps = [dump]
     got = {op.op_name: op for op in assign_graph(model)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tb_opmode.analyze.cse import merged_duplicates
 from tb_opmode.read.tfdbg import OpCreation
-from tb_opmode.vocab import REMOVED
+from tb_opmode.vocab import REMOVED, UNKNOWN
 
 LABELS = [("y", "IteratorGetNext", ()), ("ExpandDims/dim", "Const", ()),
           ("ExpandDims", "ExpandDims", ("y:0", "ExpandDims/dim:0")),
@@ -77,3 +77,29 @@ def test_casts_do_not_merge_where_no_dtype_is_recorded() -> None:
     """CURT/CONCISE_HEALTH and NO_TENSOR record no dtype: a Cast to int32 and one to float32
     of one tensor look alike there, and grappler keeps both."""
     assert merged_duplicates(graph(CASTS), {}, False, {"loss/Cast", "Cast_2"}, set()) == {}
+
+
+# The same line of Keras 2's compile_utils made both ExpandDims (one for the loss, one for
+# the metric); TF 2.13's truth matrix ran ExpandDims and removed ExpandDims_1.
+SAME_LINE = {"ExpandDims": "compile_utils.py:696", "ExpandDims_1": "compile_utils.py:696"}
+
+
+def test_twins_by_constants_not_recorded_count_one_run_and_the_rest_unknown() -> None:
+    ran = {"ExpandDims", "ExpandDims_1"}
+    got = merged_duplicates(graph(LABELS), {}, False, ran, set(), SAME_LINE)
+    assert got["ExpandDims"][0] == UNKNOWN and "ExpandDims_1" in got["ExpandDims"][1]
+    assert got["ExpandDims_1"][0] == "" and "ExpandDims" in got["ExpandDims_1"][1]
+    # The one a log or profile saw is the one counted.
+    seen = merged_duplicates(graph(LABELS), {}, False, {"ExpandDims_1"}, {"ExpandDims"}, SAME_LINE)
+    assert seen["ExpandDims"][0] == "" and seen["ExpandDims_1"][0] == UNKNOWN
+
+
+def test_twins_of_other_lines_or_recorded_traces_are_left_alone() -> None:
+    ran = {"ExpandDims", "ExpandDims_1"}
+    apart = {"ExpandDims": "compile_utils.py:696", "ExpandDims_1": "train.py:12"}
+    assert merged_duplicates(graph(LABELS), {}, False, ran, set(), apart) == {}
+    # FULL_HEALTH or SHAPE traces record them: the rules that read traces decide.
+    traced = digests(ExpandDims=9, ExpandDims_1=9)
+    assert merged_duplicates(graph(LABELS), traced, False, ran, set(), SAME_LINE) == {}
+    # Both seen run: not merged.
+    assert merged_duplicates(graph(LABELS), {}, False, set(), ran, SAME_LINE) == {}

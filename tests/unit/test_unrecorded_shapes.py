@@ -31,13 +31,14 @@ LOSS = [("data_1", "Placeholder", ()), ("loss/Cast", "Cast", ("data_1:0",)),
         ("SGD/add_2", "AddV2", ("SGD/mul:0", "grad:0"))]
 
 
-def site(name: str, mode: int, traced: bool = False) -> Any:
+def site(name: str, mode: int, traced: bool = False, profiled: bool = True) -> Any:
     """``name``'s site in a dump of ``mode``; ``traced``: the dump holds its first trace's
-    digest (FULL_HEALTH's, SHAPE's), as it does unless a circular buffer dropped it."""
+    digest (FULL_HEALTH's, SHAPE's), as it does unless a circular buffer dropped it;
+    ``profiled``: a profiled step ran its debug node."""
     ops = {n: OpCreation(t, n, "g", "/cpu:0", 1, (), i) for n, t, i in LOSS}
     digests = {("g", name, 0): 0x1234} if traced else {}
     return SimpleNamespace(dump=SimpleNamespace(tensor_debug_modes={mode: 1}, trace_digests=digests),
-                           created=ops[name], graph_ops=ops,
+                           created=ops[name], graph_ops=ops, debug_node_profiled=profiled,
                            op=SimpleNamespace(op_type=ops[name].op_type, op_name=name, graph_id="g"))
 
 
@@ -52,8 +53,19 @@ def test_a_loss_op_that_may_be_a_no_op_is_unknown_without_shapes(name: str, mode
 
 @pytest.mark.parametrize("name", ["loss/Sum", "Cast_3", "mul", "SGD/add_2"])
 def test_ops_no_shape_could_make_no_ops_are_left_to_the_other_rules(name: str) -> None:
-    """A Sum over constant axes, a Cast of its own tensor, a product and a sum of tensors."""
+    """A Sum over constant axes, a Cast of its own tensor, a product and a sum of tensors,
+    in a profiled step (whose missing event the rules before read)."""
     assert shapeless_no_op(site(name, CURT_HEALTH)) is None
+
+
+@pytest.mark.parametrize("name", ["loss/Sum", "Cast_3"])
+def test_a_no_op_by_shape_no_profiled_step_ran_is_unknown(name: str) -> None:
+    """Keras 2's metric casts its labels to the type they may have, and a Sum over
+    constant axes may sum over none: without shapes, dtypes or a profile, unknown."""
+    verdict = shapeless_no_op(site(name, NO_TENSOR, profiled=False))
+    assert verdict is not None and verdict.kernel == UNKNOWN and "no profiled step" in verdict.note
+    # A product no shape makes a no-op stays with the other rules.
+    assert shapeless_no_op(site("mul", NO_TENSOR, profiled=False)) is None
 
 
 def test_a_dump_that_records_shapes_is_left_to_the_rules_that_read_them() -> None:

@@ -17,6 +17,7 @@ from collections import defaultdict
 from ...model import OpKernel, RunModel
 from ...read.tfdbg import FULL_TENSOR, DumpSet, OpCreation, digest_rank
 from ...vocab import REMOVED, UNKNOWN
+from ..call_sites import creating_line
 from ..cse import merged_duplicates
 from ..nodes import canonical_op, data_inputs
 from .context import InferenceContext, OpSite
@@ -153,8 +154,10 @@ def _merged_in_graph(dump: DumpSet, graph_id: str, ops: list[OpKernel], seen: se
     ran = {op.op_name for op in ops if op.kernel not in (REMOVED, UNKNOWN, "Const", "")}
     if len(ran) < 2 and not seen:
         return
-    decided = merged_duplicates(dump.graphs[graph_id].ops, _graph_digests(dump, graph_id),
-                                set(dump.tensor_debug_modes) == {FULL_TENSOR}, ran, seen)
+    graph_ops = dump.graphs[graph_id].ops
+    sites = {name: creating_line(dump, graph_ops[name].stack) for name in ran if name in graph_ops}
+    decided = merged_duplicates(graph_ops, _graph_digests(dump, graph_id),
+                                set(dump.tensor_debug_modes) == {FULL_TENSOR}, ran, seen, sites)
     for op in ops:
         kernel, note = decided.get(op.op_name, (None, ""))
         if kernel is None or op.op_name not in ran:

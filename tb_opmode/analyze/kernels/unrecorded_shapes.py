@@ -12,6 +12,11 @@ have, ``x * ones`` (the gradient's seed), the labels cast once for the loss and 
 a metric. A FULL_HEALTH, SHAPE or FULL_TENSOR dump shows whether each forwarded its input
 (its trace equals its input's), and the rules before this one decide them; a dump with no
 shapes has nothing to decide by, and naming the op's own kernel would be a guess.
+
+Where no profiled step ran the op's graph, the same holds for every op grappler removes
+as a no-op by shapes or dtypes alone (a Cast to the type its input has, a Squeeze or
+Reshape to the shape it has, a Tile by ones, a sum over no axis): in a profiled step the
+rules before this one read its missing event, here nothing shows it.
 """
 from __future__ import annotations
 
@@ -93,9 +98,21 @@ def _cast_of_a_cast_tensor(site: OpSite, inputs: list[str]) -> Optional[tuple[st
             ", keeping one node for both, where they cast to the same type")
 
 
+# Ops grappler removes where shapes or dtypes alone make them no-ops.
+_SHAPE_NO_OPS = frozenset(("Cast", "Reshape", "Squeeze", "ExpandDims", "Tile", "BroadcastTo",
+                           "Sum", "Mean", "Prod", "Max", "Min"))
+
+
+def _no_op_by_shape_unprofiled(site: OpSite, inputs: list[str]) -> Optional[tuple[str, str]]:
+    if site.op.op_type not in _SHAPE_NO_OPS or site.debug_node_profiled:
+        return None
+    return (f"a {site.op.op_type} no profiled step ran",
+            " where its input's shape or dtype already is the one it makes")
+
+
 _PATTERNS: tuple[Callable[[OpSite, list[str]], Optional[tuple[str, str]]], ...] = (
     _reduction_over_a_range, _broadcast, _times_a_constant, _plus_a_variable_times_a_constant,
-    _cast_of_a_cast_tensor)
+    _cast_of_a_cast_tensor, _no_op_by_shape_unprofiled)
 
 
 def _no_shape_recorded(site: OpSite) -> bool:
