@@ -181,3 +181,31 @@ def test_a_rank_1_reshape_to_a_shape_computed_at_run_time_is_unknown() -> None:
          ("Sum", "Sum", ("x:0",)), ("Reshape", "Reshape", ("Sum:0", "s:0"))],
         {"Sum": (1, 32), "Reshape": (1, 32)}) if o.op_name == "Reshape"]
     assert op.kernel == UNKNOWN, op.note
+
+
+# HuggingFace BERT's Dense layers on 3-D inputs run Tensordot, which transposes its input by
+# a permutation computed from constants, the identity: TF 2.21's log shows grappler removed
+# every such Transpose, which the rule table, knowing the oneDNN state, called _MklTranspose.
+TENSORDOT = [("x", "AddV2", ()), ("free", "Const", ()), ("axes", "Const", ()),
+             ("perm", "ConcatV2", ("free:0", "axes:0", "axis:0")), ("axis", "Const", ()),
+             ("Tensordot/transpose", "Transpose", ("x:0", "perm:0"))]
+
+
+def test_a_transpose_by_a_constant_permutation_that_forwarded_is_unknown() -> None:
+    got = {op.op_name: op for op in build(TENSORDOT, {"x": (3, 24), "Tensordot/transpose": (3, 24)})}
+    assert got["Tensordot/transpose"].kernel == UNKNOWN
+    assert "identity permutation" in got["Tensordot/transpose"].note
+
+
+def test_other_transposes_are_not_unknown() -> None:
+    """A permutation computed at run time grappler cannot see; a summary unlike the input's
+    is no forwarding (another size)."""
+    dynamic = [op if op[0] != "perm" else ("perm", "Shape", ("x:0",)) for op in TENSORDOT]
+    got = kernels(build(dynamic, {"x": (3, 24), "Tensordot/transpose": (3, 24)}))
+    assert got["Tensordot/transpose"] not in (UNKNOWN, REMOVED)
+    got = kernels(build(TENSORDOT, {"x": (3, 24), "Tensordot/transpose": (3, 12)}))
+    assert got["Tensordot/transpose"] not in (UNKNOWN, REMOVED)
+    # A literal permutation is the user's (tf.transpose(x, [1, 0])): nobody writes the identity.
+    literal = [op if op[0] != "perm" else ("perm", "Const", ()) for op in TENSORDOT]
+    got = kernels(build(literal, {"x": (3, 24), "Tensordot/transpose": (3, 24)}))
+    assert got["Tensordot/transpose"] not in (UNKNOWN, REMOVED)

@@ -35,6 +35,7 @@ from .grappler import (
 )
 from .missing_events import NO_EVENT_OPS
 from .onednn import inferred_kernel
+from .tensors import strip_slot
 from .unrecorded_shapes import shapeless_no_op
 from .verdict import UNSEEN, UNSEEN_IN_GRAPH, Verdict
 
@@ -94,6 +95,12 @@ FORWARDED_UNPROVEN = ("unknown whether it ran: at its first run its debug summar
                       "not record, and the profiler records no event for it at the default host "
                       "tracer level. To know, keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2), or "
                       "profile with host_tracer_level=3")
+TRANSPOSE_UNPROVEN = ("unknown whether it ran: its debug summary equals its input's, as it does "
+                      "for any permutation, and its permutation is computed from constants, "
+                      "whose value the dump does not record: grappler removes a "
+                      "Transpose by the identity permutation (Tensordot makes one for a Dense "
+                      "layer on 3-D inputs) and runs any other. To know, keep TF's log "
+                      "(TF_CPP_VMODULE=executor=1) or profile a step")
 INLINED_ARGUMENT = ("an argument of a function traced inside another: TF inlines the function "
                     "(or lowers the cond/while branch) into its caller, so the argument is an "
                     "edge and no node runs for it")
@@ -277,6 +284,21 @@ def _forwarded_unproven(ctx: InferenceContext, site: OpSite) -> Optional[Verdict
     return Verdict(UNKNOWN, FORWARDED_UNPROVEN.format(op_type=site.op.op_type))
 
 
+def _transpose_by_a_computed_permutation(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
+    """A Transpose whose permutation constant folding computes (Tensordot concatenates its
+    free and contracted axes): the identity where Tensordot keeps the axes in order. A
+    literal permutation (``tf.transpose(x, [1, 0])``) is left to the rules after: nobody
+    writes the identity."""
+    if site.op.op_type != "Transpose" or not site.forwards_input or site.created is None:
+        return None
+    inputs = data_inputs(site.created.inputs)
+    source = site.graph_ops.get(strip_slot(inputs[1])) if len(inputs) == 2 else None
+    if source is None or source.op_type == "Const" or not static_operand(
+            site.graph_ops, site.op.op_name, ctx.folding_memo):
+        return None
+    return Verdict(UNKNOWN, TRANSPOSE_UNPROVEN)
+
+
 def _shapeless_no_op(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
     return shapeless_no_op(site)
 
@@ -364,6 +386,8 @@ GRAPH_RULES: tuple[Rule, ...] = (
          "removed: a forwarder whose input's rank fixes its output's shape"),
     Rule("forwarded_unproven", _forwarded_unproven,
          "unknown: a forwarder the dump cannot show grappler removed"),
+    Rule("transpose_by_a_computed_permutation", _transpose_by_a_computed_permutation,
+         "unknown: a Transpose by a permutation computed from constants, its trace its input's"),
     Rule("shapeless_no_op", _shapeless_no_op,
          "unknown: an op grappler removes where shapes make it a no-op, in a dump of no shapes"),
     Rule("placeholder", _placeholder, "a function's argument: _Arg, or an edge where inlined"),
