@@ -1,9 +1,10 @@
 """Identical ops that grappler's common-subexpression elimination merged into one node.
 
 In: one dump graph's ops (types, inputs, devices), the digests of their first traces,
-whether those digests hold whole tensors (FULL_TENSOR), the ops counted as run so far
-and the ones a profile or log saw run. Out: for each op of a merged group that did not
-run, why; and for the one counted as run, the same group named.
+whether those digests hold whole tensors (FULL_TENSOR), the ops counted as run so far,
+the ones a profile or log saw run, and the line of code that made each. Out: for each op
+of a merged group that did not run, why (REMOVED, or UNKNOWN where the group may not have
+been merged); and for the one counted as run, the same group named.
 
 The mechanism (tensorflow/core/grappler/optimizers/common_subgraph_elimination.cc,
 ``DedupComputations``): a pure op whose type, attributes and inputs equal another's is
