@@ -209,3 +209,13 @@ def test_other_transposes_are_not_unknown() -> None:
     literal = [op if op[0] != "perm" else ("perm", "Const", ()) for op in TENSORDOT]
     got = kernels(build(literal, {"x": (3, 24), "Tensordot/transpose": (3, 24)}))
     assert got["Tensordot/transpose"] not in (UNKNOWN, REMOVED)
+
+
+def test_a_shape_n_is_unknown_from_tf_2_22() -> None:
+    """TF 2.22 materializes a ShapeN's outputs where shapes are static (the truth matrix's
+    Conv2D gradient, which 2.21 ran); the dump does not record which were."""
+    ops = [("x", "Relu", ()), ("w", "ReadVariableOp", ()), ("ShapeN", "ShapeN", ("x:0", "w:0"))]
+    traced = {"x": health(4, 64), "ShapeN": health(1, 4)}
+    on_222 = {op.op_name: op for op in build_with(ops, traced, version="2.22.0")}
+    assert on_222["ShapeN"].kernel == UNKNOWN and "2.22" in on_222["ShapeN"].note
+    assert kernels(build_with(ops, traced, version="2.21.0"))["ShapeN"] == "ShapeN"

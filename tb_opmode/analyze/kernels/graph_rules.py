@@ -16,6 +16,7 @@ from typing import Callable, NamedTuple, Optional
 
 from ...vocab import REMOVED, UNKNOWN
 from ..nodes import data_inputs
+from ..rules import covers, parse_version
 from ..static_shapes import SHAPE_NOT_FOLDED
 from .context import InferenceContext, OpSite, ShapeProofs
 from .fusions import fused_by_pattern, fused_into_consumer, fused_with_sibling
@@ -101,6 +102,12 @@ TRANSPOSE_UNPROVEN = ("unknown whether it ran: its debug summary equals its inpu
                       "Transpose by the identity permutation (Tensordot makes one for a Dense "
                       "layer on 3-D inputs) and runs any other. To know, keep TF's log "
                       "(TF_CPP_VMODULE=executor=1) or profile a step")
+SHAPE_N_MATERIALIZED = ("unknown whether it ran: from TF 2.22 grappler materializes a ShapeN's "
+                        "outputs (a constant for each statically known shape), and the node "
+                        "runs a NoOp or nothing where every shape was known, as the truth "
+                        "matrix's Conv2D gradient showed where TF 2.21 ran it; the dump does not "
+                        "record which shapes were static. To know, keep TF's log "
+                        "(TF_CPP_VMODULE=executor=1)")
 INLINED_ARGUMENT = ("an argument of a function traced inside another: TF inlines the function "
                     "(or lowers the cond/while branch) into its caller, so the argument is an "
                     "edge and no node runs for it")
@@ -117,6 +124,13 @@ def _no_node_in_log(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
     if (site.op.graph_id, site.op.op_name) not in ctx.no_node:
         return None
     return Verdict(REMOVED, NO_NODE_IN_LOG, "log")
+
+
+def _shape_n_materialized(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
+    version = site.dump.tensorflow_version
+    if site.op.op_type != "ShapeN" or not covers(version) or parse_version(version) < (2, 22):
+        return None
+    return Verdict(UNKNOWN, SHAPE_N_MATERIALIZED)
 
 
 def _lifted_capture(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
@@ -353,6 +367,8 @@ GRAPH_RULES: tuple[Rule, ...] = (
          "fused: a NO_TENSOR graph's Conv2D/MatMul + BiasAdd [+ activation], by the oneDNN state"),
     Rule("no_node_in_log", _no_node_in_log,
          "removed or folded: the log shows its debug node ran and no node of its own"),
+    Rule("shape_n_materialized", _shape_n_materialized,
+         "unknown: a ShapeN on TF 2.22+, whose outputs grappler materializes where static"),
     Rule("lifted_capture", _lifted_capture,
          "no kernel: a tf.data function's Const that is a captured eager tensor, fed as _Arg"),
     Rule("summary_folded", _summary_folded,
