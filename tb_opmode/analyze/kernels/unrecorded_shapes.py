@@ -106,8 +106,10 @@ _SHAPE_NO_OPS = frozenset(("Cast", "Reshape", "Squeeze", "ExpandDims", "Tile", "
 def _no_op_by_shape_unprofiled(site: OpSite, inputs: list[str]) -> Optional[tuple[str, str]]:
     if site.op.op_type not in _SHAPE_NO_OPS or site.debug_node_profiled:
         return None
-    return (f"a {site.op.op_type} no profiled step ran",
-            " where its input's shape or dtype already is the one it makes")
+    op_type = site.op.op_type
+    return (f"{'an' if op_type[0] in 'AEIOU' else 'a'} {op_type}",
+            " where static shapes or dtypes make it a no-op or let it merge into a neighbour, "
+            "and no profiled step ran its graph")
 
 
 _PATTERNS: tuple[Callable[[OpSite, list[str]], Optional[tuple[str, str]]], ...] = (
