@@ -155,9 +155,13 @@ def _merged_in_graph(dump: DumpSet, graph_id: str, ops: list[OpKernel], seen: se
     if len(ran) < 2 and not seen:
         return
     graph_ops = dump.graphs[graph_id].ops
-    sites = {name: creating_line(dump, graph_ops[name].stack) for name in ran if name in graph_ops}
-    decided = merged_duplicates(graph_ops, _graph_digests(dump, graph_id),
-                                set(dump.tensor_debug_modes) == {FULL_TENSOR}, ran, seen, sites)
+    digests = _graph_digests(dump, graph_id)
+    whole_tensors = set(dump.tensor_debug_modes) == {FULL_TENSOR}
+    # Only ops with no recorded trace may be twins by unrecorded constants (``cse``).
+    sites = {} if whole_tensors else {
+        name: creating_line(dump, graph_ops[name].stack)
+        for name in ran if name in graph_ops and not digests.get((name, 0))}
+    decided = merged_duplicates(graph_ops, digests, whole_tensors, ran, seen, sites)
     for op in ops:
         kernel, note = decided.get(op.op_name, (None, ""))
         if kernel is None or op.op_name not in ran:

@@ -307,8 +307,8 @@ def _transpose_by_a_computed_permutation(ctx: InferenceContext, site: OpSite) ->
         return None
     inputs = data_inputs(site.created.inputs)
     source = site.graph_ops.get(strip_slot(inputs[1])) if len(inputs) == 2 else None
-    if source is None or source.op_type == "Const" or not static_operand(
-            site.graph_ops, site.op.op_name, ctx.folding_memo):
+    if source is None or source.op_type == "Const" or not ctx.constant_input(site.graph_ops,
+                                                                             inputs[1]):
         return None
     return Verdict(UNKNOWN, TRANSPOSE_UNPROVEN)
 

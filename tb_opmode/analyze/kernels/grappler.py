@@ -81,10 +81,10 @@ def lifted_capture(dump: DumpSet, op: OpKernel) -> bool:
 
 
 def static_operand(graph_ops: dict[str, OpCreation], name: str, memo: FoldingMemo) -> bool:
-    """Whether a Reshape's (BroadcastTo's) target shape, or a Transpose's permutation, is a
-    constant, which grappler's shape inference sees; a shape computed at run time
-    (``tf.shape(x)``) it may not (TF 2.13 keeps such rank-1 Reshapes of HuggingFace BERT's
-    LayerNorm gradients). A Squeeze has no shape operand: its dims are an attribute."""
+    """Whether a Reshape's (BroadcastTo's) target shape is a constant, which grappler's
+    shape inference sees; a shape computed at run time (``tf.shape(x)``) it may not
+    (TF 2.13 keeps such rank-1 Reshapes of HuggingFace BERT's LayerNorm gradients). A
+    Squeeze has no shape operand: its dims are an attribute."""
     created = graph_ops.get(name)
     inputs = data_inputs(created.inputs) if created is not None else []
     return len(inputs) < 2 or constant_input(graph_ops, inputs[1], memo)

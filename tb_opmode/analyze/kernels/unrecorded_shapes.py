@@ -99,8 +99,8 @@ def _cast_of_a_cast_tensor(site: OpSite, inputs: list[str]) -> Optional[tuple[st
 
 
 # Ops grappler removes where shapes or dtypes alone make them no-ops.
-_SHAPE_NO_OPS = frozenset(("Cast", "Reshape", "Squeeze", "ExpandDims", "Tile", "BroadcastTo",
-                           "Sum", "Mean", "Prod", "Max", "Min"))
+_SHAPE_NO_OPS = frozenset(("Cast", "Reshape", "Squeeze", "ExpandDims", "Tile",
+                           "BroadcastTo")) | REDUCTIONS
 
 
 def _no_op_by_shape_unprofiled(site: OpSite, inputs: list[str]) -> Optional[tuple[str, str]]:
