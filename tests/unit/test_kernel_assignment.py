@@ -215,6 +215,22 @@ def test_graph_op_linked_by_node_name_suffix() -> None:
         "_MklMatMul", "log", 3, "StatefulPartitionedCall/dense/MatMul")
 
 
+def test_a_profile_event_of_an_untraced_op_does_not_label_a_shorter_name() -> None:
+    """TF 2.22's MirroredStrategy fit: ``loss/Cast_1`` left no trace (its node ran), and
+    ``Cast_1``, constant-folded, ran no node; the event is ``loss/Cast_1``'s, not the
+    event of ``Cast_1`` its last component names."""
+    d = dump(ops={"Cast_1": "Cast", "loss/Cast_1": "Cast"}, traces={"Cast_1": 2})
+    prof = Profile(path="/run/p.xplane.pb", host="host",
+                   graph_ops=[("loss/Cast_1", "Cast", 1, 1)])
+    (op,) = assign_graph(model(d, profiles=(prof,)))
+    assert op.op_name == "Cast_1" and op.evidence != "profile"
+    # An executed node named by no op of the dump still labels the op its suffix names.
+    inlined = Profile(path="/run/p.xplane.pb", host="host",
+                      graph_ops=[("StatefulPartitionedCall/Cast_1", "Cast", 1, 1)])
+    (op,) = assign_graph(model(d, profiles=(inlined,)))
+    assert (op.kernel, op.evidence) == ("Cast", "profile")
+
+
 def test_log_outranks_profile_and_profile_labels_alone() -> None:
     d = dump(ops={"a/MatMul": "MatMul", "b/Relu": "Relu"}, traces={"a/MatMul": 2, "b/Relu": 2})
     prof = Profile(path="/run/p.xplane.pb", host="host",

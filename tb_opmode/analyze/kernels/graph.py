@@ -54,7 +54,8 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
     links = log_links(model)
     nodes = node_kernels(model)
     wanted = {op_name for (_i, _g, op_name) in counts}
-    by_suffix = suffix_index(nodes, wanted)
+    defined = wanted.union(*(graph.ops for dump in model.dumps for graph in dump.graphs.values()))
+    by_suffix = suffix_index(nodes, wanted, defined)
     out: list[OpKernel] = []
     unresolved: list[tuple[int, OpKernel]] = []
     # Ops whose debug node ran (so their graph ran) while no node of their own did.
@@ -71,7 +72,7 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
             out.append(op)
         else:
             unresolved.append((i, op))
-    profiled_debug = profiled_debug_ops(model, wanted) if not model.logs else (set(), set())
+    profiled_debug = profiled_debug_ops(model, wanted, defined) if not model.logs else (set(), set())
     _infer(InferenceContext(model, out, nodes, by_suffix, profiled_debug, no_node), out, unresolved)
     return out + [op for _i, op in unresolved]
 

@@ -31,7 +31,8 @@ from .tensors import strip_slot
 from .verdict import Verdict
 
 __all__ = ["LogLink", "TracedOpResolver", "NodeKernels", "traced_op_resolver", "TracedOpIndex",
-           "log_links", "node_kernels", "profiled_debug_ops", "suffix_index", "LINK_RULES",
+           "log_links", "node_kernels", "profiled_debug_ops", "suffix_index",
+           "longest_defined_suffix", "LINK_RULES",
            "link_verdict", "fused_node_note"]
 
 # (shortened op name from a debug node's attribute, the debug node's name) -> dump op name.
@@ -200,13 +201,15 @@ def node_kernels(model: RunModel) -> NodeKernels:
     return nodes
 
 
-def profiled_debug_ops(model: RunModel, wanted: set[str]) -> tuple[set[str], set[str]]:
+def profiled_debug_ops(model: RunModel, wanted: set[str], defined: set[str],
+                       ) -> tuple[set[str], set[str]]:
     """Dump op names whose tfdbg nodes ran in a profiled step: (summary ran, identity ran).
 
     tfdbg hangs ``<op>/DebugNumericSummaryV2`` and ``<op>/DebugIdentityV2_N`` on
     each traced output. When the identity ran but the summary left no event,
     grappler folded the summary into a constant, which it does only when the
-    op's own value was constant.
+    op's own value was constant. ``wanted`` and ``defined`` are as for
+    ``suffix_index``.
     """
     summaries: set[str] = set()
     identities: set[str] = set()
@@ -218,24 +221,37 @@ def profiled_debug_ops(model: RunModel, wanted: set[str]) -> tuple[set[str], set
                 target = identities
             else:
                 continue
-            for suffix in suffixes(node.rpartition("/")[0]):
-                if suffix in wanted:
-                    target.add(suffix)
-                    break
+            op_name = longest_defined_suffix(node.rpartition("/")[0], defined)
+            if op_name in wanted:
+                target.add(op_name)
     return summaries, identities
 
 
-def suffix_index(nodes: NodeKernels, wanted: set[str]) -> dict[str, list[str]]:
+def suffix_index(nodes: NodeKernels, wanted: set[str], defined: set[str],
+                 ) -> dict[str, list[str]]:
     """Dump op name -> executed nodes that stand for it, by the longest suffix of the
     node's name, or of the name of the op grappler made it from (its own node wins,
-    being shorter)."""
+    being shorter).
+
+    ``wanted`` holds the traced ops' names, ``defined`` every op name of the dump's
+    graphs. The longest suffix is looked for among all defined names: where it names
+    an op that left no trace, the node is that op's, not a traced op's whose name is
+    a shorter suffix (``loss/Cast_1`` is not ``Cast_1``).
+    """
     index: dict[str, list[str]] = defaultdict(list)
     for node in nodes:
-        for suffix in suffixes(origin_name(node)):
-            if suffix in wanted:
-                index[suffix].append(node)
-                break
+        op_name = longest_defined_suffix(origin_name(node), defined)
+        if op_name in wanted:
+            index[op_name].append(node)
     return index
+
+
+def longest_defined_suffix(node: str, defined: set[str]) -> str:
+    """The longest ``/``-suffix of ``node`` that names an op of the dump; "" if none."""
+    for suffix in suffixes(node):
+        if suffix in defined:
+            return suffix
+    return ""
 
 
 def _own_node_ran(op: OpKernel, link: LogLink) -> Optional[Verdict]:
