@@ -21,11 +21,13 @@ record. The group's executions are counted once: as the op created last (the one
 2.13 kept in every group the truth matrix met), and every op of the group says that the
 choice between them is not known, so that a user reads one run, not which.
 
-A dump that records neither the constants' values nor the ops' traces (NO_TENSOR,
-CURT/CONCISE_HEALTH) cannot show whether ``dim`` and ``dim_1`` hold one value. Where the
-same line of code created both ops (Keras 2 calls one helper for the loss and for the
-metric), one node ran for them or each ran its own: the op created last is counted as
-run, which it is either way (or its twin in its place), and the others are ``(unknown)``.
+A dump that does not record the constants' values (any mode but FULL_TENSOR) cannot
+show whether ``dim`` and ``dim_1`` hold one value: traces of shapes (SHAPE, FULL_HEALTH)
+are equal for ``dim`` 1 and -1 alike, and NO_TENSOR, CURT/CONCISE_HEALTH record none.
+Where the same line of code created both ops (Keras 2 calls one helper for the loss and
+for the metric) and their traces, where recorded, are equal, one node ran for them or
+each ran its own: the op created last is counted as run, which it is either way (or its
+twin in its place), and the others are ``(unknown)``.
 """
 from __future__ import annotations
 
@@ -36,11 +38,11 @@ from ..read.tfdbg import OpCreation
 from ..vocab import REMOVED, UNKNOWN
 from .nodes import tensor_source
 
-__all__ = ["merged_duplicates"]
+__all__ = ["merged_duplicates", "DEDUPABLE"]
 
 # Pure ops whose result is fixed by their type, inputs and the dtypes a trace records
 # (no attribute of theirs changes the value otherwise), which grappler can dedup.
-_DEDUPABLE = frozenset(("Shape", "Size", "Rank", "ExpandDims", "Reshape", "Transpose",
+DEDUPABLE = frozenset(("Shape", "Size", "Rank", "ExpandDims", "Reshape", "Transpose",
                         "BroadcastTo", "Tile", "Fill", "ZerosLike", "OnesLike", "Cast"))
 # Of those, the ones an attribute the inputs do not fix changes (Cast's DstT): merged only
 # where the traces record the dtype (FULL_HEALTH, SHAPE, FULL_TENSOR digests), so that
@@ -64,7 +66,7 @@ _MAYBE_KEPT = ("{kept} and {listed} may have been merged by grappler's common-su
 def _mergeable(name: str, op: OpCreation, ran: set[str], seen: set[str]) -> bool:
     """A pure op counted or seen run, with inputs and none of them a control input (part
     of what grappler compares: left out, to keep this simple)."""
-    if op.op_type not in _DEDUPABLE or not (name in ran or name in seen):
+    if op.op_type not in DEDUPABLE or not (name in ran or name in seen):
         return False
     return bool(op.inputs) and not any(t.startswith("^") for t in op.inputs)
 
@@ -92,8 +94,9 @@ def _candidate_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str,
 
 def _possible_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
                      sites: Mapping[str, str], ran: set[str], seen: set[str]) -> list[list[str]]:
-    """Mergeable ops with no recorded trace, grouped by device, type, the line that created
-    them and inputs, any constant standing for any other (its value not recorded)."""
+    """Mergeable ops grouped by device, type, the line that created them, their first
+    trace (where recorded: equal shapes and dtypes) and inputs, any constant standing for
+    any other (its value not recorded)."""
 
     def wildcard(tensor: str) -> str:
         name, slot = tensor_source(tensor)
@@ -103,8 +106,9 @@ def _possible_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, 
     groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for name, op in ops.items():
         site = sites.get(name, "")
-        if site and not digests.get((name, 0)) and _mergeable(name, op, ran, seen):
-            groups[(op.device, op.op_type, site, *map(wildcard, op.inputs))].append(name)
+        if site and _mergeable(name, op, ran, seen):
+            traced = str(digests.get((name, 0), 0))
+            groups[(op.device, op.op_type, site, traced, *map(wildcard, op.inputs))].append(name)
     return [names for names in groups.values() if len(names) >= 2]
 
 

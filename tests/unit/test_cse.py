@@ -94,12 +94,24 @@ def test_twins_by_constants_not_recorded_count_one_run_and_the_rest_unknown() ->
     assert seen["ExpandDims"][0] == "" and seen["ExpandDims_1"][0] == UNKNOWN
 
 
-def test_twins_of_other_lines_or_recorded_traces_are_left_alone() -> None:
+def test_twins_traced_alike_by_shape_are_still_unknown() -> None:
+    """A SHAPE or FULL_HEALTH trace records shapes, not the constants' values: dims 1 and
+    -1 give one shape (TF 2.13's fit_SHAPE cell, where the log shows ExpandDims removed)."""
+    ran = {"ExpandDims", "ExpandDims_1"}
+    traced = digests(ExpandDims__dim=5, ExpandDims_1__dim=5, ExpandDims=9, ExpandDims_1=9)
+    got = merged_duplicates(graph(LABELS), traced, False, ran, set(), SAME_LINE)
+    assert got["ExpandDims"][0] == UNKNOWN and got["ExpandDims_1"][0] == ""
+
+
+def test_twins_of_other_lines_or_other_traces_are_left_alone() -> None:
     ran = {"ExpandDims", "ExpandDims_1"}
     apart = {"ExpandDims": "compile_utils.py:696", "ExpandDims_1": "train.py:12"}
     assert merged_duplicates(graph(LABELS), {}, False, ran, set(), apart) == {}
-    # FULL_HEALTH or SHAPE traces record them: the rules that read traces decide.
-    traced = digests(ExpandDims=9, ExpandDims_1=9)
+    # Traces of other shapes: other results, so not merged.
+    traced = digests(ExpandDims=9, ExpandDims_1=10)
     assert merged_duplicates(graph(LABELS), traced, False, ran, set(), SAME_LINE) == {}
+    # One traced, the other's trace lost: not known alike, left to the other rules.
+    assert merged_duplicates(graph(LABELS), digests(ExpandDims=9), False, ran, set(),
+                             SAME_LINE) == {}
     # Both seen run: not merged.
     assert merged_duplicates(graph(LABELS), {}, False, set(), ran, SAME_LINE) == {}

@@ -18,7 +18,7 @@ from ...model import OpKernel, RunModel
 from ...read.tfdbg import FULL_TENSOR, DumpSet, OpCreation, digest_rank
 from ...vocab import REMOVED, UNKNOWN
 from ..call_sites import creating_line
-from ..cse import merged_duplicates
+from ..cse import DEDUPABLE, merged_duplicates
 from ..nodes import canonical_op, data_inputs
 from .context import InferenceContext, OpSite
 from .fusions import infer_filter_bias_fusions
@@ -158,10 +158,10 @@ def _merged_in_graph(dump: DumpSet, graph_id: str, ops: list[OpKernel], seen: se
     graph_ops = dump.graphs[graph_id].ops
     digests = _graph_digests(dump, graph_id)
     whole_tensors = set(dump.tensor_debug_modes) == {FULL_TENSOR}
-    # Only ops with no recorded trace may be twins by unrecorded constants (``cse``).
+    # Twins by constants whose values are not recorded (``cse``): ops cse can merge.
     sites = {} if whole_tensors else {
         name: creating_line(dump, graph_ops[name].stack)
-        for name in ran if name in graph_ops and not digests.get((name, 0))}
+        for name in ran if name in graph_ops and graph_ops[name].op_type in DEDUPABLE}
     decided = merged_duplicates(graph_ops, digests, whole_tensors, ran, seen, sites)
     for op in ops:
         kernel, note = decided.get(op.op_name, (None, ""))
