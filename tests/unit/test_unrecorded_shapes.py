@@ -31,14 +31,20 @@ LOSS = [("data_1", "Placeholder", ()), ("loss/Cast", "Cast", ("data_1:0",)),
         ("SGD/add_2", "AddV2", ("SGD/mul:0", "grad:0"))]
 
 
-def site(name: str, mode: int, traced: bool = False, profiled: bool = True) -> Any:
+def site(name: str, mode: int, traced: bool = False, profiled: bool = True,
+         inputs_traced: bool = True, cut: bool = False, traced_always: bool = True) -> Any:
     """``name``'s site in a dump of ``mode``; ``traced``: the dump holds its first trace's
-    digest (FULL_HEALTH's, SHAPE's), as it does unless a circular buffer dropped it;
-    ``profiled``: a profiled step ran its debug node."""
+    digest (FULL_HEALTH's, SHAPE's), as it does unless a circular buffer dropped it, and
+    ``inputs_traced`` its inputs'; ``cut``: a circular buffer dropped graph traces;
+    ``profiled``: a profiled step ran its debug node; ``traced_always``: the executor would
+    have traced its node at every run (so a missing event proves it did not run)."""
     ops = {n: OpCreation(t, n, "g", "/cpu:0", 1, (), i) for n, t, i in LOSS}
     digests = {("g", name, 0): 0x1234} if traced else {}
+    if inputs_traced:
+        digests.update({("g", t.partition(":")[0], 0): 0x1234 for t in ops[name].inputs})
     return SimpleNamespace(dump=SimpleNamespace(tensor_debug_modes={mode: 1}, trace_digests=digests),
                            created=ops[name], graph_ops=ops, debug_node_profiled=profiled,
+                           ctx=SimpleNamespace(graph_cut=cut), traced_always=traced_always,
                            op=SimpleNamespace(op_type=ops[name].op_type, op_name=name, graph_id="g"))
 
 
@@ -73,3 +79,24 @@ def test_a_dump_that_records_shapes_is_left_to_the_rules_that_read_them() -> Non
     # unless its circular buffer kept no trace of the op
     verdict = shapeless_no_op(site("Sum", FULL_HEALTH, traced=False))
     assert verdict is not None and verdict.kernel == UNKNOWN
+
+
+def test_a_no_op_by_shape_whose_input_trace_a_buffer_dropped_is_unknown() -> None:
+    """Keras 3's label Cast in a FULL_HEALTH dump with tfdbg's default buffer (the truth
+    matrix's fit_default_buffer): its own trace kept, its input's dropped, so whether it
+    forwarded its input is not known."""
+    lost = site("loss/Cast", FULL_HEALTH, traced=True, inputs_traced=False, cut=True,
+                traced_always=False)
+    verdict = shapeless_no_op(lost)
+    assert verdict is not None and verdict.kernel == UNKNOWN and "of its input" in verdict.note
+    # A Cast with no twin, in a profiled step whose missing event proves nothing.
+    alone = site("Cast_3", FULL_HEALTH, traced=True, inputs_traced=False, cut=True,
+                 traced_always=False)
+    verdict = shapeless_no_op(alone)
+    assert verdict is not None and verdict.kernel == UNKNOWN and "cannot tell" in verdict.note
+    # With the input's trace kept, the rules that compare traces decide.
+    kept = site("loss/Cast", FULL_HEALTH, traced=True, cut=True, traced_always=False)
+    assert shapeless_no_op(kept) is None
+    # A profiled step that would have shown its node decides it too.
+    seen = site("Cast_3", FULL_HEALTH, traced=True, inputs_traced=False, cut=True)
+    assert shapeless_no_op(seen) is None

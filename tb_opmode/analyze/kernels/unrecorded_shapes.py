@@ -2,7 +2,7 @@
 
 In: one op no log or profile resolved (an ``OpSite``). Out: where its dump's traces
 record no dtype, rank or shape (the mode records none, or a circular buffer dropped the
-op's traces), and the op is one grappler removes or merges exactly
+op's traces or its input's), and the op is one grappler removes or merges exactly
 where static shapes or dtypes make it a no-op, an ``(unknown)`` verdict saying why and
 how to find out; else None.
 
@@ -27,7 +27,7 @@ from ...vocab import UNKNOWN
 from ..nodes import data_inputs
 from .context import OpSite
 from .grappler import REDUCTIONS, is_ones_constant
-from .tensors import lowest_digest, strip_slot
+from .tensors import input_digest, lowest_digest, strip_slot
 from .verdict import Verdict
 
 __all__ = ["shapeless_no_op"]
@@ -36,9 +36,9 @@ __all__ = ["shapeless_no_op"]
 _SHAPELESS_MODES = frozenset((NO_TENSOR, CURT_HEALTH, CONCISE_HEALTH))
 
 _NOTE = ("unknown whether it ran: {what}, which grappler removes{where}; this dump records "
-         "no dtype, rank or shape of it, so it cannot show which. To know, keep TF's log "
-         "(TF_CPP_VMODULE=executor=1), profile a step, or dump with FULL_HEALTH or SHAPE "
-         "and no circular buffer")
+         "no dtype, rank or shape of it or of its input, so it cannot show which. To know, "
+         "keep TF's log (TF_CPP_VMODULE=executor=1), profile a step, or dump with FULL_HEALTH "
+         "or SHAPE and no circular buffer")
 
 
 def _source_type(site: OpSite, tensor: str) -> str:
@@ -103,35 +103,48 @@ _SHAPE_NO_OPS = frozenset(("Cast", "Reshape", "Squeeze", "ExpandDims", "Tile",
                            "BroadcastTo")) | REDUCTIONS
 
 
-def _no_op_by_shape_unprofiled(site: OpSite, inputs: list[str]) -> Optional[tuple[str, str]]:
-    if site.op.op_type not in _SHAPE_NO_OPS or site.debug_node_profiled:
+def _no_op_by_shape_unobserved(site: OpSite, inputs: list[str]) -> Optional[tuple[str, str]]:
+    # A profiled step that ran its graph decides it only where the executor traced its
+    # node at every run; otherwise the missing event is no proof either way.
+    if site.op.op_type not in _SHAPE_NO_OPS:
+        return None
+    if not site.debug_node_profiled:
+        unobserved = "no profiled step ran its graph"
+    elif not site.traced_always:
+        unobserved = "the profile, having no event of it, cannot tell"
+    else:
         return None
     op_type = site.op.op_type
     return (f"{'an' if op_type[0] in 'AEIOU' else 'a'} {op_type}",
             " where static shapes or dtypes make it a no-op or let it merge into a neighbour, "
-            "and no profiled step ran its graph")
+            f"and {unobserved}")
 
 
 _PATTERNS: tuple[Callable[[OpSite, list[str]], Optional[tuple[str, str]]], ...] = (
     _reduction_over_a_range, _broadcast, _times_a_constant, _plus_a_variable_times_a_constant,
-    _cast_of_a_cast_tensor, _no_op_by_shape_unprofiled)
+    _cast_of_a_cast_tensor, _no_op_by_shape_unobserved)
 
 
-def _no_shape_recorded(site: OpSite) -> bool:
-    """Whether the dump's mode records no shapes, or its traces of the op were lost (a
-    circular buffer keeps the last records only)."""
+def _no_shape_recorded(site: OpSite, inputs: list[str]) -> bool:
+    """Whether the dump's mode records no shapes, or its traces of the op, or of the
+    input it would forward, were lost (a circular buffer keeps the last records only)."""
     modes = set(site.dump.tensor_debug_modes)
     if modes and modes <= _SHAPELESS_MODES:
         return True
-    return not lowest_digest(site.dump.trace_digests, site.op.graph_id, site.op.op_name)
+    if not lowest_digest(site.dump.trace_digests, site.op.graph_id, site.op.op_name):
+        return True
+    return site.ctx.graph_cut and bool(inputs) and not input_digest(site.dump, site.op.graph_id,
+                                                                   inputs[0])
 
 
 def shapeless_no_op(site: OpSite) -> Optional[Verdict]:
     """``(unknown)`` for an op grappler removes where shapes or dtypes make it a no-op, in a
     dump that records neither; None elsewhere."""
-    if site.created is None or not _no_shape_recorded(site):
+    if site.created is None:
         return None
     inputs = data_inputs(site.created.inputs)
+    if not _no_shape_recorded(site, inputs):
+        return None
     for pattern in _PATTERNS:
         found = pattern(site, inputs)
         if found is not None:
