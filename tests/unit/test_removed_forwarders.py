@@ -40,12 +40,12 @@ def build(ops: list[tuple[str, str, tuple[str, ...]]],
 
 
 def build_with(ops: list[tuple[str, str, tuple[str, ...]]], traced: dict[str, bytes],
-               version: str = "2.21.0") -> list:
+               version: str = "2.21.0", graph_name: str = "train_step") -> list:
     """Graph ops (name, type, inputs) and, per traced op, its FULL_HEALTH TensorProto (each
     given its own tensor id, as TF's are)."""
     dump = DumpSet(directory="/run", prefix="tfdbg_events.1.host", host="host",
                    tensorflow_version=version)
-    graph = GraphInfo(GRAPH, name="train_step")
+    graph = GraphInfo(GRAPH, name=graph_name)
     for name, op_type, inputs in ops:
         graph.ops[name] = OpCreation(op_type, name, GRAPH, "/cpu:0", 1, (), inputs)
     dump.graphs = {GRAPH: graph}
@@ -219,3 +219,23 @@ def test_a_shape_n_is_unknown_from_tf_2_22() -> None:
     on_222 = {op.op_name: op for op in build_with(ops, traced, version="2.22.0")}
     assert on_222["ShapeN"].kernel == UNKNOWN and "2.22" in on_222["ShapeN"].note
     assert kernels(build_with(ops, traced, version="2.21.0"))["ShapeN"] == "ShapeN"
+
+
+# Keras 2's loss gradient under steps_per_execution (TF 2.13's fit_spe cell): a Tile by
+# constant multiples inside the lowered while loop's body.
+LOOP_TILE = [("g", "Reshape", ()), ("multiples", "Const", ()),
+             ("Tile", "Tile", ("g:0", "multiples:0")), ("out", "Mul", ("Tile:0", "g:0"))]
+
+
+def test_a_tile_by_ones_in_a_loop_body_is_removed_or_kept_by_its_readers() -> None:
+    """Constant folding makes it Identity(x, ^multiples); the dependency optimizer bypasses
+    that Identity where it has at most 2 readers (its debug op counted)."""
+    traced = {"g": health(1, 4), "Tile": health(1, 4)}
+    got = {op.op_name: op for op in build_with(LOOP_TILE, traced, graph_name="while_body_3307")}
+    assert got["Tile"].kernel == REMOVED and "tiles by multiples of one" in got["Tile"].note
+    readers = LOOP_TILE + [("out_1", "Neg", ("Tile:0",)), ("out_2", "Abs", ("Tile:0",))]
+    got = {op.op_name: op for op in build_with(readers, traced, graph_name="while_body_3307")}
+    assert got["Tile"].kernel == "Identity"
+    # A Tile whose trace is not its input's tiled more than once: it ran.
+    bigger = {"g": health(1, 4), "Tile": health(1, 8)}
+    assert kernels(build_with(LOOP_TILE, bigger, graph_name="while_body_3307"))["Tile"] == "Tile"

@@ -378,7 +378,8 @@ GRAPH_RULES: tuple[Rule, ...] = (
     Rule("gradient_stop_pruned", _gradient_stop_pruned,
          "removed: a one-input StopGradient or PreventGradient, pruned"),
     Rule("identity_in_loop", _identity_in_loop,
-         "a loop body's x * ones: an Identity that stays or is bypassed, by its readers"),
+         "a loop body's x * ones or Tile by ones: an Identity that stays or is bypassed, by "
+         "its readers"),
     Rule("single_pack", _single_pack, "rewritten into ExpandDims: a Pack of one tensor"),
     Rule("moved_across_casts", _moved_across_casts,
          "removed: its work moved to the other side of a Cast (``cast_reorder``)"),

@@ -195,27 +195,55 @@ def tiles_once(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation],
 
 def identity_in_loop(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation],
                      no_event: bool) -> Verdict | None:
-    """A Mul in a lowered while loop's body by a constant that left its other input's
-    trace unchanged (``x * 1``: Keras 2's sample weights of one under
-    steps_per_execution). Constant folding makes it ``Identity(x, ^const)``; the
-    constant enters the loop's frame by a control input, so the dependency optimizer
-    keeps that edge and removes the Identity only where bypassing it adds no edges
-    (2 inputs x outputs <= 2 + outputs: at most 2 readers, its debug op counted). The
-    Identity that runs leaves no profiler event, so the profile cannot tell which; but a
-    Mul that ran would have left one (``no_event``), which shows the constant was one."""
+    """A Mul by a constant of one, or a Tile by constant multiples of one, in a lowered
+    while loop's body (``x * 1``: Keras 2's sample weights of one under
+    steps_per_execution; the Tile of the loss's gradient). Constant folding makes it
+    ``Identity(x, ^const)``; the constant enters the loop's frame by a control input, so
+    the dependency optimizer keeps that edge and removes the Identity only where
+    bypassing it adds no edges (2 inputs x outputs <= 2 + outputs: at most 2 readers,
+    its debug op counted). The Identity that runs leaves no profiler event, so the
+    profile cannot tell which."""
     graph = dump.graphs.get(op.graph_id)
     created = graph_ops.get(op.op_name)
-    if op.op_type != "Mul" or graph is None or created is None or not _in_loop_body(graph.name):
+    if graph is None or created is None or not _in_loop_body(graph.name):
         return None
-    const = _constant_leaving_other_unchanged(dump, op, data_inputs(created.inputs), graph_ops)
-    if const is None:
+    inputs = data_inputs(created.inputs)
+    if op.op_type == "Mul":
+        found = _loop_product_by_one(dump, op, inputs, graph_ops, no_event)
+    elif op.op_type == "Tile":
+        found = _loop_tile_by_ones(dump, op, inputs, graph_ops)
+    else:
+        return None
+    if found is None:
         return None
     fewest, outputs = _readers(dump, op, graph_ops)
-    proven = (no_event or _ONES.search(const) or set(dump.tensor_debug_modes) == {FULL_TENSOR})
-    if not proven:
+    return _loop_identity_verdict(found, fewest, outputs)
+
+
+def _loop_product_by_one(dump: DumpSet, op: OpKernel, inputs: list[str],
+                         graph_ops: dict[str, OpCreation], no_event: bool,
+                         ) -> tuple[str, str] | None:
+    """(what it does, its constant) for a Mul by a constant proven one: a Mul that ran
+    would have left a profiler event (``no_event``), the constant is named ones, or a
+    FULL_TENSOR dump recorded the values."""
+    const = _constant_leaving_other_unchanged(dump, op, inputs, graph_ops)
+    if const is None:
+        return None
+    if not (no_event or _ONES.search(const) or set(dump.tensor_debug_modes) == {FULL_TENSOR}):
         # Equal health summaries (x * 2 has x's counts) do not make the constant one.
         return None
-    return _loop_identity_verdict(const, fewest, outputs)
+    return "it multiplies by ones", const
+
+
+def _loop_tile_by_ones(dump: DumpSet, op: OpKernel, inputs: list[str],
+                       graph_ops: dict[str, OpCreation]) -> tuple[str, str] | None:
+    """(what it does, its constant) for a Tile by a Const whose first trace records its
+    input's very tensor, size included: its multiples are all one."""
+    source = graph_ops.get(strip_slot(inputs[1])) if len(inputs) == 2 else None
+    if source is None or source.op_type != "Const" or not same_tensor_as_input(dump, op,
+                                                                               graph_ops):
+        return None
+    return "it tiles by multiples of one", source.op_name
 
 
 def _readers(dump: DumpSet, op: OpKernel, graph_ops: dict[str, OpCreation]) -> tuple[int, int]:
@@ -249,26 +277,27 @@ def _constant_leaving_other_unchanged(dump: DumpSet, op: OpKernel, inputs: list[
     return None
 
 
-def _loop_identity_verdict(const: str, fewest: int, outputs: int) -> Verdict:
-    """Whether the Identity a loop's ``x * ones`` became stays, from how many read it."""
+def _loop_identity_verdict(found: tuple[str, str], fewest: int, outputs: int) -> Verdict:
+    """Whether the Identity a loop's ``x * ones`` (or Tile by ones) became stays, from how
+    many read it."""
+    what, const = found
     # Kept where bypassing adds edges: 2 inputs x n outputs > 2 + n, so n >= 3.
     if fewest < 3 <= outputs:
-        return Verdict(UNKNOWN, f"unknown whether it ran: it multiplies by ones in a while "
-                                f"loop's body, which grappler turns into an Identity with a "
-                                f"control input; it keeps that Identity only if it has 3 readers "
-                                f"or more, and of its {outputs} readers (its debug op counted) "
-                                f"some read only its shape, which grappler makes a constant "
-                                f"where it knows the shape statically, which the dump does not "
-                                f"record. To know, keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2)")
+        return Verdict(UNKNOWN, f"unknown whether it ran: {what} in a while loop's body, which "
+                                f"grappler turns into an Identity with a control input; it "
+                                f"keeps that Identity only if it has 3 readers or more, and of "
+                                f"its {outputs} readers (its debug op counted) some read only its "
+                                f"shape, which grappler makes a constant where it knows the "
+                                f"shape statically, which the dump does not record. To know, "
+                                f"keep TF's log (TF_CPP_MAX_VLOG_LEVEL=2)")
     if fewest >= 3:
-        return Verdict("Identity", f"ran as an Identity: it multiplies by ones in a while loop's "
-                                   f"body; grappler's constant folding makes it Identity(x, "
-                                   f"^{const}), whose control input (the loop's frame) stays, and "
-                                   f"with {outputs} readers bypassing it would add edges, so "
-                                   f"grappler keeps it", basis=FROM_GRAPH)
-    return Verdict(REMOVED, f"removed by grappler: it multiplies by ones in a while loop's body, "
-                            f"and with {outputs} readers its Identity is bypassed",
-                   basis=FROM_GRAPH)
+        return Verdict("Identity", f"ran as an Identity: {what} in a while loop's body; "
+                                   f"grappler's constant folding makes it Identity(x, ^{const}), "
+                                   f"whose control input (the loop's frame) stays, and with "
+                                   f"{outputs} readers bypassing it would add edges, so grappler "
+                                   f"keeps it", basis=FROM_GRAPH)
+    return Verdict(REMOVED, f"removed by grappler: {what} in a while loop's body, and with "
+                            f"{outputs} readers its Identity is bypassed", basis=FROM_GRAPH)
 
 
 def all_inputs_constant(graph_ops: dict[str, OpCreation], name: str, memo: FoldingMemo,
