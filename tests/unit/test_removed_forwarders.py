@@ -239,3 +239,14 @@ def test_a_tile_by_ones_in_a_loop_body_is_removed_or_kept_by_its_readers() -> No
     # A Tile whose trace is not its input's tiled more than once: it ran.
     bigger = {"g": health(1, 4), "Tile": health(1, 8)}
     assert kernels(build_with(LOOP_TILE, bigger, graph_name="while_body_3307"))["Tile"] == "Tile"
+
+
+def test_a_division_of_a_constant_is_unknown() -> None:
+    """``1 / loss_scale`` (Keras 2's float16 optimizer): constant folding rewrites 1 / y into
+    Reciprocal(y), and the dump does not record the constant's value."""
+    ops = [("one", "Const", ()), ("v", "ReadVariableOp", ()), ("truediv", "RealDiv", ("one:0", "v:0")),
+           ("x", "Relu", ()), ("ratio", "RealDiv", ("x:0", "v:0"))]
+    got = {op.op_name: op for op in build(ops, {"v": (0, 1), "truediv": (0, 1), "x": (1, 4),
+                                                "ratio": (1, 4)})}
+    assert got["truediv"].kernel == UNKNOWN and "Reciprocal" in got["truediv"].note
+    assert got["ratio"].kernel == "RealDiv"

@@ -84,6 +84,11 @@ IDENTITY_N = "removed by grappler, which forwards an IdentityN's inputs to its c
 DIVISION_BY_CONSTANT = ("rewritten by grappler from RealDiv into Mul: it divides by a constant, "
                         "which grappler's constant folding turns into a multiplication by its "
                         "reciprocal")
+DIVISION_OF_CONSTANT = ("unknown whether it ran as RealDiv or as Reciprocal: it divides a "
+                        "constant by a tensor, and grappler's constant folding rewrites 1 / y "
+                        "into Reciprocal(y) where the constant is ones and y has the result's "
+                        "shape; the dump does not record the constant's value. To know, keep "
+                        "TF's log (TF_CPP_VMODULE=executor=1) or profile a step")
 SAME_SHAPE = ("removed by grappler: at its first run its debug summary equals its input's, a "
               "tensor of rank {rank}, so its output has its input's very shape ({why}); "
               "grappler removes such a no-op once static shapes show it")
@@ -244,6 +249,15 @@ def _division_by_constant(ctx: InferenceContext, site: OpSite) -> Optional[Verdi
     return Verdict("Mul", DIVISION_BY_CONSTANT, basis=UNSEEN)
 
 
+def _division_of_constant(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
+    if site.op.op_type not in ("RealDiv", "Div") or site.created is None:
+        return None
+    inputs = data_inputs(site.created.inputs)
+    if len(inputs) != 2 or not ctx.constant_input(site.graph_ops, inputs[0]):
+        return None
+    return Verdict(UNKNOWN, DIVISION_OF_CONSTANT)
+
+
 def _shape_unprovable(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
     """A Reshape or Sum that forwarded its input where static shapes cannot prove it a
     no-op (``static_shapes``): it ran, with the kernel of the rule table."""
@@ -397,6 +411,8 @@ GRAPH_RULES: tuple[Rule, ...] = (
     Rule("tiles_once", _tiles_once, "removed: a Tile by constant multiples of 1"),
     Rule("identity_n", _identity_n, "removed: an IdentityN, its inputs forwarded"),
     Rule("division_by_constant", _division_by_constant, "rewritten into Mul: a RealDiv by a constant"),
+    Rule("division_of_constant", _division_of_constant,
+         "unknown: a RealDiv of a constant, Reciprocal where the constant is ones"),
     Rule("shape_unprovable", _shape_unprovable,
          "ran: a forwarding Reshape or Sum static shapes cannot prove a no-op"),
     Rule("same_shape", _same_shape,
