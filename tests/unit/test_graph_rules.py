@@ -26,7 +26,7 @@ _TABLE_NAMES = {rule.name for rule in GRAPH_RULES}
 # and the passes after it.
 _OTHER_NAMES = {graph.EXECUTED_NODE_RULE, graph.MERGED_DUPLICATE_RULE, FILTER_BIAS_RULE,
                 "gradient_reshape_sum_removed", "gradient_reshape_sum_over_no_axes",
-                "gradient_reshape_sum_kept_rank"}
+                "gradient_reshape_sum_kept_rank", "gradient_reshape_after_removed"}
 _ENDINGS = (verdict.UNSEEN, verdict.UNSEEN_IN_GRAPH, verdict.FROM_GRAPH, verdict.FROM_PROFILE)
 
 

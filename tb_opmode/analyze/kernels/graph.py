@@ -46,6 +46,13 @@ MERGED_DUPLICATE_RULE = "merged_duplicate"
 _SUM_REMOVED_RULE = "gradient_reshape_sum_removed"
 _SUM_RAN_OVER_NO_AXES_RULE = "gradient_reshape_sum_over_no_axes"
 _SUM_KEPT_RANK_RULE = "gradient_reshape_sum_kept_rank"
+_AFTER_REMOVED_RESHAPE_RULE = "gradient_reshape_after_removed"
+_AFTER_REMOVED_RESHAPE = ("unknown whether it ran: it reshapes {below}, which grappler removed "
+                          "as a no-op by static shapes, so it knew the shapes here too, and "
+                          "removes this Reshape where they make it a no-op; this dump records "
+                          "no shapes, and the profiler records no event of a Reshape. To know, "
+                          "keep TF's log (TF_CPP_VMODULE=executor=1) or dump with FULL_HEALTH "
+                          "or SHAPE")
 
 
 def assign_graph(model: RunModel) -> list[OpKernel]:
@@ -194,7 +201,9 @@ def _gradient_reshapes(model: RunModel, resolved: list[OpKernel],
     knew of the shapes: a Sum it removed (it proved the axes empty) goes with its
     Reshape; a Sum that ran over no axes (its trace equals its input's) means the
     shapes were not known, so the Reshape ran too; a Sum that kept its rank and reduced
-    has the very static shape the Reshape restores, and grappler removes that Reshape."""
+    has the very static shape the Reshape restores, and grappler removes that Reshape.
+    A Reshape left to the default that reads a Reshape removed so is ``(unknown)``: the
+    shapes were static there, so it may be a no-op too (the Sum's own gradient)."""
     decided = {(op.graph_id, op.op_name): op for op in resolved}
     decided.update({(op.graph_id, op.op_name): op for _i, op in unresolved})
     for i, op in unresolved:
@@ -204,6 +213,23 @@ def _gradient_reshapes(model: RunModel, resolved: list[OpKernel],
         if found is not None:
             name, verdict = found
             verdict.apply(op, name)
+    for i, op in unresolved:
+        below = _removed_reshape_below(model.dumps[i], op, decided)
+        if below:
+            Verdict(UNKNOWN, _AFTER_REMOVED_RESHAPE.format(below=below)).apply(
+                op, _AFTER_REMOVED_RESHAPE_RULE)
+
+
+def _removed_reshape_below(dump: DumpSet, op: OpKernel,
+                           decided: dict[tuple[str, str], OpKernel]) -> str:
+    """The Reshape a Reshape left to the default "ran" reads, where that one was removed
+    with its Sum (``_reshape_after_sum``); "" otherwise."""
+    if op.op_type != "Reshape" or not _left_to_default(dump, op):
+        return ""
+    created = dump.graphs[op.graph_id].ops.get(op.op_name)
+    inputs = data_inputs(created.inputs) if created is not None else []
+    below = decided.get((op.graph_id, strip_slot(inputs[0]))) if inputs else None
+    return below.op_name if below is not None and below.rule == _SUM_REMOVED_RULE else ""
 
 
 def _gradient_reshape_verdict(dump: DumpSet, op: OpKernel,
