@@ -57,9 +57,11 @@ _HALF = _PROFILE_UNDECIDED.format(what="its graph kernels are float16/bfloat16 o
                                        "stock with oneDNN on too on a CPU without AVX512_FP16/BF16")
 _LATE_KERAS2 = ("a window late in the run (its 100th step) proves nothing by a missing event (the "
                 "executor traces a node only for its first ~90 runs), and Keras 2's loss x * c, "
-                "whose trace equals x's, may be x * 1, which grappler removes: (unknown)")
+                "whose trace equals x's, may be x * 1, which grappler removes: (unknown). Which "
+                "of those Muls still left an event varies from run to run (1.6-2.4% unknown "
+                "in three runs of 2026-12-05, 100 executions per Mul): held to 4%")
 FLOORS: dict[str, tuple[dict[str, float], str]] = {
-    "fit_late_profile": ({"2.13": 0.9714}, _LATE_KERAS2),
+    "fit_late_profile": ({"2.13": 0.96}, _LATE_KERAS2),
     "mixed_bf16": ({"2.21": 0.9806}, _HALF),
     "mixed_f16": ({"2.21": 0.9835, "2.13": 0.9834, "2.22": 0.9835}, _HALF),
     "xla": ({"2.21": 0.7318, "2.13": 0.7318, "2.22": 0.7318}, _XLA),
@@ -73,7 +75,7 @@ UNTOLD: dict[str, tuple[float, str]] = {
 }
 # Cells whose "(unknown)" share is over 1%, held to their figure.
 UNKNOWN_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
-    "fit_late_profile": ({"2.13": 0.0237}, _LATE_KERAS2),
+    "fit_late_profile": ({"2.13": 0.04}, _LATE_KERAS2),
     "mixed_bf16": ({"2.21": 0.0194}, _HALF),
     "mixed_f16": ({"2.21": 0.0165, "2.13": 0.0116, "2.22": 0.0165}, _HALF),
     "xla": ({"2.21": 0.2682, "2.13": 0.2632, "2.22": 0.2682}, _XLA),
@@ -90,40 +92,13 @@ SCORINGS = {"score_with": "with the log", "score_without": "dump + profile",
 # start-up lines; with the log nothing is wrong): per TF minor version the share they are
 # held to (measured, rounded up), and why. Known gaps, not targets.
 WRONG_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
-    "fit_default_buffer": ({"2.21": 0.0016, "2.22": 0.0016}, "Keras 3's two Casts of the labels, which grappler "
-                                             "merges: the circular buffer dropped the first "
-                                             "step's trace of one, so their first traces come "
-                                             "from other steps and differ"),
-    "hf_bert": ({"2.21": 0.0124}, "BERT's gradient Sums over no axes that grappler turned into "
-                                  "an Identity and removed or kept by the edges it adds, which "
-                                  "the dump (the graph before grappler) does not show, and the "
-                                  "Reshapes after them"),
+    # TF 2.21 measured on 2026-12-05, TF 2.13 (Keras 2) on 2026-12-04's AVX2 machine, whose
+    # start-up scoring was worse; both with the dump and the profile.
+    "hf_bert": ({"2.21": 0.0124, "2.13": 0.0117},
+                "BERT's gradient Sums over no axes that grappler turned into an Identity and "
+                "removed or kept by the edges it adds, which the dump (the graph before "
+                "grappler) does not show, and the Reshapes after them"),
 }
-# TF 2.13 (Keras 2), measured on 2026-12-05 (AVX-512 machine), rounded up (hf_bert: as measured
-# on 2026-12-04's AVX2 machine, whose start-up scoring was worse): what a dump
-# alone (or with a profile that cannot see them) still says ran that grappler removed.
-_KERAS2_REMOVED = ("TF 2.13 with Keras 2: grappler removes the Reshape of the loss's gradient "
-                   "where static shapes prove it a no-op, which a CURT/CONCISE_HEALTH dump, "
-                   "recording no shapes, cannot tell and a profile does not show (no event at "
-                   "the default level); elsewhere a Tile by ones (steps_per_execution), a "
-                   "RealDiv rewritten into Reciprocal (float16), an ExpandDims merged with its "
-                   "twin (SHAPE)")
-_TF213_WRONG = {
-    "fit_CONCISE_HEALTH": 0.0034, "fit_CURT_HEALTH": 0.0034, "fit_SHAPE": 0.0027,
-    "fit_spe": 0.003, "hf_bert": 0.0117, "mixed_f16": 0.003,
-}
-# TF 2.22 (rc0, `make matrix` only), measured on 2026-12-05 (AVX-512 machine): where it
-# differs from 2.21 on the same workloads.
-_TF222_DIFFERS = ("TF 2.22 (rc0): under MirroredStrategy a replica's Cast event is joined to a "
-                  "Cast that was folded (dump + profile)")
-_TF222_WRONG = {"mirrored": 0.002}
-for _version, _allowed, _says in (("2.13", _TF213_WRONG, _KERAS2_REMOVED),
-                                  ("2.22", _TF222_WRONG, _TF222_DIFFERS)):
-    for _cell, _share in _allowed.items():
-        _shares, _why = WRONG_ALLOWED.get(_cell, ({}, ""))
-        WRONG_ALLOWED[_cell] = ({**_shares, _version: _share},
-                                f"{_why}; on TF {_version}, {_says}" if _why else _says)
-del _version, _allowed, _says, _cell, _share, _shares, _why
 
 
 def _minor(cell: dict[str, Any]) -> str:
