@@ -61,7 +61,7 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
     links = log_links(model)
     nodes = node_kernels(model)
     wanted = {op_name for (_i, _g, op_name) in counts}
-    defined = wanted.union(*(graph.ops for dump in model.dumps for graph in dump.graphs.values()))
+    defined = wanted.union(*_graph_op_names(model))
     by_suffix = suffix_index(nodes, wanted, defined)
     out: list[OpKernel] = []
     unresolved: list[tuple[int, OpKernel]] = []
@@ -82,6 +82,11 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
     profiled_debug = profiled_debug_ops(model, wanted, defined) if not model.logs else (set(), set())
     _infer(InferenceContext(model, out, nodes, by_suffix, profiled_debug, no_node), out, unresolved)
     return out + [op for _i, op in unresolved]
+
+
+def _graph_op_names(model: RunModel) -> list[dict[str, OpCreation]]:
+    """Each dump graph's ops by name, traced or not (what a node name's suffix may name)."""
+    return [graph.ops for dump in model.dumps for graph in dump.graphs.values()]
 
 
 def _lowest_slot_counts(model: RunModel) -> dict[tuple[int, str, str], tuple[int, int]]:
