@@ -229,12 +229,15 @@ def _removed_reshape_below(dump: DumpSet, op: OpKernel,
                            decided: dict[tuple[str, str], OpKernel]) -> str:
     """The Reshape a Reshape left to the default "ran" reads, where that one was removed
     with its Sum (``_reshape_after_sum``); "" otherwise."""
-    if op.op_type != "Reshape" or not _left_to_default(dump, op):
+    if op.op_type != "Reshape":
         return ""
     created = dump.graphs[op.graph_id].ops.get(op.op_name)
     inputs = data_inputs(created.inputs) if created is not None else []
     below = decided.get((op.graph_id, strip_slot(inputs[0]))) if inputs else None
-    return below.op_name if below is not None and below.rule == _SUM_REMOVED_RULE else ""
+    if below is None or below.rule != _SUM_REMOVED_RULE:
+        return ""
+    # Last: _left_to_default scans the dump's digests, which the first pass did already.
+    return below.op_name if _left_to_default(dump, op) else ""
 
 
 def _gradient_reshape_verdict(dump: DumpSet, op: OpKernel,
