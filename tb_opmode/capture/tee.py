@@ -22,12 +22,13 @@ import os
 import re
 import termios
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["Hidden", "Tee", "redirect_fd"]
+__all__ = ["Hidden", "Tee", "nap_after", "redirect_fd"]
 
 _CHUNK = 1 << 16
 # A TF C++ log line: TF >= 2.18 "I0000 00:00:1795978611.323846    2377 execute.cc:1775] ",
@@ -84,6 +85,19 @@ class Hidden:
 # which on a busy machine can take a while.
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _PIPE_BYTES = 1 << 20
+
+
+# After a read that did not fill the chunk, a pipe's reader waits this long before the
+# next: a job that logs each eager op writes tens of thousands of short lines, and waking
+# for each (our thread, and the job's write waking it) costs the job more than the lines
+# do. The widened pipe holds the lines meanwhile. A pseudo-terminal holds only about 4 KB,
+# so its reader never waits: the job would block on its next write.
+_NAP_S = 0.01
+
+
+def nap_after(read: int, terminal: bool) -> float:
+    """Seconds to wait before the next read, after one that returned ``read`` bytes."""
+    return 0.0 if terminal or read >= _CHUNK else _NAP_S
 
 
 def _widen(pipe: int) -> None:
@@ -181,6 +195,9 @@ class Tee:
             if not data:
                 return
             yield data
+            nap = nap_after(len(data), self.terminal)
+            if nap:
+                time.sleep(nap)
 
     def _visible(self, data: bytes) -> bytes:
         """What of ``data`` the terminal shows: whole lines unless hidden; a partial line

@@ -16,7 +16,7 @@ import pytest
 
 from tb_opmode.capture.inprocess import LEVELS, Settings, environment, parse_steps
 from tb_opmode.capture.plan import Plan
-from tb_opmode.capture.tee import Hidden, Tee
+from tb_opmode.capture.tee import Hidden, Tee, nap_after
 
 from .conftest import DATA, Fixture
 
@@ -117,6 +117,15 @@ def test_a_line_split_across_writes_is_judged_whole(tmp_path: Path) -> None:
     shown, kept = _through([line[:7], line[7:40], line[40:], b"job\n"], _hidden("kernels"), tmp_path)
     assert kept == line + b"job\n"
     assert shown == b"job\n"
+
+
+def test_a_pipes_reader_waits_after_a_short_read_a_terminals_never() -> None:
+    """Batching a pipe's short reads spares the job a wake-up per log line; a full chunk
+    means the job writes faster than we read, and a pseudo-terminal holds too little."""
+    assert 0 < nap_after(130, terminal=False) <= 0.05
+    assert nap_after(1 << 16, terminal=False) == 0.0
+    assert nap_after(130, terminal=True) == 0.0
+    assert nap_after(4095, terminal=True) == 0.0
 
 
 def test_the_level_adds_its_modules_to_the_users_vmodule_and_shows_info_lines() -> None:
