@@ -38,7 +38,7 @@ from tb_opmode.read.tfrecord import Problem, RecordReader, encode_record
 from tb_opmode.read.xplane import read_profile
 
 from .conftest import dump_files
-from .xplane_reference import reference_profile
+from .xplane_reference import reference_profile, reference_tally
 
 DATA = Path(__file__).resolve().parent / "data"
 _CHECKS = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
@@ -487,6 +487,8 @@ def _xplane_like_reference(tmp_path_factory: pytest.TempPathFactory, data: bytes
     assert ref is not None
     assert ours.eager_ops == ref["eager"]
     assert ours.graph_ops == ref["graph"]
+    assert list(ours.graph_tally.items()) == reference_tally(ref["graph"])
+    assert list(ours.eager_tally.items()) == reference_tally(ref["eager"])
     assert ours.function_calls == ref["calls"]
     assert ours.iterator_specs == ref["iterators"]
     assert (ours.start_ns, ours.end_ns) == (ref["start"], ref["end"])

@@ -22,7 +22,7 @@ from tb_opmode.read import wire, xevents, xlayout
 from tb_opmode.read.xplane import Profile, find_profiles, read_profile
 
 from .conftest import needs_tensorflow
-from .xplane_reference import reference_profile
+from .xplane_reference import reference_profile, reference_tally
 
 N_CALLS = 3
 N_EAGER = 2
@@ -299,6 +299,8 @@ def test_like_the_plain_reading(run: Run, bert_logdir: Path, monkeypatch: pytest
     assert ours.problems == []
     assert ours.eager_ops == ref["eager"]
     assert ours.graph_ops == ref["graph"]
+    assert list(ours.graph_tally.items()) == reference_tally(ref["graph"])
+    assert list(ours.eager_tally.items()) == reference_tally(ref["eager"])
     assert ours.function_calls == ref["calls"]
     assert ours.iterator_specs == ref["iterators"]
     assert (ours.start_ns, ours.end_ns) == (ref["start"], ref["end"])

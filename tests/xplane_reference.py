@@ -25,7 +25,7 @@ from google.protobuf.message import DecodeError
 from tb_opmode.read import xplane, xtypes
 from tb_opmode.read.schema import XSpace
 
-__all__ = ["reference_profile"]
+__all__ = ["reference_profile", "reference_tally"]
 
 _LIMIT = 1 << 62
 
@@ -113,3 +113,15 @@ def reference_profile(data: bytes, mtime_ns: int) -> dict[str, Any] | None:
         out["start"] += shift
         out["end"] += shift
     return out
+
+
+def reference_tally(events: list[tuple[Any, Any, int, int]]) -> list[tuple[tuple[Any, Any], list[int]]]:
+    """(first field, second field) -> [events, total ns, the fourth field] over ``events``
+    (``reference_profile``'s graph or eager ops), event by event, keys in the order each
+    first occurs: what the decoder's ``Profile.graph_tally`` and ``eager_tally`` must hold."""
+    tally: dict[tuple[Any, Any], list[int]] = {}
+    for first, second, _start, ns in events:
+        cell = tally.setdefault((first, second), [0, 0])
+        cell[0] += 1
+        cell[1] += ns
+    return list(tally.items())

@@ -7,9 +7,11 @@ duration, in the order each key first occurs.
 
 A profile has millions of events but a few hundred (or thousand) distinct names: what
 books events to op types, modes and kernels (``events``, ``kernels``) asks once per key
-here, not once per event. The sums are made with ``operator.itemgetter``, ``Counter``
-and numpy's ``bincount``: no Python code runs per event. The timeline, which draws
-each event, still reads the events themselves.
+here, not once per event. The sums are the decoder's (``Profile.graph_tally`` and
+``eager_tally``, made a window at a time from the events' metadata ids); for a profile
+made otherwise they are made here with ``operator.itemgetter``, ``Counter`` and numpy's
+``bincount``: no Python code runs per event. The timeline, which draws each event,
+still reads the events themselves.
 """
 from __future__ import annotations
 
@@ -41,17 +43,27 @@ def tally(prof: Profile) -> EventTally:
     """The profile's events per distinct key: made once per profile."""
     found = _TALLIES.get(id(prof))
     if found is None:
-        graph = _sums(prof.graph_ops, itemgetter(0, 1))
+        graph = _decoded(prof.graph_tally, prof.graph_ops) or _sums(prof.graph_ops, itemgetter(0, 1))
         kernels: dict[str, list[int]] = {}
         for (_node, kernel), (n, ns) in graph.items():
             cell = kernels.setdefault(kernel, [0, 0])
             cell[0] += n
             cell[1] += ns
-        found = EventTally(_sums(prof.eager_ops, itemgetter(0, 1)), graph,
+        eager = _decoded(prof.eager_tally, prof.eager_ops) or _sums(prof.eager_ops, itemgetter(0, 1))
+        found = EventTally(eager, graph,
                            {k: (n, ns) for k, (n, ns) in kernels.items()})
         _TALLIES[id(prof)] = found
         weakref.finalize(prof, _TALLIES.pop, id(prof), None)
     return found
+
+
+def _decoded(decoded: dict[Any, list[int]], events: Sequence[Any]) -> dict[Any, tuple[int, int]]:
+    """The decoder's own sums of ``events`` (``Profile.graph_tally``, ``eager_tally``)
+    where they cover every event; {} where they do not (a profile made otherwise, or
+    emptied of its events)."""
+    if sum(n for n, _ns in decoded.values()) != len(events):
+        return {}
+    return {key: (n, ns) for key, (n, ns) in decoded.items()}
 
 
 def _sums(events: Sequence[tuple[Any, Any, int, int]], key: Any) -> dict[Any, tuple[int, int]]:

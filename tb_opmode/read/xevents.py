@@ -21,6 +21,7 @@ event-by-event reading this must equal.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -94,6 +95,15 @@ def _add_graph_ops(prof: Profile, part: Profile, line_name: str) -> None:
         first = len(prof.graph_ops)
         prof.data_thread_ops.append((first, first + len(part.graph_ops)))
     prof.graph_ops.extend(part.graph_ops)
+    _add_tally(prof.graph_tally, part.graph_tally)
+
+
+def _add_tally(into: dict[Any, list[int]], part: dict[Any, list[int]]) -> None:
+    """``part``'s (events, ns) per key added to ``into``, new keys after the old."""
+    for key, (n, ns) in part.items():
+        cell = into.setdefault(key, [0, 0])
+        cell[0] += n
+        cell[1] += ns
 
 
 def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> bool:
@@ -130,6 +140,7 @@ def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> boo
             if last != ref.timestamp_ns:
                 ref.timestamp_ns, consistent = last, False
             prof.eager_ops.extend(part.eager_ops)
+            _add_tally(prof.eager_tally, part.eager_tally)
             _add_graph_ops(prof, part, ref.name)
             prof.function_calls.extend(part.function_calls)
             prof.graph_building.extend(part.graph_building)
@@ -272,7 +283,13 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
         merged = sorted(list(zip(ops.tolist(), nodes, kernels)) + async_ops)
         ops = np.array([e for e, _, _ in merged], dtype=np.int64)
         nodes, kernels = [n for _, n, _ in merged], [k for _, _, k in merged]
-    prof.graph_ops.extend(zip(nodes, kernels, ts[ops].tolist(), dns[ops].tolist()))
+    durations = dns[ops]
+    prof.graph_ops.extend(zip(nodes, kernels, ts[ops].tolist(), durations.tolist()))
+    if async_ops:
+        _tally_events(prof.graph_tally, zip(nodes, kernels), durations.tolist())
+    else:
+        _tally_by_ids(prof.graph_tally, index[ops],
+                      lambda i: (node_column[i], kernel_column[i]), durations)
 
     other = (kind == _OTHER) & usable
     _eager_ops(kind, other, stats, stat_ids, stat_names, ts, dns, prof)
@@ -283,6 +300,33 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
         prof.function_calls.extend(zip(names, ts[events].tolist(), dns[events].tolist()))
     _graph_building(other, index, name_column, ts, dns, prof)
     _iterator_specs(kind == _DATA, usable, stats, ok_stat, stat_ids, stat_names, prof)
+
+
+def _tally_by_ids(tally: dict[Any, list[int]], ids: np.ndarray, key_of: Callable[[int], Any],
+                  durations: np.ndarray) -> None:
+    """A window's events (an integer ``ids`` each that ``key_of`` turns into the event's
+    key, in line order) added to ``tally`` per key as [events, ns]: one bincount per
+    window, Python once per distinct id, keys in the order each first occurs."""
+    if not ids.size:
+        return
+    unique, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    counts = np.bincount(inverse, minlength=unique.size).tolist()
+    # Float sums of integer ns are exact below 2**53 (a window holds far less).
+    totals = np.bincount(inverse, weights=durations, minlength=unique.size).tolist()
+    for u in np.argsort(first, kind="stable").tolist():
+        cell = tally.setdefault(key_of(int(unique[u])), [0, 0])
+        cell[0] += counts[u]
+        cell[1] += int(totals[u])
+
+
+def _tally_events(tally: dict[Any, list[int]], keys: Iterable[Any], durations: list[int]) -> None:
+    """The same, event by event: for the windows whose keys are not all ids (async
+    launches named by stats, an eager op type written inline; both rare)."""
+    for key, ns in zip(keys, durations):
+        cell = tally.setdefault(key, [0, 0])
+        cell[0] += 1
+        cell[1] += ns
 
 
 def _drop_insane_times(t0: int, off: np.ndarray, dur: np.ndarray, usable: np.ndarray,
@@ -326,8 +370,14 @@ def _eager_ops(kind: np.ndarray, other: np.ndarray, stats: _Stats, stat_ids: dic
     f = _last(stats, stat_ids.get("is_func"))
     is_func[stats.event[f]] = stats.truthy(f, stat_names)
     events = stats.event[j]
-    prof.eager_ops.extend(zip(stats.texts(j, stat_names), is_func[events].tolist(),
-                              ts[events].tolist(), dns[events].tolist()))
+    op_types, funcs, durations = stats.texts(j, stat_names), is_func[events], dns[events]
+    prof.eager_ops.extend(zip(op_types, funcs.tolist(), ts[events].tolist(), durations.tolist()))
+    refs = stats.ref[j].astype(np.int64)
+    if refs.size and int(refs.min()) > 0:  # every op type an interned string: by its id
+        _tally_by_ids(prof.eager_tally, refs * 2 + funcs,
+                      lambda k: (stat_names.get(k >> 1, ""), bool(k & 1)), durations)
+    else:
+        _tally_events(prof.eager_tally, zip(op_types, funcs.tolist()), durations.tolist())
 
 
 def _graph_building(other: np.ndarray, index: np.ndarray, name_column: np.ndarray, ts: np.ndarray,

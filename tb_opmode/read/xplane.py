@@ -190,7 +190,7 @@ def _read_events(pread: Callable[[int, int], bytes], size: int, mtime_ns: int,
         if xevents.decode(pread, planes, base, prof):
             break
         prof.eager_ops, prof.graph_ops, prof.function_calls = [], [], []
-        prof.data_thread_ops = []
+        prof.data_thread_ops, prof.graph_tally, prof.eager_tally = [], {}, {}
         prof.iterator_specs, prof.graph_building = [], []
         prof.problems, prof.start_ns, prof.end_ns = [], 0, 0
     if not prof.end_ns:

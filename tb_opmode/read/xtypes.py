@@ -60,6 +60,12 @@ class Profile:
     """(op type from stat eager_op, is_func, start_ns, duration_ns)"""
     graph_ops: list[tuple[str, str, int, int]] = field(default_factory=list)
     """(node_name as written, incl. call prefixes; kernel_type, start_ns, duration_ns)"""
+    graph_tally: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    """(node, kernel) -> [events, total duration_ns] over ``graph_ops``, keys in the order
+    each first occurs: summed by the decoder a window at a time (numpy's bincount over the
+    events' metadata), so that ``analyze.tally`` need not walk every event again"""
+    eager_tally: dict[tuple[str, bool], list[int]] = field(default_factory=dict)
+    """(op type, is_func) -> [events, total duration_ns] over ``eager_ops``, likewise"""
     data_thread_ops: list[tuple[int, int]] = field(default_factory=list)
     """[first, end) index ranges of ``graph_ops`` that ran on tf.data's threads (a dataset's
     map function, at its own pace, not inside the tf.function call running meanwhile)"""
