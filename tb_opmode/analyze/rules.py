@@ -187,8 +187,9 @@ _FP16 = "the CPU has AVX512_FP16 (Sapphire Rapids or newer)"
 _FP16_NOTE = ("without AVX512_FP16 TF logs 'Intel oneDNN with DT_HALF is not supported' "
               "(mkl_layout_pass.cc@2.21.0:1032) and keeps the stock kernel (measured)")
 _FP16_SRC = ("TF PR #62648 (fp16 for oneDNN conv, matmul, batch-matmul, fused-matmul, maxpool, "
-             "batchnorm, softmax; merged 2023-12); not measured: this CPU has no AVX512_FP16 "
-             "(the DT_HALF skip message first appears in the 2.16.2 build)")
+             "batchnorm, softmax; merged 2023-12); measured on TF 2.21.0 on a CPU with "
+             "AVX512_FP16 and AMX (2026-12-06: MatMul, Conv2D and its gradients, MaxPool, "
+             "Softmax, Transpose; the DT_HALF skip message first appears in the 2.16.2 build)")
 
 
 def _rename_pair(op: str, kernel: str, dtypes: frozenset[str], source: str = "",
@@ -268,7 +269,7 @@ RULES: tuple[Rule, ...] = (
 
     # ---- only the graph pass renames these; eagerly through __wrapped__<Op>
     *_wrapper_pair("Transpose", "_MklTranspose", _TRANSPOSE,
-                   note="DT_HALF and integer/bool dtypes stay stock (measured); a _MklTranspose "
+                   note="integer/bool dtypes stay stock, DT_HALF without AVX512_FP16 (measured); a _MklTranspose "
                         "kernel does not guarantee a oneDNN primitive ran"),
     *_wrapper_pair("ConjugateTranspose", "_MklConjugateTranspose",
                    frozenset({"DT_FLOAT", "DT_BFLOAT16", "DT_COMPLEX64"}),
@@ -301,7 +302,7 @@ RULES: tuple[Rule, ...] = (
          "its orig_output input is output 0 of a MaxPool3D in the same graph", _MEASURED,
          note="alone in a graph, and always eagerly, it stays stock (measured)"),
 
-    # ---- fp16 on AVX512_FP16 CPUs (2.16+): conditional, not measured
+    # ---- fp16 on AVX512_FP16 CPUs (2.16+): conditional on the CPU
     *(Rule(op, "eager", kernel, _F16, ("2.16", LAST_VERSION), mech, _FP16, _FP16_SRC, note=_FP16_NOTE,
            cpu="AVX512_FP16")
       for op, kernel, mech in (
@@ -310,13 +311,19 @@ RULES: tuple[Rule, ...] = (
           ("Conv2D", "_MklNativeConv2D", "eager-rename"),
           ("FusedBatchNormV3", "_MklNativeFusedBatchNormV3", "eager-rename"),
           ("MaxPool", "_MklNativeMaxPool", "eager-wrapper-graph-pass"),
-          ("Softmax", "_MklSoftmax", "eager-wrapper-graph-pass"))),
+          ("Softmax", "_MklSoftmax", "eager-wrapper-graph-pass"),
+          ("Conv2DBackpropInput", "_MklNativeConv2DBackpropInput", "eager-rename"),
+          ("Conv2DBackpropFilter", "_MklNativeConv2DBackpropFilter", "eager-rename"),
+          ("Transpose", "_MklTranspose", "eager-wrapper-graph-pass"))),
     *(Rule(op, "graph", kernel, _F16, ("2.16", LAST_VERSION), "graph-pass", _FP16, _FP16_SRC, note=_FP16_NOTE,
            cpu="AVX512_FP16")
       for op, kernel in (
           ("MatMul", "_MklMatMul"), ("BatchMatMulV2", "_MklBatchMatMulV2"),
           ("Conv2D", "_MklNativeConv2D"), ("FusedBatchNormV3", "_MklNativeFusedBatchNormV3"),
-          ("MaxPool", "_MklNativeMaxPool"), ("Softmax", "_MklSoftmax"))),
+          ("MaxPool", "_MklNativeMaxPool"), ("Softmax", "_MklSoftmax"),
+          ("Conv2DBackpropInput", "_MklNativeConv2DBackpropInput"),
+          ("Conv2DBackpropFilter", "_MklNativeConv2DBackpropFilter"),
+          ("Transpose", "_MklTranspose"))),
 
     # ---- remapper fusions, oneDNN on (graph mode only; the node named after the
     # op_type below runs the fused kernel)

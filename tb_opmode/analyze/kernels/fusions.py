@@ -12,7 +12,7 @@ from ...read.tfdbg import OpCreation
 from ...vocab import UNKNOWN
 from ..nodes import data_inputs
 from .context import InferenceContext, OpSite
-from .onednn_state import FIND_OUT
+from .onednn_state import FIND_OUT, run_cpu
 from .remapper import (
     CONTRACTION_FUSIONS,
     FILTER_WITH_BIAS,
@@ -45,15 +45,19 @@ def infer_filter_bias_fusions(ctx: InferenceContext, unresolved: list[tuple[int,
     model = ctx.model
     by_name = {(op.graph_id, op.op_name): op for _i, op in unresolved}
     for i, op in unresolved:
-        if op.op_type != "Conv2DBackpropFilter" or op.kernel or op.dtype not in FUSION_DTYPES:
+        if op.op_type != "Conv2DBackpropFilter" or op.kernel:
             continue
-        sibling = _bias_gradient_sibling(ctx, model, i, op, by_name)
+        half = op.dtype == "DT_HALF"
+        fuses = _half_fuses(ctx, model) if half else op.dtype in FUSION_DTYPES
+        sibling = _bias_gradient_sibling(ctx, model, i, op, by_name) if fuses is not False else None
         if sibling is None:
             continue
-        if model.onednn_enabled is None:
+        if model.onednn_enabled is None or fuses is None:
+            unknown = ("whether the CPU has AVX512_FP16 (oneDNN takes float16 only there)" if half
+                       and model.onednn_enabled is not None else "which")
             why = (f"unknown: with oneDNN's custom operations on, grappler's remapper fuses it with "
                    f"{{}} into {FILTER_WITH_BIAS}; with them off both run stock, and nothing this "
-                   f"run left says which; {FIND_OUT}")
+                   f"run left says {unknown}; {FIND_OUT}")
             Verdict(UNKNOWN, why.format(f"its sibling {sibling.op_name} (BiasAddGrad)")).apply(
                 op, FILTER_BIAS_RULE)
             Verdict(UNKNOWN, why.format(op.op_name)).apply(sibling, FILTER_BIAS_RULE)
@@ -63,6 +67,16 @@ def infer_filter_bias_fusions(ctx: InferenceContext, unresolved: list[tuple[int,
                                   f"as it does whenever oneDNN is on").apply(op, FILTER_BIAS_RULE)
         Verdict(FILTER_WITH_BIAS, f"fused by grappler's remapper into {FILTER_WITH_BIAS} with "
                                   f"{op.op_name}", fused_into=op.op_name).apply(sibling, FILTER_BIAS_RULE)
+
+
+def _half_fuses(ctx: InferenceContext, model: RunModel) -> bool | None:
+    """Whether oneDNN takes float16 in this run (the fusion then holds for it too): the
+    CPU has AVX512_FP16, by the log's CPU line or a float16 kernel seen; None if unknown."""
+    cpu = run_cpu(model)
+    if cpu is not None:
+        return "AVX512_FP16" in cpu
+    seen = ctx.cpu_seen.get("AVX512_FP16")
+    return seen[0] if seen is not None else None
 
 
 def _bias_gradient_sibling(ctx: InferenceContext, model: RunModel, index: int, op: OpKernel,
