@@ -34,7 +34,8 @@ Where the facts come from: every rule whose ``source`` starts with
 2.16.2, 2.17.1, 2.18.1, 2.19.1, 2.20.0 and 2.21.0 (one run per version with
 oneDNN on and one with ``TF_ENABLE_ONEDNN_OPTS=0``, kernels read from
 ``TF_CPP_MAX_VLOG_LEVEL=2`` ``Instantiating kernel`` lines) on a CPU with
-AVX-512 BF16/VNNI and no AVX512_FP16. ``file.cc@2.21.0:LINE`` citations are
+AVX-512 BF16/VNNI and no AVX512_FP16; the fp16 rules on TF 2.21.0 on a CPU with
+AVX512_FP16 and AMX. ``file.cc@2.21.0:LINE`` citations are
 the source lines that TF's own VLOG messages name in that build. Rules that
 were not measured say so in their ``source``. TF 2.22 (2.22.0rc0) takes the
 2.21 rules: checked on the truth matrix's cells (``tests/matrix``, kernels from

@@ -53,11 +53,7 @@ def infer_filter_bias_fusions(ctx: InferenceContext, unresolved: list[tuple[int,
         if sibling is None:
             continue
         if model.onednn_enabled is None or fuses is None:
-            unknown = ("whether the CPU has AVX512_FP16 (oneDNN takes float16 only there)" if half
-                       and model.onednn_enabled is not None else "which")
-            why = (f"unknown: with oneDNN's custom operations on, grappler's remapper fuses it with "
-                   f"{{}} into {FILTER_WITH_BIAS}; with them off both run stock, and nothing this "
-                   f"run left says {unknown}; {FIND_OUT}")
+            why = _STATE_UNKNOWN if model.onednn_enabled is None else _FP16_UNKNOWN
             Verdict(UNKNOWN, why.format(f"its sibling {sibling.op_name} (BiasAddGrad)")).apply(
                 op, FILTER_BIAS_RULE)
             Verdict(UNKNOWN, why.format(op.op_name)).apply(sibling, FILTER_BIAS_RULE)
@@ -67,6 +63,15 @@ def infer_filter_bias_fusions(ctx: InferenceContext, unresolved: list[tuple[int,
                                   f"as it does whenever oneDNN is on").apply(op, FILTER_BIAS_RULE)
         Verdict(FILTER_WITH_BIAS, f"fused by grappler's remapper into {FILTER_WITH_BIAS} with "
                                   f"{op.op_name}", fused_into=op.op_name).apply(sibling, FILTER_BIAS_RULE)
+
+
+_STATE_UNKNOWN = (f"unknown: with oneDNN's custom operations on, grappler's remapper fuses it with "
+                  f"{{}} into {FILTER_WITH_BIAS}; with them off both run stock, and nothing this "
+                  f"run left says which; {FIND_OUT}")
+_FP16_UNKNOWN = (f"unknown: in float16, grappler's remapper fuses it with {{}} into "
+                 f"{FILTER_WITH_BIAS} only on a CPU with AVX512_FP16 (oneDNN takes float16 only "
+                 f"there), and nothing this run left names its CPU; keep TF's log (its start-up "
+                 f"line lists the CPU's instruction sets)")
 
 
 def _half_fuses(ctx: InferenceContext, model: RunModel) -> bool | None:
