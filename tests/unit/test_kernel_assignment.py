@@ -198,6 +198,19 @@ def test_cpu_from_the_log_decides(has_fp16: bool) -> None:
     assert kernel == ("_MklMatMul" if has_fp16 else "MatMul")
 
 
+@pytest.mark.parametrize("has_fp16", [True, False])
+def test_cpu_the_run_recorded_decides_without_a_log(has_fp16: bool) -> None:
+    """``tb-opmode record``'s manifest names the CPU where no log line does."""
+    from tb_opmode.read.manifest import RecordedRun
+
+    m = model()
+    m.recorded = RecordedRun(path="/run/manifest.json", environment={},
+                             cpu_features=frozenset({"AVX512F"} | ({"AVX512_FP16"} if has_fp16
+                                                                  else set())))
+    kernel, _note = inferred_kernel(m, "MatMul", "graph", "DT_HALF")
+    assert kernel == ("_MklMatMul" if has_fp16 else "MatMul")
+
+
 def test_no_tensor_float_math_is_taken_as_float32() -> None:
     kernel, note = inferred_kernel(model(), "MatMul", "graph", DTYPE_UNKNOWN)
     assert kernel == inferred_kernel(model(), "MatMul", "graph", "DT_FLOAT")[0]

@@ -12,7 +12,7 @@ from ...read.tfdbg import OpCreation
 from ...vocab import UNKNOWN
 from ..nodes import data_inputs
 from .context import InferenceContext, OpSite
-from .onednn_state import FIND_OUT, run_cpu
+from .onednn_state import FIND_OUT, known_cpu
 from .remapper import (
     CONTRACTION_FUSIONS,
     FILTER_WITH_BIAS,
@@ -76,8 +76,9 @@ _FP16_UNKNOWN = (f"unknown: in float16, grappler's remapper fuses it with {{}} i
 
 def _half_fuses(ctx: InferenceContext, model: RunModel) -> bool | None:
     """Whether oneDNN takes float16 in this run (the fusion then holds for it too): the
-    CPU has AVX512_FP16, by the log's CPU line or a float16 kernel seen; None if unknown."""
-    cpu = run_cpu(model)
+    CPU has AVX512_FP16, by the log's CPU line, the CPU the run recorded or a float16
+    kernel seen; None if unknown."""
+    cpu = known_cpu(model)
     if cpu is not None:
         return "AVX512_FP16" in cpu
     seen = ctx.cpu_seen.get("AVX512_FP16")

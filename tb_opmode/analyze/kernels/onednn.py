@@ -16,7 +16,7 @@ from ...model import OpKernel, RunModel
 from ...read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
 from ...vocab import UNKNOWN
 from ..rules import cpu_dependence, expected_kernel
-from .onednn_state import FIND_OUT, detect_onednn, run_cpu
+from .onednn_state import FIND_OUT, detect_onednn, known_cpu, run_cpu
 
 __all__ = ["FLOAT_DTYPES", "FLOAT_MATH", "RERUN", "detect_onednn", "run_cpu",
            "cpu_from_kernels", "inferred_kernel"]
@@ -82,7 +82,7 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str,
     :func:`cpu_from_kernels`) answers a CPU question no log line did."""
     version = model.tensorflow_version
     onednn = model.onednn_enabled is not False
-    cpu = run_cpu(model)
+    cpu = known_cpu(model)
     if dtype == DTYPE_UNKNOWN and op_type not in FLOAT_MATH:
         options = {t: expected_kernel(op_type, mode, version, t, onednn, cpu)[0]
                    for t in ("DT_FLOAT", "DT_INT32")}
@@ -110,7 +110,7 @@ def _hinges_on_onednn(model: RunModel, op_type: str, mode: str, dtype: str,
     """(UNKNOWN, why) where the rules give another kernel with oneDNN on than off and
     nothing the run left says which it was; None where both give the same."""
     version = model.tensorflow_version
-    cpu = run_cpu(model)
+    cpu = known_cpu(model)
     read_as = ("DT_FLOAT", "DT_INT32") if dtype == DTYPE_UNKNOWN and op_type not in FLOAT_MATH \
         else (_dtype_read_as(op_type, dtype)[0],)
     for t in read_as:

@@ -5,7 +5,8 @@ profiles' kernels, its dumps' dtypes, and what ``tb-opmode record`` wrote of its
 environment and CPU (``model.recorded``). Out: ``detect_onednn``, the state (None where
 nothing the run left decides it) and how we know, which for "off" says the cause: the
 ``TF_ENABLE_ONEDNN_OPTS=0`` the run was seen to set, TF's default for a CPU known not to
-qualify, or "unknown: either"; ``run_cpu``, the instruction sets the run's CPU had.
+qualify, or "unknown: either"; ``run_cpu``, the instruction sets the log's CPU line names,
+and ``known_cpu``, those or else the ones the run recorded.
 
 Decisions as data: ``STATE_RULES``, asked in order; the first that answers decides.
 """
@@ -20,7 +21,7 @@ from ...vocab import is_onednn
 from ..rules import expected_kernel
 from ..tally import tally
 
-__all__ = ["DEFAULT_ON_ISAS", "FIND_OUT", "StateRule", "STATE_RULES", "detect_onednn", "run_cpu",
+__all__ = ["DEFAULT_ON_ISAS", "FIND_OUT", "StateRule", "STATE_RULES", "detect_onednn", "known_cpu", "run_cpu",
            "off_cause"]
 
 # TF turns its oneDNN custom operations on by default on x86-64 Linux only where the CPU
@@ -42,6 +43,12 @@ def run_cpu(model: RunModel) -> frozenset[str] | None:
     None where no log says."""
     found = [log.cpu_features for log in model.logs if log.cpu_features is not None]
     return frozenset().union(*found) if found else None
+
+
+def known_cpu(model: RunModel) -> frozenset[str] | None:
+    """The instruction sets the run's CPU had, from the log's CPU line or else the CPU the
+    run recorded (``tb-opmode record``'s manifest); None where neither says."""
+    return _known_cpu(model)[0]
 
 
 def _known_cpu(model: RunModel) -> tuple[frozenset[str] | None, str]:
