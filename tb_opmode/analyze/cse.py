@@ -28,11 +28,19 @@ Where the same line of code created both ops (Keras 2 calls one helper for the l
 for the metric) and their traces, where recorded, are equal, one node ran for them or
 each ran its own: the op created last is counted as run, which it is either way (or its
 twin in its place), and the others are ``(unknown)``.
+
+Grappler merges node by node until nothing changes, so a chain merges whole: three Dense
+layers on one input each reshape it by a shape computed from ``Shape(x)`` and constants
+(Tensordot's ``GatherV2``, ``Prod``, ``Pack``), ops that the dump shows as separate
+though they compute one thing. Mergeable ops whose inputs are the same computation on
+the same tensors, constants alike and traces equal, are such a group; the attributes of
+the ops between (``Pack``'s axis, ``Prod``'s keep_dims) are not recorded, so only the one
+created last is counted as run and the others are ``(unknown)``.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..read.tfdbg import OpCreation
 from ..vocab import REMOVED, UNKNOWN
@@ -49,6 +57,13 @@ DEDUPABLE = frozenset(("Shape", "Size", "Rank", "ExpandDims", "Reshape", "Transp
 # equal traces mean equal attributes. (Cast's Truncate, which no trace shows, is set by
 # no Keras or tf.cast path; a pair differing only in it would be told merged.)
 _DTYPE_DECIDES = frozenset(("Cast",))
+# Pure ops of the shape arithmetic between a tensor and the ops above (Tensordot's, a
+# gradient's), followed when asking whether two ops compute the same thing.
+_SAME_COMPUTATION = DEDUPABLE | frozenset(("GatherV2", "Prod", "Pack", "ConcatV2",
+                                           "StridedSlice", "Range"))
+# Deeper chains are left unmatched (each its own computation): the ops these groups are
+# about sit a few shape ops above a tensor.
+_MAX_DEPTH = 16
 
 
 _WHY = ("grappler's common-subexpression elimination merged identical ops (same type "
@@ -58,6 +73,11 @@ _MAYBE = ("unknown whether it ran: grappler's common-subexpression elimination m
           "constants hold one value, which this dump does not record; one node ran for them, "
           "counted as {kept}. To know, keep TF's log (TF_CPP_VMODULE=executor=1) or dump "
           "with FULL_TENSOR")
+_MAYBE_ALIKE = ("unknown whether it ran: grappler's common-subexpression elimination merges it "
+                "into {kept} where the shape arithmetic above both (the same ops on the same "
+                "tensors, with constants) holds the same values and attributes, which this "
+                "dump does not record; one node ran for them, counted as {kept}. To know, keep "
+                "TF's log (TF_CPP_VMODULE=executor=1)")
 _MAYBE_KEPT = ("{kept} and {listed} may have been merged by grappler's common-subexpression "
                "elimination (their constants' values are not recorded): one node ran for "
                "them at least, counted here")
@@ -68,7 +88,7 @@ def _mergeable(name: str, op: OpCreation, ran: set[str], seen: set[str]) -> bool
     of what grappler compares: left out, to keep this simple)."""
     if op.op_type not in DEDUPABLE or not (name in ran or name in seen):
         return False
-    return bool(op.inputs) and not any(t.startswith("^") for t in op.inputs)
+    return _plain_inputs(op)
 
 
 def _candidate_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
@@ -112,11 +132,53 @@ def _possible_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, 
     return [names for names in groups.values() if len(names) >= 2]
 
 
-def _maybe_merged(kept: str, others: list[str]) -> dict[str, tuple[str, str]]:
+def _computations(ops: Mapping[str, OpCreation]) -> Callable[[str], str]:
+    """tensor -> what computes it: equal for tensors a chain of pure ops computes alike
+    from the same tensors, any constant in the chain standing for any other."""
+    memo: dict[str, str] = {}
+
+    def of(tensor: str, depth: int = 0) -> str:
+        name, slot = tensor_source(tensor)
+        source = ops.get(name)
+        if source is None or depth > _MAX_DEPTH:
+            return f"{name}:{slot}"
+        if source.op_type == "Const":
+            # An op's own constants stay themselves: twins by constants alone are the
+            # same-line rule's (``_possible_groups``), kept to one line of code.
+            return "=?" if depth else f"{name}:{slot}"
+        if source.op_type not in _SAME_COMPUTATION or not _plain_inputs(source):
+            return f"{name}:{slot}"
+        if name not in memo:
+            inputs = ",".join(of(t, depth + 1) for t in source.inputs)
+            memo[name] = f"{source.device}/{source.op_type}({inputs})"
+        return f"{memo[name]}:{slot}"
+
+    return of
+
+
+def _plain_inputs(op: OpCreation) -> bool:
+    return bool(op.inputs) and not any(t.startswith("^") for t in op.inputs)
+
+
+def _computed_alike_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
+                           ran: set[str], seen: set[str]) -> list[list[str]]:
+    """Mergeable ops grouped by device, type, first trace and the computation of each
+    input (``_computations``), where their inputs are not all the same tensors."""
+    computation = _computations(ops)
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for name, op in ops.items():
+        if _mergeable(name, op, ran, seen):
+            traced = str(digests.get((name, 0), 0))
+            groups[(op.device, op.op_type, traced, *map(computation, op.inputs))].append(name)
+    return [names for names in groups.values()
+            if len(names) >= 2 and len({tuple(ops[n].inputs) for n in names}) > 1]
+
+
+def _maybe_merged(kept: str, others: list[str], why: str = _MAYBE) -> dict[str, tuple[str, str]]:
     """Notes of a group that may have been merged: ``kept`` counted as run, the others
-    unknown."""
+    unknown (``why``)."""
     out = {kept: ("", _MAYBE_KEPT.format(kept=kept, listed=", ".join(others)))}
-    out.update({name: (UNKNOWN, _MAYBE.format(kept=kept)) for name in others})
+    out.update({name: (UNKNOWN, why.format(kept=kept)) for name in others})
     return out
 
 
@@ -181,7 +243,7 @@ def _possible_notes(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, i
     for names in _possible_groups(ops, digests, sites, ran, seen):
         found = _kept_and_others(names, seen, order)
         if found is not None and ops[names[0]].op_type not in _DTYPE_DECIDES:
-            out.update(_maybe_merged(*found))
+            out.update(_maybe_merged(*found, why=_MAYBE_ALIKE))
     return out
 
 
@@ -203,4 +265,9 @@ def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str,
     if sites and not whole_tensors:
         maybe = _possible_notes(ops, digests, sites, ran, seen, order)
         out.update({name: note for name, note in maybe.items() if name not in out})
+    for names in _computed_alike_groups(ops, digests, ran, seen):
+        found = _kept_and_others(names, seen, order)
+        if found is not None and ops[names[0]].op_type not in _DTYPE_DECIDES \
+                and not any(name in out for name in names):
+            out.update(_maybe_merged(*found, why=_MAYBE_ALIKE))
     return out

@@ -55,6 +55,12 @@ _XLA = _PROFILE_UNDECIDED.format(what="a jit_compile run's profile names XLA clu
                                       "kernels, and its dump holds only the eager steps")
 _HALF = _PROFILE_UNDECIDED.format(what="its graph kernels are float16/bfloat16 ones, which run "
                                        "stock with oneDNN on too on a CPU without AVX512_FP16/BF16")
+_IDENTITY_OR_REMOVED = ("BERT's gradient Sums over the axes BroadcastGradientArgs computes from two "
+                        "Shapes leave no profiler event whether grappler removed them or kept "
+                        "them as an Identity (which it decides by edges the dump, the graph "
+                        "before grappler, does not show): (unknown), as are the Reshapes after "
+                        "them; measured 2026-12-06: 96.0% right, 4.0% unknown, none wrong on "
+                        "TF 2.21 and 2.13")
 _LATE_KERAS2 = ("a window late in the run (its 100th step) proves nothing by a missing event (the "
                 "executor traces a node only for its first ~90 runs), and Keras 2's loss x * c, "
                 "whose trace equals x's, may be x * 1, which grappler removes: (unknown). Which "
@@ -65,6 +71,7 @@ FLOORS: dict[str, tuple[dict[str, float], str]] = {
     "mixed_bf16": ({"2.21": 0.9806}, _HALF),
     "mixed_f16": ({"2.21": 0.9835, "2.13": 0.9834, "2.22": 0.9835}, _HALF),
     "xla": ({"2.21": 0.7318, "2.13": 0.7318, "2.22": 0.7318}, _XLA),
+    "hf_bert": ({"2.21": 0.955, "2.13": 0.955}, _IDENTITY_OR_REMOVED),
 }
 # With the log, every execution is right but for these (the floor, why).
 WITH_LOG_GAPS: dict[str, tuple[dict[str, float], str]] = {}
@@ -79,6 +86,7 @@ UNKNOWN_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
     "mixed_bf16": ({"2.21": 0.0194}, _HALF),
     "mixed_f16": ({"2.21": 0.0165, "2.13": 0.0116, "2.22": 0.0165}, _HALF),
     "xla": ({"2.21": 0.2682, "2.13": 0.2632, "2.22": 0.2682}, _XLA),
+    "hf_bert": ({"2.21": 0.045, "2.13": 0.045}, _IDENTITY_OR_REMOVED),
 }
 # Cells whose dump-only answer rests on a CPU feature of the machine that ran them: the
 # bf16 rules hold where the CPU has AVX512_BF16 (or AMX), so the floor is only asked there.
@@ -91,14 +99,7 @@ SCORINGS = {"score_with": "with the log", "score_without": "dump + profile",
 # Cells with more than 0.1% wrong without the whole log (dump + profile, dump alone, dump +
 # start-up lines; with the log nothing is wrong): per TF minor version the share they are
 # held to (measured, rounded up), and why. Known gaps, not targets.
-WRONG_ALLOWED: dict[str, tuple[dict[str, float], str]] = {
-    # TF 2.21 measured on 2026-12-05, TF 2.13 (Keras 2) on 2026-12-04's AVX2 machine, whose
-    # start-up scoring was worse; both with the dump and the profile.
-    "hf_bert": ({"2.21": 0.0124, "2.13": 0.0117},
-                "BERT's gradient Sums over no axes that grappler turned into an Identity and "
-                "removed or kept by the edges it adds, which the dump (the graph before "
-                "grappler) does not show, and the Reshapes after them"),
-}
+WRONG_ALLOWED: dict[str, tuple[dict[str, float], str]] = {}
 
 
 def _minor(cell: dict[str, Any]) -> str:

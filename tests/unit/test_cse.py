@@ -115,3 +115,47 @@ def test_twins_of_other_lines_or_other_traces_are_left_alone() -> None:
                              SAME_LINE) == {}
     # Both seen run: not merged.
     assert merged_duplicates(graph(LABELS), {}, False, set(), ran, SAME_LINE) == {}
+
+
+# HuggingFace BERT's query, key and value Dense layers on one input (TF 2.21's truth
+# matrix, a FULL_HEALTH dump): each Tensordot transposes and reshapes the input by a
+# shape computed from Shape(x) and constants; grappler merged the chains and ran the
+# value's Reshape only.
+def tensordot(layer: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    p = f"{layer}/Tensordot/"
+    return [(p + "free", "Const", ()), (p + "axes", "Const", ()),
+            (p + "Shape", "Shape", ("x:0",)),
+            (p + "GatherV2", "GatherV2", (p + "Shape:0", p + "free:0", p + "axis:0")),
+            (p + "axis", "Const", ()), (p + "Const", "Const", ()),
+            (p + "Prod", "Prod", (p + "GatherV2:0", p + "Const:0")),
+            (p + "stack", "Pack", (p + "Prod:0", p + "Prod:0")),
+            (p + "concat", "ConcatV2", (p + "free:0", p + "axes:0", p + "axis:0")),
+            (p + "transpose", "Transpose", ("x:0", p + "concat:0")),
+            (p + "Reshape", "Reshape", (p + "transpose:0", p + "stack:0"))]
+
+
+QKV = [("x", "SelectV2", ())] + tensordot("query") + tensordot("key") + tensordot("value")
+QKV_RESHAPES = {"query/Tensordot/Reshape", "key/Tensordot/Reshape", "value/Tensordot/Reshape"}
+
+
+def test_reshapes_by_one_computed_shape_of_one_input_may_be_merged() -> None:
+    traced = {(name, 0): 11 for name in QKV_RESHAPES}
+    got = merged_duplicates(graph(QKV), traced, False, QKV_RESHAPES, set())
+    assert got["value/Tensordot/Reshape"][0] == ""  # the one created last, counted as run
+    for name in ("query/Tensordot/Reshape", "key/Tensordot/Reshape"):
+        assert got[name][0] == UNKNOWN and "shape arithmetic" in got[name][1]
+
+
+def test_computed_alike_but_traced_apart_do_not_merge() -> None:
+    """Other traces (another shape, other values): another constant somewhere above."""
+    traced = {("query/Tensordot/Reshape", 0): 11, ("key/Tensordot/Reshape", 0): 12,
+              ("value/Tensordot/Reshape", 0): 13}
+    assert merged_duplicates(graph(QKV), traced, False, QKV_RESHAPES, set()) == {}
+
+
+def test_reshapes_of_other_inputs_do_not_merge() -> None:
+    other = [(n, t, tuple(i.replace("x:0", "y:0") for i in ins))
+             for n, t, ins in tensordot("key")]
+    ops = [("x", "SelectV2", ()), ("y", "SelectV2", ())] + tensordot("query") + other
+    ran = {"query/Tensordot/Reshape", "key/Tensordot/Reshape"}
+    assert merged_duplicates(graph(ops), {}, False, ran, set()) == {}

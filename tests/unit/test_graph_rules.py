@@ -26,7 +26,8 @@ _TABLE_NAMES = {rule.name for rule in GRAPH_RULES}
 # and the passes after it.
 _OTHER_NAMES = {graph.EXECUTED_NODE_RULE, graph.MERGED_DUPLICATE_RULE, FILTER_BIAS_RULE,
                 "gradient_reshape_sum_removed", "gradient_reshape_sum_over_no_axes",
-                "gradient_reshape_sum_kept_rank", "gradient_reshape_after_removed"}
+                "gradient_reshape_sum_kept_rank", "gradient_reshape_after_removed",
+                "gradient_reshape_sum_untold"}
 _ENDINGS = (verdict.UNSEEN, verdict.UNSEEN_IN_GRAPH, verdict.FROM_GRAPH, verdict.FROM_PROFILE)
 
 
@@ -69,3 +70,36 @@ def test_no_output_carries_the_rule(full_model: RunModel, full_health: Fixture) 
     for text in outputs:
         assert '"rule"' not in text
         assert not [name for name in used if name in text]
+
+
+def _reduction_site(axes_type: str, shapes: str = "Shape") -> object:
+    """A gradient's Sum(g, axes) as HuggingFace BERT's LayerNorm has (TF 2.21's truth
+    matrix), its axes made by an op of ``axes_type`` from two ops of type ``shapes``."""
+    from types import SimpleNamespace
+
+    from tb_opmode.read.tfdbg import OpCreation
+
+    def op(name: str, op_type: str, inputs: tuple[str, ...] = ()) -> OpCreation:
+        return OpCreation(op_type, name, "g", "/cpu:0", 1, (), inputs)
+
+    ops = {"g": op("g", "Mul"), "a": op("a", shapes), "b": op("b", shapes),
+           "bga": op("bga", axes_type, ("a:0", "b:0")),
+           "mul_1/Sum": op("mul_1/Sum", "Sum", ("g:0", "bga:0"))}
+    return SimpleNamespace(op=SimpleNamespace(op_type="Sum", op_name="mul_1/Sum"),
+                           created=ops["mul_1/Sum"], graph_ops=ops)
+
+
+def test_a_reduction_over_computed_axes_without_an_event_is_unknown() -> None:
+    """Grappler turns such a Sum it proves a no-op into an Identity, which leaves no
+    profiler event either and which it keeps or bypasses by edges the dump does not show
+    (the matrix's hf_bert: mul_1/Sum ran as Identity, mul_2/Sum_1 was removed)."""
+    from tb_opmode.analyze.kernels import graph_rules
+
+    assert graph_rules._reduces_over_computed_axes(_reduction_site("BroadcastGradientArgs"))
+    # Constant axes, a Range over a rank grappler folds (Keras 3's losses), or the axes of
+    # two constant shapes (Keras 2's loss of scalars, TF 2.13's matrix) leave no control
+    # input that could keep an Identity: removed.
+    assert not graph_rules._reduces_over_computed_axes(_reduction_site("Const"))
+    assert not graph_rules._reduces_over_computed_axes(_reduction_site("Range"))
+    assert not graph_rules._reduces_over_computed_axes(
+        _reduction_site("BroadcastGradientArgs", shapes="Const"))

@@ -46,6 +46,7 @@ MERGED_DUPLICATE_RULE = "merged_duplicate"
 _SUM_REMOVED_RULE = "gradient_reshape_sum_removed"
 _SUM_RAN_OVER_NO_AXES_RULE = "gradient_reshape_sum_over_no_axes"
 _SUM_KEPT_RANK_RULE = "gradient_reshape_sum_kept_rank"
+_SUM_UNTOLD_RULE = "gradient_reshape_sum_untold"
 _AFTER_REMOVED_RESHAPE_RULE = "gradient_reshape_after_removed"
 _AFTER_REMOVED_RESHAPE = ("unknown whether it ran: it reshapes {below}, which grappler removed "
                           "as a no-op by static shapes, so it knew the shapes here too, and "
@@ -207,8 +208,10 @@ def _gradient_reshapes(model: RunModel, resolved: list[OpKernel],
     Reshape; a Sum that ran over no axes (its trace equals its input's) means the
     shapes were not known, so the Reshape ran too; a Sum that kept its rank and reduced
     has the very static shape the Reshape restores, and grappler removes that Reshape.
-    A Reshape left to the default that reads a Reshape removed so is ``(unknown)``: the
-    shapes were static there, so it may be a no-op too (the Sum's own gradient)."""
+    A Sum that left no event but may have run as an Identity (a reduction over the axes
+    of symbolic shapes, ``graph_rules``) leaves its Reshape ``(unknown)`` too. A Reshape
+    left to the default that reads a Reshape removed so is ``(unknown)``: the shapes were
+    static there, so it may be a no-op too (the Sum's own gradient)."""
     decided = {(op.graph_id, op.op_name): op for op in resolved}
     decided.update({(op.graph_id, op.op_name): op for _i, op in unresolved})
     for i, op in unresolved:
@@ -252,7 +255,7 @@ def _gradient_reshape_verdict(dump: DumpSet, op: OpKernel,
     source, summed = summed_input
     mine = lowest_digest(dump.trace_digests, op.graph_id, source.op_name)
     theirs = input_digest(dump, op.graph_id, source.inputs[0])
-    if blind and summed.kernel != REMOVED:
+    if blind and summed.kernel not in (REMOVED, UNKNOWN):
         return None
     if not blind and (not mine or not theirs):
         return None
@@ -284,12 +287,19 @@ def _summed_input(dump: DumpSet, op: OpKernel, decided: dict[tuple[str, str], Op
 def _decided_by_events(op: OpKernel) -> bool:
     """Whether a log or profile decided the op: it saw its node, or no event of it."""
     return op.evidence in ("profile", "log") or (
-        op.kernel == REMOVED and op.rule == NO_PROFILER_EVENT)
+        op.kernel in (REMOVED, UNKNOWN) and op.rule == NO_PROFILER_EVENT)
 
 
 def _reshape_after_sum(sum_name: str, summed: OpKernel, mine: int,
                        theirs: int) -> tuple[str, Verdict] | None:
     """What the Sum below a Reshape shows grappler knew of the shapes."""
+    if summed.kernel == UNKNOWN:
+        return _SUM_UNTOLD_RULE, Verdict(
+            UNKNOWN, f"unknown whether it ran: it reshapes {sum_name} back, which left no "
+                     f"profiler event (removed, or an Identity the profiler does not trace), so "
+                     f"grappler proved that Sum's axes empty; whether that proves this Reshape "
+                     f"a no-op depends on static shapes the dump does not record. To know, keep "
+                     f"TF's log (TF_CPP_VMODULE=executor=1)")
     if summed.kernel == REMOVED:
         return _SUM_REMOVED_RULE, Verdict(
             REMOVED, f"removed by grappler with its input {sum_name}: that Sum left no profiler "

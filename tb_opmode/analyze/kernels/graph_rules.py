@@ -60,6 +60,12 @@ SINGLE_PACK = ("rewritten by grappler into ExpandDims: it packs a single tensor,
                "grappler's constant folding turns into an ExpandDims")
 PROFILED_NO_EVENT = ("no profiler event for it although its debug node ran in the same step: "
                      "grappler most likely removed or folded it")
+REDUCED_NO_EVENT = ("unknown whether it ran: no {op_type} kernel ran (no profiler event of its "
+                    "own in a step that ran its debug node), but its axes are computed (a "
+                    "gradient's BroadcastGradientArgs): where static shapes show it reduces "
+                    "over no axes, grappler turns it into an Identity, which the profiler does "
+                    "not trace, and keeps that Identity or bypasses it by edges the dump does "
+                    "not show. To know, keep TF's log (TF_CPP_VMODULE=executor=1)")
 SAME_TYPE_CAST = ("removed by grappler: its debug summary equals its input's, dtype included, "
                   "so it casts to the type it has, and grappler removes such casts")
 TIMES_ONES = ("removed by grappler: it multiplies by a constant of ones (a gradient's seed), "
@@ -196,7 +202,27 @@ def _profiled_no_event(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]
     # unless it ran often enough for the executor to stop tracing it.
     if not (site.no_own_event and site.traced_always):
         return None
+    if _reduces_over_computed_axes(site):
+        return Verdict(UNKNOWN, REDUCED_NO_EVENT.format(op_type=site.op.op_type))
     return Verdict(REMOVED, PROFILED_NO_EVENT)
+
+
+def _reduces_over_computed_axes(site: OpSite) -> bool:
+    """A gradient's reduction over the axes ``BroadcastGradientArgs`` computes from the
+    ``Shape`` of a tensor: where grappler proves the two shapes equal symbolically (a
+    batch dimension unknown till run time on both sides), it materializes those axes as
+    constants that keep a control input on the shapes they came from, and replaces the
+    reduction by an Identity that inherits it; the dependency optimizer keeps that
+    Identity or bypasses it by the edges it would add. Axes of constant shapes (Keras 2's
+    loss of a scalar) fold with no such input, and the reduction is removed."""
+    inputs = data_inputs(site.created.inputs) if site.created is not None else []
+    if site.op.op_type not in REDUCTIONS or len(inputs) < 2:
+        return False
+    axes = site.graph_ops.get(strip_slot(inputs[1]))
+    if axes is None or axes.op_type != "BroadcastGradientArgs":
+        return False
+    shapes = [site.graph_ops.get(strip_slot(t)) for t in data_inputs(axes.inputs)]
+    return any(shape is None or shape.op_type != "Const" for shape in shapes)
 
 
 def _same_type_cast(ctx: InferenceContext, site: OpSite) -> Optional[Verdict]:
@@ -400,7 +426,9 @@ GRAPH_RULES: tuple[Rule, ...] = (
     Rule("bypassed_in_no_tensor_dump", _bypassed_in_no_tensor_dump,
          "bypassed or pruned, as a NO_TENSOR dump's graph shows (``no_tensor``)"),
     Rule(NO_PROFILER_EVENT, _profiled_no_event,
-         "removed: no event of its own in a step that ran its debug node, while traced at every run"),
+         "removed: no event of its own in a step that ran its debug node, while traced at every run "
+         "(unknown for a gradient's reduction over BroadcastGradientArgs: an Identity leaves "
+         "none either)"),
     Rule("same_type_cast", _same_type_cast, "removed: a Cast whose trace equals its input's"),
     Rule("times_ones", _times_ones, "removed: x * ones, its trace equal to x's"),
     Rule("times_zero", _times_zero, "constant-folded: a variable times a constant of zeros"),
