@@ -174,6 +174,20 @@ def _computed_alike_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple
             if len(names) >= 2 and len({tuple(ops[n].inputs) for n in names}) > 1]
 
 
+def _computed_alike_notes(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
+                          ran: set[str], seen: set[str], order: dict[str, int],
+                          decided: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """The notes of the groups computed alike (``_computed_alike_groups``) none of whose
+    ops another group decided; Casts left out, as in ``_possible_notes``."""
+    out: dict[str, tuple[str, str]] = {}
+    for names in _computed_alike_groups(ops, digests, ran, seen):
+        found = _kept_and_others(names, seen, order)
+        if found is not None and ops[names[0]].op_type not in _DTYPE_DECIDES \
+                and not any(name in decided for name in names):
+            out.update(_maybe_merged(*found, why=_MAYBE_ALIKE))
+    return out
+
+
 def _maybe_merged(kept: str, others: list[str], why: str = _MAYBE) -> dict[str, tuple[str, str]]:
     """Notes of a group that may have been merged: ``kept`` counted as run, the others
     unknown (``why``)."""
@@ -265,9 +279,5 @@ def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str,
     if sites and not whole_tensors:
         maybe = _possible_notes(ops, digests, sites, ran, seen, order)
         out.update({name: note for name, note in maybe.items() if name not in out})
-    for names in _computed_alike_groups(ops, digests, ran, seen):
-        found = _kept_and_others(names, seen, order)
-        if found is not None and ops[names[0]].op_type not in _DTYPE_DECIDES \
-                and not any(name in out for name in names):
-            out.update(_maybe_merged(*found, why=_MAYBE_ALIKE))
+    out.update(_computed_alike_notes(ops, digests, ran, seen, order, decided=out))
     return out
