@@ -61,11 +61,11 @@ SINGLE_PACK = ("rewritten by grappler into ExpandDims: it packs a single tensor,
 PROFILED_NO_EVENT = ("no profiler event for it although its debug node ran in the same step: "
                      "grappler most likely removed or folded it")
 REDUCED_NO_EVENT = ("unknown whether it ran: no {op_type} kernel ran (no profiler event of its "
-                    "own in a step that ran its debug node), but its axes are computed (a "
-                    "gradient's BroadcastGradientArgs): where static shapes show it reduces "
-                    "over no axes, grappler turns it into an Identity, which the profiler does "
-                    "not trace, and keeps that Identity or bypasses it by edges the dump does "
-                    "not show. To know, keep TF's log (TF_CPP_VMODULE=executor=1)")
+                    "own in a step that ran its debug node), so grappler removed it or left an "
+                    "Identity in its place, which the profiler does not trace; which of the two "
+                    "depends on edges after grappler's passes that the dump does not show (its "
+                    "axes come from a gradient's BroadcastGradientArgs of two shapes). To know, "
+                    "keep TF's log (TF_CPP_VMODULE=executor=1)")
 SAME_TYPE_CAST = ("removed by grappler: its debug summary equals its input's, dtype included, "
                   "so it casts to the type it has, and grappler removes such casts")
 TIMES_ONES = ("removed by grappler: it multiplies by a constant of ones (a gradient's seed), "
