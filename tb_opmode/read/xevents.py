@@ -276,20 +276,14 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
     folding = _folding(kind, usable, off, dur, stats, ok_stat, stat_ids.get("id"), fold)
 
     ops = np.flatnonzero(usable & (kind == _OP) & ~folding)
-    nodes = node_column[index[ops]].tolist()
-    kernels = kernel_column[index[ops]].tolist()
     async_ops = _async_launches(kind, stats, ok_stat, folding, stat_ids, stat_names)
     if async_ops:  # async launches interleave with the other ops in line order
-        merged = sorted(list(zip(ops.tolist(), nodes, kernels)) + async_ops)
-        ops = np.array([e for e, _, _ in merged], dtype=np.int64)
-        nodes, kernels = [n for _, n, _ in merged], [k for _, _, k in merged]
-    durations = dns[ops]
-    prof.graph_ops.extend(zip(nodes, kernels, ts[ops].tolist(), durations.tolist()))
-    if async_ops:
-        _tally_events(prof.graph_tally, zip(nodes, kernels), durations.tolist())
+        _add_with_async_launches(prof, ops, async_ops, index, node_column, kernel_column, ts, dns)
     else:
-        _tally_by_ids(prof.graph_tally, index[ops],
-                      lambda i: (node_column[i], kernel_column[i]), durations)
+        ids, durations = index[ops], dns[ops]
+        prof.graph_ops.add((node_column, ids), (kernel_column, ids), ts[ops], durations)
+        _tally_by_ids(prof.graph_tally, ids, lambda i: (node_column[i], kernel_column[i]),
+                      durations)
 
     other = (kind == _OTHER) & usable
     _eager_ops(kind, other, stats, stat_ids, stat_names, ts, dns, prof)
@@ -300,6 +294,21 @@ def _read_line(timestamp_ns: int, events: tuple[np.ndarray, np.ndarray, np.ndarr
         prof.function_calls.extend(zip(names, ts[events].tolist(), dns[events].tolist()))
     _graph_building(other, index, name_column, ts, dns, prof)
     _iterator_specs(kind == _DATA, usable, stats, ok_stat, stat_ids, stat_names, prof)
+
+
+def _add_with_async_launches(prof: Profile, ops: np.ndarray, async_ops: list[tuple[int, Any, Any]],
+                             index: np.ndarray, node_column: np.ndarray, kernel_column: np.ndarray,
+                             ts: np.ndarray, dns: np.ndarray) -> None:
+    """A window's graph ops and its async launches (named by stats), in line order, into
+    ``prof.graph_ops`` and its tally, event by event: async launches are rare."""
+    nodes = node_column[index[ops]].tolist()
+    kernels = kernel_column[index[ops]].tolist()
+    merged = sorted(list(zip(ops.tolist(), nodes, kernels)) + async_ops)
+    ops = np.array([e for e, _, _ in merged], dtype=np.int64)
+    nodes, kernels = [n for _, n, _ in merged], [k for _, _, k in merged]
+    durations = dns[ops].tolist()
+    prof.graph_ops.extend(zip(nodes, kernels, ts[ops].tolist(), durations))
+    _tally_events(prof.graph_tally, zip(nodes, kernels), durations)
 
 
 def _tally_by_ids(tally: dict[Any, list[int]], ids: np.ndarray, key_of: Callable[[int], Any],
@@ -370,14 +379,14 @@ def _eager_ops(kind: np.ndarray, other: np.ndarray, stats: _Stats, stat_ids: dic
     f = _last(stats, stat_ids.get("is_func"))
     is_func[stats.event[f]] = stats.truthy(f, stat_names)
     events = stats.event[j]
-    op_types, funcs, durations = stats.texts(j, stat_names), is_func[events], dns[events]
-    prof.eager_ops.extend(zip(op_types, funcs.tolist(), ts[events].tolist(), durations.tolist()))
+    op_types, funcs, durations = stats.text_column(j, stat_names), is_func[events], dns[events]
+    prof.eager_ops.add(op_types, funcs, ts[events], durations)
     refs = stats.ref[j].astype(np.int64)
     if refs.size and int(refs.min()) > 0:  # every op type an interned string: by its id
         _tally_by_ids(prof.eager_tally, refs * 2 + funcs,
                       lambda k: (stat_names.get(k >> 1, ""), bool(k & 1)), durations)
     else:
-        _tally_events(prof.eager_tally, zip(op_types, funcs.tolist()), durations.tolist())
+        _tally_events(prof.eager_tally, zip(op_types.tolist(), funcs.tolist()), durations.tolist())
 
 
 def _graph_building(other: np.ndarray, index: np.ndarray, name_column: np.ndarray, ts: np.ndarray,

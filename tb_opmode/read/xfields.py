@@ -62,12 +62,16 @@ class _Stats:
 
     def texts(self, i: np.ndarray, names: dict[int, str]) -> list[str]:
         """The values of stats ``i`` as text (numbers too, see number_text)."""
+        texts: list[str] = self.text_column(i, names).tolist()
+        return texts
+
+    def text_column(self, i: np.ndarray, names: dict[int, str]) -> np.ndarray:
+        """``texts`` as an object array."""
         out = self._names(self.ref[i], names)
         for j in np.flatnonzero(self.ref[i] == 0).tolist():
             k = int(i[j])
             out[j] = self.text(k, names) or self.number_text(k)
-        texts: list[str] = out.tolist()
-        return texts
+        return out
 
     def number_text(self, i: int) -> str:
         """A non-string value as text: the first non-zero of int64, uint64,

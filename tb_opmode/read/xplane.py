@@ -61,6 +61,7 @@ from typing import Any
 
 from ..errors import Problem
 from . import fs, xevents
+from .op_events import OpEvents
 from .xtypes import _EPOCH_MIN_NS, HOST_PLANE, Profile
 
 __all__ = ["Profile", "read_profile", "find_profiles", "HOST_PLANE", "CONSTANT_FOLDING_STEP_ID"]
@@ -189,7 +190,7 @@ def _read_events(pread: Callable[[int, int], bytes], size: int, mtime_ns: int,
             base, prof.time_source = 0, "file_mtime"  # shifted below, once the span is known
         if xevents.decode(pread, planes, base, prof):
             break
-        prof.eager_ops, prof.graph_ops, prof.function_calls = [], [], []
+        prof.eager_ops, prof.graph_ops, prof.function_calls = OpEvents(), OpEvents(), []
         prof.data_thread_ops, prof.graph_tally, prof.eager_tally = [], {}, {}
         prof.iterator_specs, prof.graph_building = [], []
         prof.problems, prof.start_ns, prof.end_ns = [], 0, 0
@@ -197,8 +198,8 @@ def _read_events(pread: Callable[[int, int], bytes], size: int, mtime_ns: int,
         prof.problems.append(Problem(prof.path, 0, f"no events on the {HOST_PLANE} plane"))
     elif prof.time_source == "file_mtime":
         shift = mtime_ns - prof.end_ns
-        prof.eager_ops = [(o, f, s + shift, d) for o, f, s, d in prof.eager_ops]
-        prof.graph_ops = [(n, k, s + shift, d) for n, k, s, d in prof.graph_ops]
+        prof.eager_ops = prof.eager_ops.shifted(shift, field=2)
+        prof.graph_ops = prof.graph_ops.shifted(shift, field=2)
         prof.function_calls = [(n, s + shift, d) for n, s, d in prof.function_calls]
         prof.graph_building = [(s + shift, d) for s, d in prof.graph_building]
         prof.start_ns += shift

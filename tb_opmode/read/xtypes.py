@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Problem
+from .op_events import OpEvents
 
 __all__ = ["Profile", "HOST_PLANE"]
 
@@ -56,9 +57,10 @@ class Profile:
     host: str
     start_ns: int = 0
     end_ns: int = 0
-    eager_ops: list[tuple[str, bool, int, int]] = field(default_factory=list)
-    """(op type from stat eager_op, is_func, start_ns, duration_ns)"""
-    graph_ops: list[tuple[str, str, int, int]] = field(default_factory=list)
+    eager_ops: OpEvents = field(default_factory=OpEvents)
+    """(op type from stat eager_op, is_func, start_ns, duration_ns); a list given is kept
+    as ``OpEvents``"""
+    graph_ops: OpEvents = field(default_factory=OpEvents)
     """(node_name as written, incl. call prefixes; kernel_type, start_ns, duration_ns)"""
     graph_tally: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     """(node, kernel) -> [events, total duration_ns] over ``graph_ops``, keys in the order
@@ -83,6 +85,12 @@ class Profile:
     time_source: str = ""
     """"profile_start_time" (exact), "line_timestamps" (already epoch),
     "file_mtime" (estimated, TF 2.13) or "" (nothing read)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.eager_ops, OpEvents):
+            self.eager_ops = OpEvents(self.eager_ops)
+        if not isinstance(self.graph_ops, OpEvents):
+            self.graph_ops = OpEvents(self.graph_ops)
 
 
 def _event_kinds(plane: Any) -> dict[int, tuple[int, str, str, str]]:
