@@ -395,7 +395,8 @@ def _graph_building(other: np.ndarray, index: np.ndarray, name_column: np.ndarra
     ``prof.graph_building``."""
     events = np.flatnonzero(other)
     if events.size:
-        events = events[name_column[index[events]] == GRAPH_BUILDING]
+        # Compared per metadata entry (hundreds), not per event (a string each).
+        events = events[(name_column == GRAPH_BUILDING)[index[events]]]
         prof.graph_building.extend(zip(ts[events].tolist(), dns[events].tolist()))
 
 
