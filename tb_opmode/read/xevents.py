@@ -14,9 +14,9 @@ windows of ``_WINDOW`` bytes: ``xchains._walk`` finds where each event starts an
 all at once for XEvent's layout as TF writes it (``wire.scan``, field by field, for
 any other); lines are read two at a time in threads (numpy releases the GIL).
 The stats of the events that need them are decoded the same way (``xfields._stats``).
-Here the decoded columns become the ``Profile``'s entries (``_read_line``): only the
-output tuples are built one by one. Memory is the output plus a few windows,
-whatever the file's size. ``tests/xplane_reference.py`` is the plain
+Here the decoded columns become the ``Profile``'s entries (``_read_line``); its op
+events stay columns (``op_events.OpEvents``) until something reads them. Memory is the
+output plus a few windows, whatever the file's size. ``tests/xplane_reference.py`` is the plain
 event-by-event reading this must equal.
 """
 from __future__ import annotations
