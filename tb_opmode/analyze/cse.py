@@ -174,21 +174,7 @@ def _computed_alike_groups(ops: Mapping[str, OpCreation], digests: Mapping[tuple
             if len(names) >= 2 and len({tuple(ops[n].inputs) for n in names}) > 1]
 
 
-def _computed_alike_notes(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
-                          ran: set[str], seen: set[str], order: dict[str, int],
-                          decided: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
-    """The notes of the groups computed alike (``_computed_alike_groups``) none of whose
-    ops another group decided; Casts left out, as in ``_possible_notes``."""
-    out: dict[str, tuple[str, str]] = {}
-    for names in _computed_alike_groups(ops, digests, ran, seen):
-        found = _kept_and_others(names, seen, order)
-        if found is not None and ops[names[0]].op_type not in _DTYPE_DECIDES \
-                and not any(name in decided for name in names):
-            out.update(_maybe_merged(*found, why=_MAYBE_ALIKE))
-    return out
-
-
-def _maybe_merged(kept: str, others: list[str], why: str = _MAYBE) -> dict[str, tuple[str, str]]:
+def _maybe_merged(kept: str, others: list[str], why: str) -> dict[str, tuple[str, str]]:
     """Notes of a group that may have been merged: ``kept`` counted as run, the others
     unknown (``why``)."""
     out = {kept: ("", _MAYBE_KEPT.format(kept=kept, listed=", ".join(others)))}
@@ -248,16 +234,18 @@ def _group_notes(names: list[str], seen: set[str],
     return notes(*found)
 
 
-def _possible_notes(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str, int], int],
-                    sites: Mapping[str, str], ran: set[str], seen: set[str],
-                    order: dict[str, int]) -> dict[str, tuple[str, str]]:
-    """The notes of the groups that may have been merged (``_possible_groups``); Casts
-    left out, whose DstT no unrecorded trace fixes."""
+def _maybe_notes(groups: list[list[str]], ops: Mapping[str, OpCreation], seen: set[str],
+                 order: dict[str, int], why: str,
+                 decided: Mapping[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """The notes of groups that may have been merged (``_possible_groups``,
+    ``_computed_alike_groups``), each of the others saying ``why``; Casts left out, whose
+    DstT no unrecorded trace fixes, and groups an op of which is already ``decided``."""
     out: dict[str, tuple[str, str]] = {}
-    for names in _possible_groups(ops, digests, sites, ran, seen):
+    for names in groups:
         found = _kept_and_others(names, seen, order)
-        if found is not None and ops[names[0]].op_type not in _DTYPE_DECIDES:
-            out.update(_maybe_merged(*found, why=_MAYBE_ALIKE))
+        if found is not None and ops[names[0]].op_type not in _DTYPE_DECIDES \
+                and not any(name in decided for name in names):
+            out.update(_maybe_merged(*found, why=why))
     return out
 
 
@@ -277,7 +265,9 @@ def merged_duplicates(ops: Mapping[str, OpCreation], digests: Mapping[tuple[str,
                                              ops[names[0]].op_type):
             out.update(_group_notes(names, seen, order))
     if sites and not whole_tensors:
-        maybe = _possible_notes(ops, digests, sites, ran, seen, order)
+        maybe = _maybe_notes(_possible_groups(ops, digests, sites, ran, seen), ops, seen, order,
+                             _MAYBE, decided={})
         out.update({name: note for name, note in maybe.items() if name not in out})
-    out.update(_computed_alike_notes(ops, digests, ran, seen, order, decided=out))
+    out.update(_maybe_notes(_computed_alike_groups(ops, digests, ran, seen), ops, seen, order,
+                            _MAYBE_ALIKE, decided=out))
     return out

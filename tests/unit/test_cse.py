@@ -88,6 +88,7 @@ def test_twins_by_constants_not_recorded_count_one_run_and_the_rest_unknown() ->
     ran = {"ExpandDims", "ExpandDims_1"}
     got = merged_duplicates(graph(LABELS), {}, False, ran, set(), SAME_LINE)
     assert got["ExpandDims"][0] == UNKNOWN and "ExpandDims_1" in got["ExpandDims"][1]
+    assert "same line of code" in got["ExpandDims"][1]
     assert got["ExpandDims_1"][0] == "" and "ExpandDims" in got["ExpandDims_1"][1]
     # The one a log or profile saw is the one counted.
     seen = merged_duplicates(graph(LABELS), {}, False, {"ExpandDims_1"}, {"ExpandDims"}, SAME_LINE)
