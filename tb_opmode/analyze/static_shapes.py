@@ -33,8 +33,8 @@ from typing import Optional
 from ..read.tfdbg import OpCreation
 from .nodes import data_inputs, tensor_source
 
-__all__ = ["BATCH_ASSUMPTION", "BATCH_SEEN", "SHAPE_NOT_FOLDED", "unfolded_gradient_reductions",
-           "unprovable_reshapes"]
+__all__ = ["BATCH_ASSUMPTION", "BATCH_SEEN", "SHAPE_NOT_FOLDED", "broadcast_gradient_axes",
+           "unfolded_gradient_reductions", "unprovable_reshapes"]
 
 # Element-wise ops whose output keeps an operand's unknown dimensions when the other
 # operand is an ExpandDims (a dimension of 1 there broadcasts to the unknown one).
@@ -200,7 +200,7 @@ def _reshapes_of_first_outputs(ops: dict[str, OpCreation]) -> dict[str, list[str
     return reshapes_of
 
 
-def _axes_from(op: OpCreation, ops: dict[str, OpCreation]) -> OpCreation | None:
+def broadcast_gradient_axes(op: OpCreation, ops: dict[str, OpCreation]) -> OpCreation | None:
     """The BroadcastGradientArgs a Sum's reduction axes come from (None: not such a Sum)."""
     inputs = data_inputs(op.inputs)
     if op.op_type != "Sum" or len(inputs) != 2:
@@ -268,7 +268,7 @@ def unfolded_gradient_reductions(ops: dict[str, OpCreation],
     out: dict[str, str] = {}
     reshapes_of = _reshapes_of_first_outputs(ops)
     for op in ops.values():
-        bga = _axes_from(op, ops)
+        bga = broadcast_gradient_axes(op, ops)
         sides = _operand_sides(bga, ops, rank_of) if bga is not None else None
         if bga is None or sides is None or not _axes_stay_computed(sides):
             continue

@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple, Optional
 from ...vocab import REMOVED, UNKNOWN
 from ..nodes import data_inputs
 from ..rules import covers, parse_version
-from ..static_shapes import SHAPE_NOT_FOLDED
+from ..static_shapes import SHAPE_NOT_FOLDED, broadcast_gradient_axes
 from .context import InferenceContext, OpSite, ShapeProofs
 from .fusions import fused_by_pattern, fused_into_consumer, fused_with_sibling
 from .grappler import (
@@ -215,13 +215,10 @@ def _reduces_over_computed_axes(site: OpSite) -> bool:
     reduction by an Identity that inherits it; the dependency optimizer keeps that
     Identity or bypasses it by the edges it would add. Axes of constant shapes (Keras 2's
     loss of a scalar) fold with no such input, and the reduction is removed."""
-    inputs = data_inputs(site.created.inputs) if site.created is not None else []
-    if site.op.op_type not in REDUCTIONS or len(inputs) < 2:
+    bga = broadcast_gradient_axes(site.created, site.graph_ops) if site.created is not None else None
+    if bga is None:
         return False
-    axes = site.graph_ops.get(strip_slot(inputs[1]))
-    if axes is None or axes.op_type != "BroadcastGradientArgs":
-        return False
-    shapes = [site.graph_ops.get(strip_slot(t)) for t in data_inputs(axes.inputs)]
+    shapes = [site.graph_ops.get(strip_slot(t)) for t in data_inputs(bga.inputs)]
     return any(shape is None or shape.op_type != "Const" for shape in shapes)
 
 
