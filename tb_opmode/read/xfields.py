@@ -60,13 +60,9 @@ class _Stats:
         number = (self.i64[i] != 0) | (self.u64[i] != 0) | (self.dbl[i] != 0) | (self.bytes_len[i] > 0)
         return np.where(self.ref[i] != 0, named, (self.str_len[i] > 0) | number)
 
-    def texts(self, i: np.ndarray, names: dict[int, str]) -> list[str]:
-        """The values of stats ``i`` as text (numbers too, see number_text)."""
-        texts: list[str] = self.text_column(i, names).tolist()
-        return texts
-
     def text_column(self, i: np.ndarray, names: dict[int, str]) -> np.ndarray:
-        """``texts`` as an object array."""
+        """The values of stats ``i`` as text (numbers too, see number_text), an object
+        array."""
         out = self._names(self.ref[i], names)
         for j in np.flatnonzero(self.ref[i] == 0).tolist():
             k = int(i[j])
