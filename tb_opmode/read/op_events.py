@@ -37,6 +37,16 @@ def _length(column: Column) -> int:
     return len(column[1]) if isinstance(column, tuple) else len(column)
 
 
+def _shifted(chunk: _Chunk, by: int, field: int) -> _Chunk:
+    """A chunk with ``by`` added to field ``field``: to the column (an array, as the
+    decoder's times are, or a list), or to each of its tuples."""
+    if len(chunk) == 1:
+        return ([event[:field] + (event[field] + by,) + event[field + 1:] for event in chunk[0]],)
+    column = chunk[field]
+    moved = column + by if hasattr(column, "tolist") else [value + by for value in column]
+    return chunk[:field] + (moved,) + chunk[field + 1:]
+
+
 class OpEvents(Sequence[Any]):
     """One tuple per event, its fields given as columns (``add``) or as tuples."""
 
@@ -66,11 +76,12 @@ class OpEvents(Sequence[Any]):
             self._count += len(made)
 
     def shifted(self, by: int, field: int) -> OpEvents:
-        """The same events with ``by`` added to field ``field`` (a time) of each."""
+        """The same events with ``by`` added to field ``field`` (a time) of each; columns
+        stay columns."""
         out = OpEvents()
-        for event in self:
-            out._made.append(event[:field] + (event[field] + by,) + event[field + 1:])
-        out._count = len(out._made)
+        chunks = ([(self._made,)] if self._made else []) + self._pending
+        out._pending = [_shifted(chunk, by, field) for chunk in chunks]
+        out._count = self._count
         return out
 
     def _all(self) -> list[tuple[Any, ...]]:

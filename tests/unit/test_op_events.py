@@ -64,10 +64,14 @@ def test_a_pickle_keeps_the_columns_and_gives_the_same_events() -> None:
 
 
 def test_a_shift_moves_each_event_by_the_same_time() -> None:
-    events = OpEvents()
+    events = OpEvents([("loss/Cast", "Cast", 7, 1)])
     events.add(*window([1, 2], 100))
-    assert events.shifted(1000, field=2) == [("dense/MatMul", "_MklMatMul", 1100, 5),
-                                             ("dense/Relu", "Relu", 1101, 5)]
+    events.add(["AddV2"], [False], [50], [2])
+    shifted = events.shifted(1000, field=2)
+    assert len(shifted) == 4
+    assert shifted == [("loss/Cast", "Cast", 1007, 1), ("dense/MatMul", "_MklMatMul", 1100, 5),
+                       ("dense/Relu", "Relu", 1101, 5), ("AddV2", False, 1050, 2)]
+    assert events[1][2] == 100  # the original keeps its times
 
 
 def test_an_empty_window_adds_nothing() -> None:
