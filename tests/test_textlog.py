@@ -466,10 +466,33 @@ def test_split_point_is_a_line_start_near_the_middle(tmp_path: Path, monkeypatch
     monkeypatch.setattr(log_split, "SPLIT_BYTES", len(data) // 2)
     with open(path, "rb") as f:
         split = log_split._split_point(f, path)
-    assert data[split - 1:split] == b"\n" and len(data) // 2 < split <= len(data) // 2 + 1000
+    # Work spread evenly: the split lies within one sampled stretch of the middle.
+    assert data[split - 1:split] == b"\n"
+    assert abs(split - len(data) // 2) <= len(data) // log_split._SAMPLES
     monkeypatch.setattr(log_split, "SPLIT_BYTES", len(data) + 1)
     with open(path, "rb") as f:
         assert log_split._split_point(f, path) == 0
+
+
+def test_split_point_balances_work_not_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             forks: list[int]) -> None:
+    """Three quarters of the bytes are a real line no handler reads, the rest the lines
+    of a real run: the split falls among the read lines, past the byte middle, and the
+    halves read there give the facts of one reader."""
+    skipped = next(line for line in _lines(TF221) if b"Synchronous kernel done" in line)
+    run = TF221.read_bytes() * 40
+    filler = skipped * (3 * len(run) // len(skipped))
+    data = filler + run
+    path = _write(tmp_path, "clumped.txt", data)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(log_split, "SPLIT_BYTES", len(data) // 2)
+    with open(path, "rb") as f:
+        split = log_split._split_point(f, path)
+    assert data[split - 1:split] == b"\n" and len(filler) < split < len(data)
+    whole = parse_lines(data.splitlines(keepends=True))
+    halves = read_log(path)
+    for name in ("eager_kernels", "graph_kernels", "graph_executions", "kernel_executions", "lines"):
+        assert getattr(halves, name) == getattr(whole, name), name
 
 
 def test_failed_second_reader_is_logged_and_read_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

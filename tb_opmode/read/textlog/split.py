@@ -4,12 +4,16 @@ In: the path of a log (local or a URL). Out: its ``LogFacts``.
 
 A local file of ``SPLIT_BYTES`` or more is read in two halves at once, the second by a
 forked child (never in a process running threads, where a fork can deadlock), split
-just after a newline near the middle. What the second half cannot know is kept for the
-merge (``tail_state``): lines of a thread that dispatched no eager op there yet are read
-after the first half (they may continue an op dispatched in it), and an eager op whose
-wrapper the second half did not see instantiated takes the kernel the first half saw. A
-step running across the split is filed in two parts. If the child fails, this process
-reads the second half itself.
+just after a newline where about half the reading work lies before it: the lines a
+handler reads cost far more than the bytes scanned past, and a training log holds them
+in clumps (start-up, the steps), so the byte middle can leave one half three times the
+work of the other. The work is estimated from windows sampled across the file.
+
+What the second half cannot know is kept for the merge (``tail_state``): lines of a
+thread that dispatched no eager op there yet are read after the first half (they may
+continue an op dispatched in it), and an eager op whose wrapper the second half did not
+see instantiated takes the kernel the first half saw. A step running across the split
+is filed in two parts. If the child fails, this process reads the second half itself.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from typing import Any, BinaryIO, Optional
 
 from .. import forks, fs
 from .facts import LogFacts
-from .format import MAX_LINE
+from .format import HANDLED_LINE, MAX_LINE, PROCESS_NODE
 from .scan import CHUNK_BYTES, LogParser, read_file
 
 __all__ = ["read_log", "SPLIT_BYTES", "tail_state", "merge_tail"]
@@ -30,6 +34,16 @@ logger = logging.getLogger(__name__)
 
 # A local log this big is read in two halves at once when another core is there.
 SPLIT_BYTES = 64 << 20
+
+# Windows read across a file to estimate where its reading work lies.
+_SAMPLES = 64
+_SAMPLE_BYTES = 1 << 16
+# The reading cost of a line, in bytes scanned past at the same cost: a line a handler
+# reads, a Process node line (counted in C once its text is known). Fitted to the halves
+# of bench/make_hf_bert.py's log (bench results of 2026-12-06); only the ratio matters.
+_HANDLED_LINE_COST = 4000
+_PROCESS_LINE_COST = 1200
+_PROCESS_LINE = b"] " + PROCESS_NODE
 
 # What the reader of the second half sends back (``tail_state``).
 _TAIL_FIELDS = ("tf_format", "first_time", "last_prefixed", "last_matched", "onednn_opts",
@@ -83,10 +97,37 @@ def _split_point(f: BinaryIO, path: str) -> int:
         return 0
     if size < SPLIT_BYTES:
         return 0
-    f.seek(size // 2)
+    middle = _middle_of_work(f, size)
+    f.seek(middle)
     near = f.read(min(CHUNK_BYTES, MAX_LINE))
     i = near.find(b"\n")
-    return size // 2 + i + 1 if i >= 0 else 0
+    return middle + i + 1 if i >= 0 and middle + i + 1 < size else 0
+
+
+def _middle_of_work(f: BinaryIO, size: int) -> int:
+    """The offset with about half of the file's reading work before it, estimated from
+    ``_SAMPLES`` windows, one in the middle of each equal stretch of the file."""
+    stretch = size / _SAMPLES
+    costs = [_cost_per_byte(f, int(stretch * (i + 0.5)), size) for i in range(_SAMPLES)]
+    half, before = sum(costs) / 2, 0.0
+    for i, cost in enumerate(costs):
+        if before + cost >= half:
+            return int(stretch * (i + (half - before) / cost))
+        before += cost
+    return size // 2
+
+
+def _cost_per_byte(f: BinaryIO, centre: int, size: int) -> float:
+    """The reading cost per byte of the window around ``centre`` (at least 1: the scan)."""
+    start = max(0, min(centre - _SAMPLE_BYTES // 2, size - _SAMPLE_BYTES))
+    f.seek(start)
+    window = f.read(_SAMPLE_BYTES)
+    if not window:
+        return 1.0
+    handled = sum(1 for _ in HANDLED_LINE.finditer(window))
+    cost = (len(window) + _HANDLED_LINE_COST * handled
+            + _PROCESS_LINE_COST * window.count(_PROCESS_LINE))
+    return cost / len(window)
 
 
 def _fork_second_half(path: str, split: int) -> Optional[tuple[int, int]]:
