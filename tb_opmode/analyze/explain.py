@@ -223,7 +223,8 @@ def _function_groups(graphs: list[dict[str, Any]]) -> list[tuple[str, str, int, 
 def _group_words(function: str, graph: str, traces: int, calls: int) -> str:
     """``graph G`` of tf.function F, with its traces and calls."""
     words = f"graph {graph}" + (f" of tf.function {function}" if function != graph else "")
-    return f"{words} ({_traced(traces)}, called {calls} times)"
+    called = "called once" if calls == 1 else f"called {calls} times"
+    return f"{words} ({_traced(traces)}, {called})"
 
 
 def _graph_mode(facts: _OpType, stats: ModeStats) -> _Reason:

@@ -79,6 +79,19 @@ def test_function_graphs_hold_the_graph_executions(full_model: RunModel, full_he
     assert {g["function_calls"] for g in graphs} == {calls}
 
 
+def test_graph_explanation_says_each_graphs_calls(full_model: RunModel, full_health: Fixture) -> None:
+    """The graph sentence names the fit's function with its calls as TF counted them,
+    in words ("called once", not "called 1 times")."""
+    (calls,) = full_health.reference["functions"].values()
+    text = explain(full_model, "MatMul")["graph"]["reasons"][0]["text"]
+    said = "called once" if calls == 1 else f"called {calls} times"
+    assert said in text and "called 1 times" not in text, text
+    # The fixture's function ran twice; the words for one call (HF BERT's one-step fit):
+    from tb_opmode.analyze.explain import _group_words
+    assert _group_words("f", "g", 1, 1) == "graph g of tf.function f (traced once, called once)"
+    assert _group_words("g", "g", 2, 3) == "graph g (traced 2 times, called 3 times)"
+
+
 # ---------------------------------------------------------------- in memory
 
 def _dump_with_stack(stack_paths: list[tuple[str, int, str]], op_type: str, n: int) -> DumpSet:
