@@ -189,6 +189,29 @@ def test_python_ran_once_is_said_only_of_functions_traced_once(cell: Cell) -> No
     assert "Python ran only once, to trace it." not in text, text
 
 
+def test_each_graph_named_says_its_functions_traces_as_tf_counts(cell: Cell) -> None:
+    """Every graph a graph-mode explanation names says the trace count TF's
+    ``experimental_get_tracing_count()`` gave its Python function, also where a trace
+    that ran is not the function's first (a first trace that is never called)."""
+    import re
+
+    from tb_opmode.analyze.assemble import load
+    from tb_opmode.present.contract import summary
+    run = summary(load(str(cell.logdir)), str(cell.logdir))["runs"][0]
+    traces = {f["python_name"]: f["traces"] for f in cell.truth["functions"]}
+    named = 0
+    for row in run["op_types"]:
+        text = row["graph"].get("explanation", "")
+        for graph, function, count in re.findall(
+                r"graph (\S+?)(?: of tf\.function (\S+))? \(traced (once|\d+ times)", text):
+            name = function or graph
+            if name in traces:
+                named += 1
+                said = 1 if count == "once" else int(count.split()[0])
+                assert said == traces[name], (row["op_type"], name, said, traces[name])
+    assert named, "no explanation names a function of the workload"
+
+
 
 def test_the_checker_accepts_the_contract_and_rejects_wrong_answers(cell: Cell) -> None:
     """The checker itself: it passes the answer the contract asks for (made from the truth)

@@ -18,7 +18,7 @@ are booked to), ``kernel_class``, ``class_times`` and ``time_share`` (``times``)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from ..model import KernelUse, ModeStats, RunModel
@@ -27,6 +27,7 @@ from .call_sites import call_sites, function_graphs
 from .events import eager_kernels, node_op_types, op_times
 from .rules import NON_FLOAT, matching_rules, stock_reason
 from .times import class_times, kernel_class, time_share
+from .traces import traces_per_graph
 
 __all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
            "kernel_class", "node_op_types", "eager_kernels"]
@@ -52,9 +53,12 @@ class _OpType(NamedTuple):
     # while a float one runs _MklTranspose, and the mode's commonest dtype would say so
     # of both.
     kernel_dtypes: dict[tuple[str, str], Counter[str]]  # (mode, kernel) -> dtype -> executions
+    # A trace's graph id -> its Python function's traces (``traces.traces_per_graph``);
+    # None: worked out when a graph mode is explained.
+    traces: Mapping[str, int] | None = None
 
     @classmethod
-    def of(cls, model: RunModel, op_type: str) -> _OpType:
+    def of(cls, model: RunModel, op_type: str, traces: Mapping[str, int] | None = None) -> _OpType:
         dtypes: dict[str, Counter[str]] = {"eager": Counter(), "graph": Counter()}
         kernel_dtypes: dict[tuple[str, str], Counter[str]] = {}
         ran = [("eager", e.kernel, e.dtype, e.executions)
@@ -64,7 +68,7 @@ class _OpType(NamedTuple):
         for mode, kernel, dtype, executions in ran:
             dtypes[mode][dtype] += executions
             kernel_dtypes.setdefault((mode, kernel), Counter())[dtype] += executions
-        return cls(model, op_type, dtypes, kernel_dtypes)
+        return cls(model, op_type, dtypes, kernel_dtypes, traces)
 
     def dtype(self, mode: str) -> str:
         """The mode's commonest dtype ("" where none is recorded)."""
@@ -206,9 +210,11 @@ def _traced(n: int) -> str:
     return "traced once" if n == 1 else f"traced {n} times"
 
 
-def _function_groups(graphs: list[dict[str, Any]]) -> list[tuple[str, str, int, int]]:
+def _function_groups(graphs: list[dict[str, Any]], traced: Mapping[str, int]
+                     ) -> list[tuple[str, str, int, int]]:
     """(function, graph, traces, calls) per tf.function, busiest first: a function traced
-    many times (a graph per trace, all of one name) is named once, with its trace count."""
+    many times (a graph per trace, all of one name) is named once, with its trace count:
+    the ledger's (``traced``) where it knows the function, else the graphs that ran."""
     traces: dict[tuple[str, str], set[str]] = {}
     calls: Counter[tuple[str, str]] = Counter()
     for g in graphs:
@@ -217,7 +223,8 @@ def _function_groups(graphs: list[dict[str, Any]]) -> list[tuple[str, str, int, 
         if g["function_graph_id"] not in ids:
             ids.add(g["function_graph_id"])
             calls[key] += g["function_calls"]
-    return [(fn, graph, len(ids), calls[(fn, graph)]) for (fn, graph), ids in traces.items()]
+    return [(fn, graph, max([len(ids)] + [traced.get(i, 0) for i in ids]), calls[(fn, graph)])
+            for (fn, graph), ids in traces.items()]
 
 
 def _group_words(function: str, graph: str, traces: int, calls: int) -> str:
@@ -229,7 +236,8 @@ def _group_words(function: str, graph: str, traces: int, calls: int) -> str:
 
 def _graph_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     graphs = function_graphs(facts.model, facts.op_type)
-    groups = _function_groups(graphs)
+    traced = facts.traces if facts.traces is not None else traces_per_graph(facts.model)
+    groups = _function_groups(graphs, traced)
     where = "; ".join(_group_words(*g) for g in groups[:_GRAPHS_NAMED])
     once = all(traces == 1 for _f, _g, traces, _c in groups)
     text = (f"{facts.op_type} ran {stats.executions} times inside tf.function graphs"
@@ -333,9 +341,10 @@ _PARTS: tuple[Callable[[_OpType, str, ModeStats], list[_Reason]], ...] = (
 )
 
 
-def explain(model: RunModel, op_type: str) -> dict[str, Any]:
-    """Per mode: explanation (a paragraph) and reasons (structured)."""
-    facts = _OpType.of(model, op_type)
+def explain(model: RunModel, op_type: str, traces: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Per mode: explanation (a paragraph) and reasons (structured). ``traces``:
+    ``traces.traces_per_graph(model)``, made once by a caller explaining many op types."""
+    facts = _OpType.of(model, op_type, traces)
     row = model.op_types[op_type]
     out: dict[str, Any] = {}
     for mode in ("eager", "graph"):

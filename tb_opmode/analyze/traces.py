@@ -27,7 +27,7 @@ from ..read.trace_log import TraceLine, TraceParam, tensor_specs
 from .trace_stacks import TraceFacts, parameters_of, trace_facts
 from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, changed_of
 
-__all__ = ["TraceEntry", "FunctionLedger", "ledger", "KERAS_STEP_NAMES", "display_name"]
+__all__ = ["TraceEntry", "FunctionLedger", "ledger", "traces_per_graph", "KERAS_STEP_NAMES", "display_name"]
 
 KERAS_STEP_NAMES = frozenset({
     "multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data",
@@ -349,3 +349,10 @@ def ledger(model: RunModel) -> list[FunctionLedger]:
         out.extend(builder.functions.values())
     out.sort(key=lambda f: (f.nested, -len(f.traces), -f.calls, f.name))
     return out
+
+
+def traces_per_graph(model: RunModel) -> dict[str, int]:
+    """Each trace's graph id -> how many traces its Python function has: a graph that ran
+    may be its function's second trace (Keras traces a step again when the first one
+    created variables), which the graphs that ran alone do not show."""
+    return {t.graph_id: len(f.traces) for f in ledger(model) for t in f.traces}

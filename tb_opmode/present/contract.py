@@ -18,6 +18,7 @@ from typing import Any, cast
 from .. import __version__
 from ..analyze.eager_sites import EagerSite, eager_sites
 from ..analyze.explain import explain, time_share
+from ..analyze.traces import traces_per_graph
 from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
@@ -161,8 +162,9 @@ def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
     rows = sorted(m.op_types.values(),
                   key=lambda r: (-(r.eager.executions + r.graph.executions), r.op_type))
     op_types: list[OpTypeDoc] = []
+    traces = traces_per_graph(m) if explanations else {}
     for r in rows:
-        why = explain(m, r.op_type) if explanations else {}
+        why = explain(m, r.op_type, traces) if explanations else {}
         op_types.append({
             "op_type": r.op_type,
             "eager": _mode_json(m, r, "eager", why.get("eager", {}).get("explanation", "")
