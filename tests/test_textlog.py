@@ -239,6 +239,31 @@ def test_binary_and_non_utf8_bytes(tmp_path: Path) -> None:
     assert all(p.path.endswith("bin.txt") for p in facts.problems)
 
 
+# A real line of TF 2.21's VLOG 2 log (HuggingFace BERT's fit, bench/make_hf_bert.py):
+# execute.cc writes a string tensor's bytes raw, here a lone 0xC3.
+RAW_BYTES_LINE = (b"I0000 00:00:1796587597.967274    4101 execute.cc:353] Full type information with "
+                  b"TFT_SHAPE_TENSOR for int32 for eager 'TensorHandle(\"\\032\xc3\\004\\nl\\n\\004seed"
+                  b"\\022\\004_Arg\\\",/job:localhost/replica:0/task:0/device:CPU:0*\\007\\n\\001T"
+                  b"\\022\\0 [...], shape=[], dtype=DT_STRING, device=\"/job:localhost/replica:0/task:0/"
+                  b"device:CPU:0\")\n")
+
+
+def test_raw_bytes_in_a_tf_line_not_read_are_no_problem(tmp_path: Path) -> None:
+    """TF's own unread line with a byte that is not UTF-8 is no damage; the same byte in a
+    line a handler reads, or in a line with no TF prefix, still is."""
+    lines = _lines(TF221)
+    data = b"".join(lines[:10]) + RAW_BYTES_LINE + b"".join(lines[10:])
+    facts = read_log(_write(tmp_path, "raw.txt", data))
+    assert facts.problems == []
+    _facts_equal(facts, read_log(str(TF221)))
+    executing = next(line for line in lines if b"] Executing op " in line)
+    bad = executing.replace(b"Executing op ", b"Executing op \xc3", 1)
+    unprefixed = RAW_BYTES_LINE[RAW_BYTES_LINE.index(b"Full"):]
+    for odd in (bad, unprefixed):
+        facts = read_log(_write(tmp_path, "odd.txt", b"".join(lines[:10]) + odd + b"".join(lines[10:])))
+        assert [p.message.split(":")[0] for p in facts.problems] == ["non-UTF-8 bytes"], odd
+
+
 def test_utf8_is_not_a_problem(tmp_path: Path) -> None:
     data = TF221.read_bytes() + "path /tmp/dönnées ok\n".encode()
     assert read_log(_write(tmp_path, "utf8.txt", data)).problems == []

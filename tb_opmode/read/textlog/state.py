@@ -202,8 +202,11 @@ class ParseState:
             entry[1] += 1
 
     def note_odd_bytes(self, line: bytes, off: int) -> None:
-        """Problems for a line holding a NUL or bytes that are not UTF-8."""
-        if not line.isascii():
+        """Problems for a line holding a NUL or bytes that are not UTF-8. Bytes that are not
+        UTF-8 in a whole TF line that no handler reads are TF's own text, not damage: TF
+        writes a string tensor's bytes raw into some messages (``execute.cc``'s "Full type
+        information ... TensorHandle(...)" at VLOG 2)."""
+        if not line.isascii() and not _tf_line_not_read(line):
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError:
@@ -231,3 +234,11 @@ class ParseState:
                 return
             kernel, dtype = found or (b"", b"")
         self.eager_kernels[(op.dispatch, kernel, dtype)] += 1
+
+
+def _tf_line_not_read(line: bytes) -> bool:
+    """Whether ``line`` starts with a TF prefix and holds nothing a handler reads (no
+    handled message, Process node or oneDNN line in it)."""
+    return (log_format.PREFIX.match(line) is not None
+            and log_format.HANDLED_LINE.search(line) is None
+            and b"] Process node: " not in line and b"_verbose," not in line)
