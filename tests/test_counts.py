@@ -88,6 +88,11 @@ def test_missing_logdir_is_one_clear_line(tmp_path: Path, capsys: pytest.Capture
     assert main(["summary", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tfdbg_events" in err
+    # A log given for its directory: said so, with what to give instead.
+    log = Path(__file__).resolve().parent / "data" / "vlog_tf221.txt"
+    assert main(["summary", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(log) in err and "a file, not a directory" in err, err
 
 
 def test_several_hosts_in_one_directory(bert_logdir: Path, cnn_logdir: Path, tmp_path: Path) -> None:

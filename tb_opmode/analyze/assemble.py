@@ -353,6 +353,15 @@ def build_run(sources: RunSources, logdir: str, parts: Partial | None = None) ->
     return model
 
 
+def _not_a_directory(logdir: str) -> str:
+    """Why ``logdir`` is no logdir, in one line: a local file (a log or a dump file given
+    for its directory) is told apart from nothing there."""
+    if not fs.is_remote(logdir) and os.path.isfile(logdir):
+        return (f"{logdir}: a file, not a directory: give the directory that holds it "
+                f"(or --log FILE with its run's directory)")
+    return f"{logdir}: no such directory"
+
+
 def find_runs(logdir: str, run: str | None = None,
               extra_logs: tuple[str, ...] = ()) -> list[RunSources]:
     """The runs under ``logdir`` (or only ``run``), with their sources, read by nothing yet.
@@ -363,7 +372,7 @@ def find_runs(logdir: str, run: str | None = None,
         text = f"{err.filename}: {err.strerror}" if err.filename and err.strerror else str(err)
         raise LogdirError(text) from err
     if not is_dir:
-        raise LogdirError(f"{logdir}: no such directory")
+        raise LogdirError(_not_a_directory(logdir))
     # --log FILE --run RUN: the user says which run the log is for.
     found = discover(logdir, extra_logs, log_run=run)
     if not found:
