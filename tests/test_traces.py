@@ -269,3 +269,16 @@ def test_a_traces_graph_filters_the_table_to_the_op_types_that_ran_in_it(
         assert {r["op_type"] for r in page["rows"]} == ran[graph_id], name
     with pytest.raises(BadParameter, match="graph"):
         op_page(view, graph="no such graph")
+
+
+def test_summary_text_says_what_to_change_at_each_hot_line(cell: Cell, run: dict[str, Any]) -> None:
+    """``tb-opmode summary``'s text gives, under each eager hot line it lists, the advice
+    the JSON holds for it (the workload's helper of many small eager ops has some)."""
+    from tb_opmode.cli import render_table
+    from tb_opmode.present.eager_text import SUMMARY_SITES
+    advised = [s for s in run["eager_sites"][:SUMMARY_SITES] if s["advice"]]
+    assert advised, [s["user_location"] for s in run["eager_sites"]]
+    text = " ".join(render_table({"runs": [run]}).split())
+    for site in advised:
+        for advice in site["advice"]:
+            assert "fix: " + " ".join(advice.split()) in text, (site["user_location"], advice)

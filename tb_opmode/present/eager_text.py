@@ -2,7 +2,8 @@
 
 In: one run of the JSON contract (``present.contract.run_json``) with its ``eager_sites``
 (``analyze.eager_sites``, ranked). Out: a short block of text lines, the first lines of the
-user's code, one each (wrapped), every string from the files made printable by ``display``.
+user's code, one each (wrapped) with what to change there under it, every string from the
+files made printable by ``display``.
 """
 from __future__ import annotations
 
@@ -54,7 +55,15 @@ def _site_line(rank: int, site: dict[str, Any]) -> str:
         via = f"; ops issued by {site['location_function']} ({short_location(site['location'])})"
     text = display(f"{rank}. {where}: {site_figures(site)}; {named}{via}")
     return "\n".join(textwrap.wrap(text, _WIDTH, initial_indent="    ",
-                                   subsequent_indent="       ")) + "\n"
+                                   subsequent_indent="       ")) + "\n" + _advice_lines(site)
+
+
+def _advice_lines(site: dict[str, Any]) -> str:
+    """What to change at the line (``analyze.eager_sites.ADVICE_RULES``), one wrapped
+    paragraph each, under the line's figures: the summary answers "what to change" too."""
+    return "".join("\n".join(textwrap.wrap(display(f"fix: {advice}"), _WIDTH, initial_indent="       ",
+                                           subsequent_indent="            ")) + "\n"
+                   for advice in site.get("advice") or [])
 
 
 def render_hot_spots(run: dict[str, Any], limit: int = SUMMARY_SITES) -> str:
