@@ -27,7 +27,7 @@ from .call_sites import call_sites, function_graphs
 from .events import eager_kernels, node_op_types, op_times
 from .rules import NON_FLOAT, matching_rules, stock_reason
 from .times import class_times, kernel_class, time_share
-from .traces import traces_per_graph
+from .traces import ledger, traces_per_graph
 
 __all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
            "kernel_class", "node_op_types", "eager_kernels"]
@@ -236,7 +236,7 @@ def _group_words(function: str, graph: str, traces: int, calls: int) -> str:
 
 def _graph_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     graphs = function_graphs(facts.model, facts.op_type)
-    traced = facts.traces if facts.traces is not None else traces_per_graph(facts.model)
+    traced = facts.traces if facts.traces is not None else traces_per_graph(ledger(facts.model))
     groups = _function_groups(graphs, traced)
     where = "; ".join(_group_words(*g) for g in groups[:_GRAPHS_NAMED])
     once = all(traces == 1 for _f, _g, traces, _c in groups)
@@ -343,7 +343,7 @@ _PARTS: tuple[Callable[[_OpType, str, ModeStats], list[_Reason]], ...] = (
 
 def explain(model: RunModel, op_type: str, traces: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Per mode: explanation (a paragraph) and reasons (structured). ``traces``:
-    ``traces.traces_per_graph(model)``, made once by a caller explaining many op types."""
+    ``traces.traces_per_graph`` of the run's ledger, made once by a caller explaining many op types."""
     facts = _OpType.of(model, op_type, traces)
     row = model.op_types[op_type]
     out: dict[str, Any] = {}

@@ -351,8 +351,8 @@ def ledger(model: RunModel) -> list[FunctionLedger]:
     return out
 
 
-def traces_per_graph(model: RunModel) -> dict[str, int]:
-    """Each trace's graph id -> how many traces its Python function has: a graph that ran
-    may be its function's second trace (Keras traces a step again when the first one
-    created variables), which the graphs that ran alone do not show."""
-    return {t.graph_id: len(f.traces) for f in ledger(model) for t in f.traces}
+def traces_per_graph(functions: list[FunctionLedger]) -> dict[str, int]:
+    """Each trace's graph id -> how many traces its Python function has (``functions``: a
+    ``ledger``): a graph that ran may be its function's second trace (Keras traces a step
+    again when the first one created variables), which the graphs that ran alone do not show."""
+    return {t.graph_id: len(f.traces) for f in functions for t in f.traces}

@@ -18,7 +18,7 @@ from typing import Any, cast
 from .. import __version__
 from ..analyze.eager_sites import EagerSite, eager_sites
 from ..analyze.explain import explain, time_share
-from ..analyze.traces import traces_per_graph
+from ..analyze.traces import ledger, traces_per_graph
 from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
@@ -162,7 +162,8 @@ def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
     rows = sorted(m.op_types.values(),
                   key=lambda r: (-(r.eager.executions + r.graph.executions), r.op_type))
     op_types: list[OpTypeDoc] = []
-    traces = traces_per_graph(m) if explanations else {}
+    functions_ledger = ledger(m)  # the Functions section's and the explanations' trace counts
+    traces = traces_per_graph(functions_ledger) if explanations else {}
     for r in rows:
         why = explain(m, r.op_type, traces) if explanations else {}
         op_types.append({
@@ -187,7 +188,7 @@ def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
         "warnings": warnings,
         "notes": [f"{relpath(p.path, logdir)}: {n}" for p in m.profiles for n in p.notes],
         "functions": functions,
-        "tf_functions": tf_functions(m),
+        "tf_functions": tf_functions(m, functions_ledger),
         "onednn_verbose": onednn_primitives(m),
         "xla_functions": xla_functions(m),
         # analyze.explain builds it as a plain dict; payloads.TimeShare is its shape.

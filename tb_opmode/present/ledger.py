@@ -38,9 +38,10 @@ def _function_json(f: FunctionLedger) -> TfFunction:
             "trace_list": [_trace_json(t) for t in f.traces]}
 
 
-def tf_functions(model: RunModel) -> list[TfFunction]:
-    """The run's tf.functions, one entry per Python function (its objects' counts added)."""
-    return [_function_json(f) for f in ledger(model)]
+def tf_functions(model: RunModel, functions: list[FunctionLedger] | None = None) -> list[TfFunction]:
+    """The run's tf.functions, one entry per Python function (its objects' counts added);
+    ``functions``: the run's ``ledger`` where the caller made it already."""
+    return [_function_json(f) for f in (ledger(model) if functions is None else functions)]
 
 
 def _plural(n: int, word: str) -> str:
