@@ -60,7 +60,7 @@ __all__ = [
     "Handler", "Route", "ONEDNN_LINE_START", "T_ATTR", "KERNEL_END",
     "PLUMBING_KERNELS", "PLUMBING_NODES", "EXECUTING_OP", "EXITING_EAGER", "FUNCTION_PREFIX",
     "FUSED_OPS", "IN_DEVICE", "RUNNING_COMPONENT",
-    "COMPONENT_SUCCEEDED", "INSTANTIATING_KERNEL", "PROCESS_NODE", "FOLDING_STEP", "DEAD_NODE",
+    "COMPONENT_SUCCEEDED", "INSTANTIATING_KERNEL", "PROCESS_NODE", "PROCESS_NODE_MARK", "FOLDING_STEP", "DEAD_NODE",
     "CPU_GUARD", "CPU_FEATURES", "CPU_LINE_BLOCKS", "FOLDED_NODE", "ONEDNN_BANNER", "XLA_LAUNCH",
     "WRAPPED", "DEBUG_OP_NAME", "DEBUG_CONTEXT", "DEBUG_SLOT", "DEBUG_MODE", "DEBUG_BUFFER",
     "DEBUG_RUN_ID", "DEBUG_KERNEL", "HANDLED_LINE", "PROCESS_NODE_LINE", "HANDLED_OR_PROCESS_LINE",
@@ -116,6 +116,8 @@ RUNNING_COMPONENT = b"Running component function on device "
 COMPONENT_SUCCEEDED = b"Component function execution succeeded"
 INSTANTIATING_KERNEL = b"Instantiating kernel for node: "
 PROCESS_NODE = b"Process node: "
+# A Process node message where a line's location ends.
+PROCESS_NODE_MARK = b"] " + PROCESS_NODE
 FOLDING_STEP = b" step -1 "
 # executor.cc appends this to a node of an untaken cond branch: it ran no kernel.
 DEAD_NODE = b" is dead device: "

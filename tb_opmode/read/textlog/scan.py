@@ -33,7 +33,7 @@ from .format import (
     LONG_LINES,
     MAX_LINE,
     NO_LAST_NEWLINE,
-    PROCESS_NODE,
+    PROCESS_NODE_MARK,
 )
 from .lines import LineReader
 from .state import MAX_TEXTS, ProcessText
@@ -297,7 +297,7 @@ class LogParser(LineReader):
         e = end
         lo = max(start, self.matched_at + 1)
         while e > lo:
-            p = data.rfind(b"] " + PROCESS_NODE, lo, e)
+            p = data.rfind(PROCESS_NODE_MARK, lo, e)
             if p < 0:
                 break
             ls = data.rfind(b"\n", start, p) + 1 or start

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, Optional
 
 from .. import forks, fs
 from .facts import LogFacts
-from .format import HANDLED_LINE, MAX_LINE, PROCESS_NODE
+from .format import HANDLED_LINE, MAX_LINE, PROCESS_NODE_MARK
 from .scan import CHUNK_BYTES, LogParser, read_file
 
 __all__ = ["read_log", "SPLIT_BYTES", "tail_state", "merge_tail"]
@@ -43,7 +43,6 @@ _SAMPLE_BYTES = 1 << 16
 # of bench/make_hf_bert.py's log (bench results of 2026-12-06); only the ratio matters.
 _HANDLED_LINE_COST = 4000
 _PROCESS_LINE_COST = 1200
-_PROCESS_LINE = b"] " + PROCESS_NODE
 
 # What the reader of the second half sends back (``tail_state``).
 _TAIL_FIELDS = ("tf_format", "first_time", "last_prefixed", "last_matched", "onednn_opts",
@@ -126,7 +125,7 @@ def _cost_per_byte(f: BinaryIO, centre: int, size: int) -> float:
         return 1.0
     handled = sum(1 for _ in HANDLED_LINE.finditer(window))
     cost = (len(window) + _HANDLED_LINE_COST * handled
-            + _PROCESS_LINE_COST * window.count(_PROCESS_LINE))
+            + _PROCESS_LINE_COST * window.count(PROCESS_NODE_MARK))
     return cost / len(window)
 
 

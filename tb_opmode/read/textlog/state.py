@@ -206,11 +206,12 @@ class ParseState:
         UTF-8 in a whole TF line that no handler reads are TF's own text, not damage: TF
         writes a string tensor's bytes raw into some messages (``execute.cc``'s "Full type
         information ... TensorHandle(...)" at VLOG 2)."""
-        if not line.isascii() and not _tf_line_not_read(line):
+        if not line.isascii():
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError:
-                self.note_problem(NON_UTF8, off)
+                if not _tf_line_not_read(line):
+                    self.note_problem(NON_UTF8, off)
         if b"\x00" in line:
             self.note_problem(BINARY, off)
 
@@ -241,4 +242,4 @@ def _tf_line_not_read(line: bytes) -> bool:
     handled message, Process node or oneDNN line in it)."""
     return (log_format.PREFIX.match(line) is not None
             and log_format.HANDLED_LINE.search(line) is None
-            and b"] Process node: " not in line and b"_verbose," not in line)
+            and log_format.PROCESS_NODE_MARK not in line and b"_verbose," not in line)
