@@ -104,10 +104,15 @@ def test_many_runs_all_ready_and_a_huge_one_last(many: Path, cache_env: Path) ->
     for plugin in _plugin(many):
         names = [name for name, _ready, _full in plugin.published]
         assert sorted(names) == sorted([f"small_{i:02d}" for i in range(SMALL_RUNS)] + ["huge"])
-        # Smallest first: every small run was served before the huge one was published.
+        # Smallest first: the huge run is sent last, to an idle worker (it is too big to
+        # queue behind another run). The other worker may still hold two small runs then
+        # (``Worker.can_take``), and on a loaded machine they can finish after the huge
+        # one, so its publication is among the last three, after every other small run.
+        assert plugin.sent[-1] == "huge" and sorted(plugin.sent) == sorted(names), plugin.sent
         huge_at = names.index("huge")
-        assert huge_at == len(names) - 1
-        assert plugin.published[huge_at][1] == {f"small_{i:02d}" for i in range(SMALL_RUNS)}
+        in_flight = 2 * (Recording.WORKERS - 1)
+        assert huge_at >= len(names) - 1 - in_flight, names
+        assert plugin.published[huge_at][1] == set(names[:huge_at])
         assert plugin._errors == {}
         assert plugin._pool.workers == []  # workers stop once the scan's loads are done
         # More runs than RESIDENT_VIEWS: they arrived light, to be rebuilt on request.
