@@ -33,6 +33,7 @@ from .model import RunModel
 from .present.contract import run_json, summary
 from .present.csv import render_csv
 from .present.eager_text import render_hot_spots
+from .present.glance import glance_lines
 from .present.lead import lead
 from .present.ledger import functions_line, functions_text
 from .present.report import DEFAULT_FOCUS, FORMATS, MAX_SITES, Redaction, focus_ops, render, report_blocks
@@ -69,12 +70,14 @@ def render_table(doc: dict[str, Any]) -> str:
 
 
 def _run_header(run: dict[str, Any]) -> str:
-    """The lines above a run's table: its versions and hosts, sources, functions, XLA."""
+    """The lines above a run's table: its versions and hosts, the answer in plain words,
+    sources, functions, XLA."""
     onednn = {True: "on", False: "off", None: "unknown"}[run["onednn_enabled"]]
     why = f" ({display(run['onednn_source'])})" if run["onednn_source"] else ""
     lines = [f"run {display(run['run'])}  "
              f"TensorFlow {display(run['tensorflow_version']) or '?'}  "
              f"hosts {display(', '.join(run['hosts'])) or '?'}  oneDNN {onednn}{why}",
+             *(display(line) for line in glance_lines(run["op_types"])),
              f"  counts from: {run['counts_from'] or 'nothing'}; sources: "
              + "; ".join(f"{k} {len(v)}" for k, v in run["sources"].items())]
     lines += _recording_lines(run)

@@ -27,7 +27,7 @@ from ..model import RunModel
 from ..vocab import EAGER, GRAPH, KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN
 from .payloads import Kernel, Lead, Row, RowMode
 
-__all__ = ["lead", "function_words", "Caller", "CALLERS", "caller_label", "premises"]
+__all__ = ["lead", "function_words", "Caller", "CALLERS", "caller_label"]
 
 # ---------------------------------------------------------------- who called it eagerly
 
@@ -298,21 +298,3 @@ def lead(model: RunModel, row: Row) -> Lead:
 
 
 # ---------------------------------------------------------------- the user's likely premise
-
-
-def _times(n: int) -> str:
-    return {1: "once", 2: "twice"}.get(n, f"{n} times")
-
-
-def premises(rows: list[Row]) -> list[str]:
-    """Where "oneDNN kernels run in graphs only" is false in this run: an op type that
-    ran a oneDNN kernel eagerly too, said once per op type, most executed first."""
-    out = []
-    for row in sorted(rows, key=lambda r: (-r["total"], r["op_type"])):
-        eager = [k for k in row["eager"]["kernels"] if k["onednn"]]
-        graph_onednn = any(k["onednn"] for k in row["graph"]["kernels"])
-        if eager and graph_onednn:
-            k = max(eager, key=lambda k: k["executions"])
-            out.append(f"{row['op_type']} also ran `{k['name']}` eagerly, "
-                       f"{_times(k['executions'])}: oneDNN kernels are not graph-only.")
-    return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from typing import Any
 
@@ -70,8 +71,46 @@ def test_table(full_health: Fixture, summary_doc: dict[str, Any]) -> None:
     code, out, _err = run("summary", str(full_health.directory))
     assert code == 0
     assert f"TensorFlow {summary_doc['runs'][0]['tensorflow_version']}" in out
-    (line,) = [x for x in out.splitlines() if x.split()[:1] == ["Transpose"]]
+    (line,) = [x for x in out.splitlines() if x.split()[:1] == ["Transpose"] and x.split()[1].isdigit()]
     assert "_MklTranspose" in line and "(log)" in line
+
+
+def _in_short(out: str) -> str:
+    """The sentence under the run's first line, unwrapped."""
+    lines = out.splitlines()
+    assert lines[1].startswith("  in short: "), lines[:3]
+    words = [lines[1]] + [x for x in itertools.takewhile(lambda x: x.startswith("    "), lines[2:])]
+    return " ".join(x.strip() for x in words)
+
+
+def test_table_answers_in_plain_words_first(full_health: Fixture, summary_doc: dict[str, Any]) -> None:
+    """The seed user's question, answered before any table: what ran in both modes (TF's
+    DebugDataReader counts say which), which ran a different kernel by mode, and where a
+    oneDNN kernel ran eagerly too."""
+    code, out, _err = run("summary", str(full_health.directory))
+    assert code == 0
+    sentence = _in_short(out)
+    ref = full_health.reference
+    both = sorted(set(ref["eager"]) & set(ref["graph"]))
+    listed = sentence.split("in graphs (", 1)[1].split(")", 1)[0]
+    assert sorted(listed.split(", ")) == both
+    assert sentence.startswith(f"in short: {len(both)} op type(s) ran both eagerly and in graphs")
+    kernels = {(x["op_type"], m): {k["name"] for k in x[m]["kernels"]}
+               for x in summary_doc["runs"][0]["op_types"] for m in ("eager", "graph")}
+    # Transpose: eager ran the stock kernel and _MklTranspose, graphs _MklTranspose only.
+    assert kernels[("Transpose", "eager")] == {"Transpose", "_MklTranspose"}
+    assert "ran a different kernel by mode: Transpose (eager ran Transpose, _MklTranspose; " \
+           "graph ran _MklTranspose)" in sentence
+    for op in both:
+        if op != "Transpose" and kernels[(op, "eager")] == kernels[(op, "graph")]:
+            assert f"{op} (" not in sentence
+    onednn_eager = {x["op_type"] for x in summary_doc["runs"][0]["op_types"]
+                    if any(k["onednn"] for k in x["eager"]["kernels"])
+                    and any(k["onednn"] for k in x["graph"]["kernels"])}
+    premises = {x.split()[0] for x in out.splitlines() if x.endswith("oneDNN kernels are not graph-only.")}
+    assert premises == onednn_eager and "MatMul" in premises
+    # Before the evidence: the sources line and the table come after it.
+    assert out.index("in short:") < out.index("counts from:") < out.index("op type ")
 
 
 def test_explain(full_health: Fixture) -> None:

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 from ...analyze.explain import kernel_class
 from ...analyze.kernels import cpu_from_kernels, is_fused
 from ...model import ModeStats, RunModel
 from ...read.tfdbg import DTYPE_UNKNOWN
 from ...vocab import GRAPH, KERNEL_KINDS, KIND_FUSED, KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN, MODES
-from ..lead import premises
+from ..glance import both_modes, premises
 from ..payloads import (
     CappedVerbose,
     CpuFacts,
@@ -202,10 +202,8 @@ def _glance(view: RunView) -> Glance:
     """The headline, the same question on every run: the op types that ran in both modes,
     those whose kernel differs by mode first, then those that ran oneDNN, then by
     executions (all their names, the first rows whole); and where the premise "oneDNN
-    kernels run in graphs only" is false (``lead.premises``)."""
-    rows = sorted(view.rows.values(), key=lambda r: (not r["kernel_differs"], not r["onednn"],
-                                                     -r["total"], r["op_type"]))
-    picked = [r for r in rows if r["eager"]["executions"] and r["graph"]["executions"]]
+    kernels run in graphs only" is false (``glance.premises``)."""
+    picked = cast(list[Row], both_modes(view.rows.values()))
     return {"basis": "both", "total": len(picked), "rows": picked[:GLANCE_ROWS],
             "names": [r["op_type"] for r in picked][:MAX_GLANCE_NAMES],
             "differs_total": sum(r["kernel_differs"] for r in picked),

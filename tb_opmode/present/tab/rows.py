@@ -15,14 +15,11 @@ from dataclasses import dataclass
 from ...analyze.explain import kernel_class
 from ...analyze.kernels import is_fused
 from ...vocab import EAGER, GRAPH, KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN, REMOVED, UNKNOWN, is_onednn
+from ..glance import kernels_differ
 from ..payloads import DtypeSplit, Kernel, KernelDoc, ModeDoc, OpTypeDoc, Row, RowMode, RowOptional, Uncounted
 from .dtypes import is_vague
 
 __all__ = ["RowFacts", "table_row", "kernel_kind"]
-
-# The kinds of a kernel that ran (not removed by grappler, not unknown).
-_RAN_KINDS = (KIND_ONEDNN, KIND_STOCK)
-
 
 @dataclass(frozen=True)
 class RowFacts:
@@ -86,31 +83,6 @@ def _row_mode(op_type: str, mode: str, doc: ModeDoc, facts: RowFacts) -> RowMode
     return out
 
 
-def _ran(mode: RowMode) -> set[str]:
-    """Names of the kernels that really ran in a mode: not removed, folded or unknown."""
-    return {k["name"] for k in mode["kernels"] if k["kind"] in _RAN_KINDS and not k["folded"]}
-
-
-def _names(ran: set[str]) -> str:
-    return ", ".join(sorted(ran)) or "no kernel"
-
-
-def _differs(eager: RowMode, graph: RowMode) -> str:
-    """Why the kernels differ between the modes ("" when they do not): the kernels that ran
-    (ignoring removed, folded and unknown executions) differ; a mode where no kernel is
-    named is unknown, which is not a difference."""
-    if not eager["executions"] or not graph["executions"]:
-        return ""
-    ran_e, ran_g = _ran(eager), _ran(graph)
-    if not ran_e or not ran_g or ran_e == ran_g:   # an unknown kernel does not differ
-        return ""
-    both = f"eager ran {_names(ran_e)}; graph ran {_names(ran_g)}"
-    onednn_e, onednn_g = any(map(is_onednn, ran_e)), any(map(is_onednn, ran_g))
-    if onednn_e != onednn_g:
-        return f"oneDNN only {'eagerly' if onednn_e else 'in graphs'}: {both}"
-    return both
-
-
 def _dtype_labels(mode: RowMode) -> set[str]:
     """The dtypes a mode's executions had, where the dump names them."""
     return {e["label"] for e in mode.get("dtypes", []) if not is_vague(e["dtype"])}
@@ -126,7 +98,7 @@ def table_row(doc: OpTypeDoc, facts: RowFacts) -> Row:
     eager = _row_mode(op_type, EAGER, doc["eager"], facts)
     graph = _row_mode(op_type, GRAPH, doc["graph"], facts)
     kernels = eager["kernels"] + graph["kernels"]
-    differs = _differs(eager, graph)
+    differs = kernels_differ({"op_type": op_type, "eager": eager, "graph": graph})
     marks: RowOptional = {"uncounted": True} if op_type in facts.uncounted else {}
     return {"op_type": op_type, "eager": eager, "graph": graph,
             "total": eager["executions"] + graph["executions"],

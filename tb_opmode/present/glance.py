@@ -1,0 +1,117 @@
+"""The run's answer in plain words, before any table: which op types ran both eagerly and
+in graphs, which of them ran a different kernel by mode, and where "oneDNN kernels run in
+graphs only" is false.
+
+In: op types of the summary contract (``OpTypeDoc``) or rows of the tab's table
+(``payloads.Row``, the same keys plus more): read through ``Mapping`` so that both pass.
+Out: ``kernels_differ`` (why the kernels differ by mode, "" when they do not), which the
+tab's rows and this module's sentences share, so that the terminal and the tab never
+disagree; ``both_modes`` (the op types that ran in both modes, in the tab's glance
+order); ``premises``; ``glance_lines``, the sentences ``summary`` prints under a run's
+first line.
+"""
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..vocab import REMOVED, UNKNOWN, is_onednn
+
+__all__ = ["kernels_differ", "both_modes", "premises", "glance_lines", "MAX_NAMES"]
+
+# Op types named in the sentence of all that ran in both modes (the tab lists as many).
+MAX_NAMES = 100
+# Width the terminal sentences are wrapped to.
+_WIDTH = 100
+
+_Op = Mapping[str, Any]
+
+
+def _ran(op_type: str, mode: Mapping[str, Any]) -> set[str]:
+    """Names of the kernels that really ran in a mode: not removed by grappler, not unknown,
+    not constant-folded (a ``Const`` standing in for another op type)."""
+    return {k["name"] for k in mode["kernels"]
+            if k["name"] not in (REMOVED, UNKNOWN, "")
+            and not (k["name"] == "Const" and op_type != "Const")}
+
+
+def _names(ran: set[str]) -> str:
+    return ", ".join(sorted(ran)) or "no kernel"
+
+
+def kernels_differ(op: _Op) -> str:
+    """Why the kernels differ between the modes ("" when they do not): the kernels that ran
+    (ignoring removed, folded and unknown executions) differ; a mode where no kernel is
+    named is unknown, which is not a difference."""
+    eager, graph = op["eager"], op["graph"]
+    if not eager["executions"] or not graph["executions"]:
+        return ""
+    ran_e, ran_g = _ran(op["op_type"], eager), _ran(op["op_type"], graph)
+    if not ran_e or not ran_g or ran_e == ran_g:   # an unknown kernel does not differ
+        return ""
+    both = f"eager ran {_names(ran_e)}; graph ran {_names(ran_g)}"
+    onednn_e, onednn_g = any(map(is_onednn, ran_e)), any(map(is_onednn, ran_g))
+    if onednn_e != onednn_g:
+        return f"oneDNN only {'eagerly' if onednn_e else 'in graphs'}: {both}"
+    return both
+
+
+def _total(op: _Op) -> int:
+    return int(op["eager"]["executions"]) + int(op["graph"]["executions"])
+
+
+def _onednn(op: _Op) -> bool:
+    return any(k["onednn"] for mode in (op["eager"], op["graph"]) for k in mode["kernels"])
+
+
+def both_modes(ops: Iterable[_Op]) -> list[_Op]:
+    """The op types that ran both eagerly and in a graph: those whose kernel differs by mode
+    first, then those that ran a oneDNN kernel, then by executions, then by name."""
+    picked = [op for op in ops if op["eager"]["executions"] and op["graph"]["executions"]]
+    return sorted(picked, key=lambda op: (not kernels_differ(op), not _onednn(op),
+                                          -_total(op), op["op_type"]))
+
+
+def _times(n: int) -> str:
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def premises(ops: Sequence[_Op]) -> list[str]:
+    """Where "oneDNN kernels run in graphs only" is false in this run: an op type that
+    ran a oneDNN kernel eagerly too, said once per op type, most executed first."""
+    out = []
+    for op in sorted(ops, key=lambda op: (-_total(op), op["op_type"])):
+        eager = [k for k in op["eager"]["kernels"] if k["onednn"]]
+        graph_onednn = any(k["onednn"] for k in op["graph"]["kernels"])
+        if eager and graph_onednn:
+            k = max(eager, key=lambda k: k["executions"])
+            out.append(f"{op['op_type']} also ran `{k['name']}` eagerly, "
+                       f"{_times(k['executions'])}: oneDNN kernels are not graph-only.")
+    return out
+
+
+def _wrapped(text: str) -> list[str]:
+    return textwrap.wrap(text, _WIDTH, initial_indent="  ", subsequent_indent="    ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def glance_lines(ops: Sequence[_Op]) -> list[str]:
+    """The run's answer for a terminal, wrapped, each line indented under the run's first:
+    what ran in both modes, whose kernel differs and why, and the premises."""
+    both = both_modes(ops)
+    if not both:
+        return _wrapped("in short: no op type ran both eagerly and in a tf.function graph.")
+    names = [op["op_type"] for op in both]
+    listed = ", ".join(names[:MAX_NAMES]) + (", ..." if len(names) > MAX_NAMES else "")
+    differ = [(op["op_type"], kernels_differ(op)) for op in both if kernels_differ(op)]
+    text = f"in short: {len(both)} op type(s) ran both eagerly and in graphs ({listed}); "
+    if differ:
+        text += f"{len(differ)} ran a different kernel by mode: " + "; ".join(
+            f"{name} ({why})" for name, why in differ) + "."
+    else:
+        text += "each ran the same kernel in both modes, where the kernel is known."
+    lines = _wrapped(text)
+    for line in premises(both):
+        lines += _wrapped(line)
+    return lines
