@@ -150,3 +150,16 @@ def test_no_tensor_run_says_what_it_cannot_tell(no_tensor: Fixture) -> None:
     (kernel,) = transpose["eager"]["kernels"]
     assert kernel["name"] == "(unknown)" and kernel["evidence"] == "inferred"
     assert r["onednn_enabled"] is None and r["sources"]["logs"] == [] and r["sources"]["profile"] == []
+
+
+def test_the_command_alone_tunes_malloc(full_health: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_keep_freed_memory`` changes the whole process's allocator: the command sets it,
+    a call of ``main`` from Python (a notebook, TensorBoard, these tests) does not."""
+    from tb_opmode import cli
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "_keep_freed_memory", lambda: calls.append("tuned"))
+    assert run("summary", str(full_health.directory), "--format", "json")[0] == 0
+    assert calls == []
+    monkeypatch.setattr("sys.argv", ["tb-opmode", "summary", str(full_health.directory), "--format", "json"])
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    assert main() == 0 and calls == ["tuned"]
