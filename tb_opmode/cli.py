@@ -9,6 +9,7 @@ never a traceback), 3 on an unexpected error (a bug: one line too, unless
 from __future__ import annotations
 
 import argparse
+import ctypes
 import io
 import json
 import os
@@ -448,7 +449,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# glibc's mallopt parameters (malloc.h) and what the command sets them to.
+# glibc's mallopt parameters (M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD) and what the
+# command sets them to.
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 _MALLOC_TUNING = ((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 512 << 20), (_M_TOP_PAD, 64 << 20))
 
@@ -460,7 +462,6 @@ def _keep_freed_memory() -> None:
     (the kernel's page-fault time was a third of a profile's read). For the command's
     short life only: a long-lived process (TensorBoard) keeps malloc's defaults. Nothing
     happens where the C library is not glibc."""
-    import ctypes
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
