@@ -1,14 +1,14 @@
 """The run's answer in plain words, before any table: which op types ran both eagerly and
-in graphs, which of them ran a different kernel by mode, and where "oneDNN kernels run in
-graphs only" is false.
+in graphs, which of them ran a different kernel by mode, where "oneDNN kernels run in
+graphs only" is false, and where it only seems true (the op type ran in one mode only).
 
 In: op types of the summary contract (``OpTypeDoc``) or rows of the tab's table
 (``payloads.Row``, the same keys plus more): read through ``Mapping`` so that both pass.
 Out: ``kernels_differ`` (why the kernels differ by mode, "" when they do not), which the
 tab's rows and this module's sentences share, so that the terminal and the tab never
 disagree; ``both_modes`` (the op types that ran in both modes, in the tab's glance
-order); ``premises``; ``glance_lines``, the sentences ``summary`` prints under a run's
-first line.
+order); ``premises`` and ``one_mode_only``, the lines under the headline;
+``glance_lines``, the sentences ``summary`` prints under a run's first line.
 """
 from __future__ import annotations
 
@@ -18,10 +18,13 @@ from typing import Any
 
 from ..vocab import REMOVED, UNKNOWN, is_onednn
 
-__all__ = ["kernels_differ", "both_modes", "premises", "glance_lines", "MAX_NAMES"]
+__all__ = ["kernels_differ", "both_modes", "premises", "one_mode_only", "glance_lines", "MAX_NAMES",
+           "MAX_ONE_MODE"]
 
 # Op types named in the sentence of all that ran in both modes (the tab lists as many).
 MAX_NAMES = 100
+# Op types named by ``one_mode_only``.
+MAX_ONE_MODE = 5
 # Width the terminal sentences are wrapped to.
 _WIDTH = 100
 
@@ -91,6 +94,26 @@ def premises(ops: Sequence[_Op]) -> list[str]:
     return out
 
 
+def one_mode_only(ops: Iterable[_Op]) -> list[str]:
+    """Where oneDNN ran in one mode only because the op type ran in that mode only (the
+    seed user's "_MklMatMul only in graphs": no MatMul ran eagerly at all), most executed
+    first, at most ``MAX_ONE_MODE`` op types and how many more."""
+    found = []
+    for op in ops:
+        for mode, other, words in (("graph", "eager", ("in graphs", "eagerly")),
+                                   ("eager", "graph", ("eagerly", "in a graph"))):
+            onednn = [k for k in op[mode]["kernels"] if k["onednn"]]
+            if onednn and not op[other]["executions"]:
+                k = max(onednn, key=lambda k: k["executions"])
+                found.append((-op[mode]["executions"], op["op_type"], k["name"], k["executions"], words))
+    lines = [f"{name} ran only {where} (`{kernel}` {_times(n)}): no {name} ran {elsewhere}, "
+             "so there is no kernel to compare it with."
+             for _total, name, kernel, n, (where, elsewhere) in sorted(found)[:MAX_ONE_MODE]]
+    if len(found) > MAX_ONE_MODE:
+        lines.append(f"... and {len(found) - MAX_ONE_MODE} more op type(s) that ran oneDNN in one mode only.")
+    return lines
+
+
 def _wrapped(text: str) -> list[str]:
     return textwrap.wrap(text, _WIDTH, initial_indent="  ", subsequent_indent="    ",
                          break_long_words=False, break_on_hyphens=False)
@@ -112,6 +135,6 @@ def glance_lines(ops: Sequence[_Op]) -> list[str]:
     else:
         text += "each ran the same kernel in both modes, where the kernel is known."
     lines = _wrapped(text)
-    for line in premises(both):
+    for line in premises(both) + one_mode_only(ops):
         lines += _wrapped(line)
     return lines

@@ -109,6 +109,10 @@ def test_table_answers_in_plain_words_first(full_health: Fixture, summary_doc: d
                     and any(k["onednn"] for k in x["graph"]["kernels"])}
     premises = {x.split()[0] for x in out.splitlines() if x.endswith("oneDNN kernels are not graph-only.")}
     assert premises == onednn_eager and "MatMul" in premises
+    # Softmax ran _MklSoftmax eagerly and never in a graph (DebugDataReader's counts).
+    assert "Softmax" in ref["eager"] and "Softmax" not in ref["graph"]
+    assert "Softmax ran only eagerly (`_MklSoftmax` once): no Softmax ran in a graph" in " ".join(
+        x.strip() for x in out.splitlines())
     # Before the evidence: the sources line and the table come after it.
     assert out.index("in short:") < out.index("counts from:") < out.index("op type ")
 

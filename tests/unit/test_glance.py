@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tb_opmode.present.glance import MAX_NAMES, both_modes, glance_lines, kernels_differ
+from tb_opmode.present.glance import MAX_NAMES, MAX_ONE_MODE, both_modes, glance_lines, kernels_differ, one_mode_only
 from tb_opmode.vocab import REMOVED, UNKNOWN
 
 
@@ -77,3 +77,28 @@ def test_glance_lines_when_nothing_differs_or_nothing_ran_in_both() -> None:
     many = [_op(f"Op{i:03d}", [("K", 1)], [("K", 1)]) for i in range(MAX_NAMES + 5)]
     text = " ".join(x.strip() for x in glance_lines(many))
     assert f"Op{MAX_NAMES - 1:03d}, ...)" in text and f"Op{MAX_NAMES:03d}" not in text
+
+
+def test_onednn_in_one_mode_because_the_op_ran_in_one_mode_only() -> None:
+    """The seed user's "_MklMatMul only in graphs" where no MatMul ran eagerly at all: said
+    so, with the kernel's own count, most executed op types first; stock kernels and op
+    types of both modes are not such lines."""
+    ops = [_op("MatMul", [], [("_MklMatMul", 80), ("MatMul", 4)]),
+           _op("Conv2D", [("_MklNativeConv2D", 2)], []),
+           _op("Relu", [], [("Relu", 90)]),
+           _op("Softmax", [("_MklSoftmax", 1)], [("_MklSoftmax", 4)])]
+    assert one_mode_only(ops) == [
+        "MatMul ran only in graphs (`_MklMatMul` 80 times): no MatMul ran eagerly, so there is no "
+        "kernel to compare it with.",
+        "Conv2D ran only eagerly (`_MklNativeConv2D` twice): no Conv2D ran in a graph, so there is "
+        "no kernel to compare it with."]
+    many = [_op(f"Op{i}", [], [("_MklOp", 100 - i)]) for i in range(MAX_ONE_MODE + 2)]
+    lines = one_mode_only(many)
+    assert len(lines) == MAX_ONE_MODE + 1 and lines[0].startswith("Op0 ran only in graphs")
+    assert lines[-1] == "... and 2 more op type(s) that ran oneDNN in one mode only."
+    text = " ".join(x.strip() for x in glance_lines(ops))
+    assert text.endswith("Softmax also ran `_MklSoftmax` eagerly, once: oneDNN kernels are not graph-only. "
+                         "MatMul ran only in graphs (`_MklMatMul` 80 times): no MatMul ran eagerly, so "
+                         "there is no kernel to compare it with. Conv2D ran only eagerly "
+                         "(`_MklNativeConv2D` twice): no Conv2D ran in a graph, so there is no kernel "
+                         "to compare it with.")

@@ -87,5 +87,12 @@ def test_premises_name_onednn_in_both_modes(full_health: Fixture, full_model: Ru
     expected = {r["op_type"] for r in both
                 if any(k["onednn"] for k in r["eager"]["kernels"])
                 and any(k["onednn"] for k in r["graph"]["kernels"])}
-    named = {line.split(" ", 1)[0] for line in glance["premises"]}
+    named = {line.split(" ", 1)[0] for line in glance["premises"] if line.endswith("not graph-only.")}
     assert named == expected
+    # The rest: op types that ran oneDNN in one mode and never ran in the other.
+    one_mode = {r["op_type"] for r in view.rows.values()
+                if (any(k["onednn"] for k in r["eager"]["kernels"]) and not r["graph"]["executions"])
+                or (any(k["onednn"] for k in r["graph"]["kernels"]) and not r["eager"]["executions"])}
+    rest = [line for line in glance["premises"] if not line.endswith("not graph-only.")]
+    assert {line.split(" ", 1)[0] for line in rest} == one_mode and "Softmax" in one_mode
+    assert all(" ran only " in line for line in rest)

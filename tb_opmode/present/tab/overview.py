@@ -19,7 +19,7 @@ from ...analyze.kernels import cpu_from_kernels, is_fused
 from ...model import ModeStats, RunModel
 from ...read.tfdbg import DTYPE_UNKNOWN
 from ...vocab import GRAPH, KERNEL_KINDS, KIND_FUSED, KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN, MODES
-from ..glance import both_modes, premises
+from ..glance import both_modes, one_mode_only, premises
 from ..payloads import (
     CappedVerbose,
     CpuFacts,
@@ -202,12 +202,13 @@ def _glance(view: RunView) -> Glance:
     """The headline, the same question on every run: the op types that ran in both modes,
     those whose kernel differs by mode first, then those that ran oneDNN, then by
     executions (all their names, the first rows whole); and where the premise "oneDNN
-    kernels run in graphs only" is false (``glance.premises``)."""
+    kernels run in graphs only" is false (``glance.premises``) or only seems true, the op
+    type having run in one mode only (``glance.one_mode_only``)."""
     picked = cast(list[Row], both_modes(view.rows.values()))
     return {"basis": "both", "total": len(picked), "rows": picked[:GLANCE_ROWS],
             "names": [r["op_type"] for r in picked][:MAX_GLANCE_NAMES],
             "differs_total": sum(r["kernel_differs"] for r in picked),
-            "premises": premises(picked)}
+            "premises": premises(picked) + one_mode_only(view.rows.values())}
 
 
 def _dump_coverage(view: RunView) -> Optional[DumpCoverage]:
