@@ -67,7 +67,8 @@ def test_profile_run_of_keras_callback_attaches_to_dump(bert_logdir: Path) -> No
 def test_table_and_csv(bert_logdir: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["summary", str(bert_logdir)]) == 0
     table = capsys.readouterr().out
-    line = next(t for t in table.splitlines() if t.strip().startswith("Transpose "))
+    # The table's row: the op type, then its eager count (the lines above it are sentences).
+    line = next(t for t in table.splitlines() if t.split()[:1] == ["Transpose"] and t.split()[1].isdigit())
     assert "_MklTranspose (log)" in line
     assert main(["summary", str(bert_logdir), "--format", "csv"]) == 0
     rows = capsys.readouterr().out.splitlines()
