@@ -4,7 +4,8 @@ graphs only" is false, and where it only seems true (the op type ran in one mode
 
 In: op types of the summary contract (``OpTypeDoc``) or rows of the tab's table
 (``payloads.Row``, the same keys plus more): read through ``Mapping`` so that both pass.
-Out: ``kernels_differ`` (why the kernels differ by mode, "" when they do not), which the
+Out: ``kernel_kind`` and ``folded``, what a kernel's name says of it (the tab colours by
+them); ``kernels_differ`` (why the kernels differ by mode, "" when they do not), which the
 tab's rows and this module's sentences share, so that the terminal and the tab never
 disagree; ``both_modes`` (the op types that ran in both modes, in the tab's glance
 order); ``premises`` and ``one_mode_only``, the lines under the headline;
@@ -16,10 +17,10 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..vocab import REMOVED, UNKNOWN, is_onednn
+from ..vocab import KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN, REMOVED, UNKNOWN, is_onednn
 
-__all__ = ["kernels_differ", "both_modes", "premises", "one_mode_only", "glance_lines", "MAX_NAMES",
-           "MAX_ONE_MODE"]
+__all__ = ["kernel_kind", "folded", "kernels_differ", "both_modes", "premises", "one_mode_only",
+           "glance_lines", "MAX_NAMES", "MAX_ONE_MODE"]
 
 # Op types named in the sentence of all that ran in both modes (the tab lists as many).
 MAX_NAMES = 100
@@ -31,12 +32,29 @@ _WIDTH = 100
 _Op = Mapping[str, Any]
 
 
+# The kinds of a kernel that ran (not removed by grappler, not unknown).
+_RAN_KINDS = (KIND_ONEDNN, KIND_STOCK)
+
+
+def kernel_kind(name: str) -> str:
+    """``removed`` (grappler took the op out: no kernel ran), ``unknown`` (no kernel named,
+    or the evidence cannot decide), else ``onednn`` or ``stock``, fused or not."""
+    if name == REMOVED:
+        return KIND_REMOVED
+    if not name or name == UNKNOWN:
+        return KIND_UNKNOWN
+    return KIND_ONEDNN if is_onednn(name) else KIND_STOCK
+
+
+def folded(op_type: str, name: str) -> bool:
+    """Constant-folded by grappler: the op's value came from a Const, computed once."""
+    return name == "Const" and op_type != "Const"
+
+
 def _ran(op_type: str, mode: Mapping[str, Any]) -> set[str]:
-    """Names of the kernels that really ran in a mode: not removed by grappler, not unknown,
-    not constant-folded (a ``Const`` standing in for another op type)."""
+    """Names of the kernels that really ran in a mode: not removed, folded or unknown."""
     return {k["name"] for k in mode["kernels"]
-            if k["name"] not in (REMOVED, UNKNOWN, "")
-            and not (k["name"] == "Const" and op_type != "Const")}
+            if kernel_kind(k["name"]) in _RAN_KINDS and not folded(op_type, k["name"])}
 
 
 def _names(ran: set[str]) -> str:
@@ -127,7 +145,7 @@ def glance_lines(ops: Sequence[_Op]) -> list[str]:
         return _wrapped("in short: no op type ran both eagerly and in a tf.function graph.")
     names = [op["op_type"] for op in both]
     listed = ", ".join(names[:MAX_NAMES]) + (", ..." if len(names) > MAX_NAMES else "")
-    differ = [(op["op_type"], kernels_differ(op)) for op in both if kernels_differ(op)]
+    differ = [(name, why) for name, why in zip(names, map(kernels_differ, both)) if why]
     text = f"in short: {len(both)} op type(s) ran both eagerly and in graphs ({listed}); "
     if differ:
         text += f"{len(differ)} ran a different kernel by mode: " + "; ".join(

@@ -295,6 +295,3 @@ def lead(model: RunModel, row: Row) -> Lead:
     """The answer for one op type, one plain sentence per mode and one on its kernels."""
     return {"eager": _eager(model, row), "graph": _graph(model, row),
             "kernel": _kernel(model, row)}
-
-
-# ---------------------------------------------------------------- the user's likely premise

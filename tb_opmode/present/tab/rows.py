@@ -4,7 +4,8 @@ In: a row of ``contract.run_doc`` (``payloads.OpTypeDoc``) and its run's ``RowFa
 (profiled time, the dtype and device splits, the modes the dump's buffer cut, what the
 dump did not count), which ``view.build_view`` gathers once per run. Out: ``table_row``,
 the ``payloads.Row`` that the table pages, filters and sorts, that the overview and the
-detail read and the exports write; ``kernel_kind``, what the tab colours a kernel by.
+detail read and the exports write; ``kernel_kind`` (``glance``'s), what the tab colours a
+kernel by.
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 
 from ...analyze.explain import kernel_class
 from ...analyze.kernels import is_fused
-from ...vocab import EAGER, GRAPH, KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN, REMOVED, UNKNOWN, is_onednn
-from ..glance import kernels_differ
+from ...vocab import EAGER, GRAPH
+from ..glance import folded, kernel_kind, kernels_differ
 from ..payloads import DtypeSplit, Kernel, KernelDoc, ModeDoc, OpTypeDoc, Row, RowMode, RowOptional, Uncounted
 from .dtypes import is_vague
 
@@ -33,26 +34,11 @@ class RowFacts:
     uncounted: Mapping[str, Uncounted]               # op type -> graph runs the dump missed
 
 
-def kernel_kind(name: str) -> str:
-    """``removed`` (grappler took the op out: no kernel ran), ``unknown`` (no kernel named,
-    or the evidence cannot decide), else ``onednn`` or ``stock``, fused or not."""
-    if name == REMOVED:
-        return KIND_REMOVED
-    if not name or name == UNKNOWN:
-        return KIND_UNKNOWN
-    return KIND_ONEDNN if is_onednn(name) else KIND_STOCK
-
-
-def _folded(op_type: str, name: str) -> bool:
-    """Constant-folded by grappler: the op's value came from a Const, computed once."""
-    return name == "Const" and op_type != "Const"
-
-
 def _kernel(op_type: str, kernel: KernelDoc) -> Kernel:
     name = kernel["name"]
     return {**kernel, "class": kernel_class(name), "kind": kernel_kind(name),
             "fused": bool(kernel.get("fused_into")) or is_fused(name),
-            "folded": _folded(op_type, name)}
+            "folded": folded(op_type, name)}
 
 
 def _contract_mode(op_type: str, doc: ModeDoc) -> RowMode:
