@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tb_opmode.read import wire, xevents, xlayout, xsplit
+from tb_opmode.read import wire, xevents, xlayout
 from tb_opmode.read.xplane import Profile, find_profiles, read_profile
 
 from .conftest import needs_tensorflow
@@ -279,57 +279,21 @@ def test_damaged_bytes_never_raise(run: Run, tmp_path: Path) -> None:
     assert outcomes["problem"] > 0
 
 
-def _cut_lines(monkeypatch: pytest.MonkeyPatch, where: str) -> tuple[list[int], list[int]]:
-    """Lines cut for two threads however small (``xsplit``); ``where`` the cut is: found
-    as the reader finds it, or in the middle of the line's bytes (inside an event, or on
-    an event start by chance). Returns the lists the cuts made, and the pieces that could
-    not be read on their own (a cut inside an event), are noted in."""
-    monkeypatch.setattr(xevents, "_THREAD_MIN_BYTES", 0)
-    monkeypatch.setattr(xsplit, "MIN_CUT_BYTES", 0)
-    if where == "middle":
-        monkeypatch.setattr(xsplit, "_event_start_near",
-                            lambda _pread, ref, _target: (ref.start + ref.end) // 2)
-    cuts: list[int] = []
-    unread: list[int] = []
-    plan, joined = xsplit.pieces, xevents._PlaneReader.joined
-
-    def counted(pread: Any, lines: Any, threads: int) -> list[xsplit.Piece]:
-        out = plan(pread, lines, threads)
-        cuts.extend(p.ref.end for p in out if p.parts == 2 and p.part == 0)
-        return out
-
-    def noted(reader: Any, ref: Any, parts: Any, read: Any) -> Any:
-        unread.extend(p.ref.end for p, r in zip(parts, read) if p.parts == 2 and r is None)
-        return joined(reader, ref, parts, read)
-    monkeypatch.setattr(xevents, "pieces", counted)
-    monkeypatch.setattr(xevents._PlaneReader, "joined", noted)
-    return cuts, unread
-
-
-@pytest.mark.parametrize("variant", ["as_is", "small_chunks", "small_windows", "cut", "cut_middle",
-                                     "cut_small_windows"])
+@pytest.mark.parametrize("variant", ["as_is", "small_chunks", "small_windows"])
 @pytest.mark.parametrize("which", ["fixture", "bert"])
 def test_like_the_plain_reading(run: Run, bert_logdir: Path, monkeypatch: pytest.MonkeyPatch,
                                 variant: str, which: str) -> None:
     """read_profile decodes events all at once (tb_opmode.read.wire); the plain
     event-by-event reading of tests/xplane_reference.py must agree, also when
-    the scan runs in many chunks, when each line is read in windows of
+    the scan runs in many chunks, and when each line is read in windows of
     a few hundred bytes (a window holding one event or a few; the windows of
-    a constant-folding executor and its ops differ), and when the largest line is
-    cut in two for the two threads, at an event start or anywhere (read whole then)."""
+    a constant-folding executor and its ops differ)."""
     path = run.path if which == "fixture" else next(bert_logdir.rglob("*.xplane.pb"))
     if variant == "small_chunks":
         monkeypatch.setattr(wire, "_CHUNK", 7)
-    elif variant.endswith("small_windows"):
+    elif variant == "small_windows":
         monkeypatch.setattr(xevents, "_WINDOW", 300)
-    cuts = _cut_lines(monkeypatch, "middle" if variant == "cut_middle" else "found") \
-        if variant.startswith("cut") else None
     ours = read_profile(str(path))
-    if cuts is not None:
-        made, unread = cuts
-        assert made, "no line was cut: the variant tests nothing"
-        if variant != "cut_middle":  # the cuts found are event starts: both pieces read
-            assert unread == []
     ref = reference_profile(path.read_bytes(), path.stat().st_mtime_ns)
     assert ref is not None and ref["graph"] and ref["eager"]
     assert ours.problems == []

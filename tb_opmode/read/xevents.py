@@ -12,9 +12,7 @@ field headers, one ``pread`` each (``xlayout.layout``); the planes' other fields
 windows of ``_WINDOW`` bytes: ``xchains._walk`` finds where each event starts and ends
 (``xchains._Chains``, with numpy), and ``xfields._events`` decodes the window's events
 all at once for XEvent's layout as TF writes it (``wire.scan``, field by field, for
-any other); lines are read two at a time in threads (numpy releases the GIL), a line
-of most of the plane's bytes cut in two pieces (``xsplit``) that are joined if each read
-as it would have in line order, else the line is read again whole.
+any other); lines are read two at a time in threads (numpy releases the GIL).
 The stats of the events that need them are decoded the same way (``xfields._stats``).
 Here the decoded columns become the ``Profile``'s entries (``_read_line``); its op
 events stay columns (``op_events.OpEvents``) until something reads them. Memory is the
@@ -35,7 +33,6 @@ from ..errors import Problem
 from .xchains import _WINDOW, _windows
 from .xfields import _TABLE_MAX, _events, _last, _Stats, _stats
 from .xlayout import Damaged, HostPlane, Layout, LineRef, Pread, host_planes, layout
-from .xsplit import Piece, pieces
 from .xtypes import _ASYNC, _DATA, _EPOCH_MIN_NS, _EXEC, _OP, _OTHER, GRAPH_BUILDING, Profile
 
 __all__ = ["Damaged", "LineRef", "Layout", "HostPlane", "layout", "host_planes", "decode"]
@@ -90,23 +87,13 @@ class _Fold:
     starts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     max_off: int | None = None
-    min_off: int | None = None
-
-    def leaves_alone(self, later: _Fold) -> bool:
-        """Whether these windows' folding executors leave the events of a later piece
-        of the line (read on its own, into ``later``) as they are: the later piece
-        started none, and none of these ends after its first event."""
-        return not later.starts.size and (
-            not self.ends.size or later.min_off is None or int(self.ends.max()) <= later.min_off)
 
 
 def _add_graph_ops(prof: Profile, part: Profile, line_name: str) -> None:
     """A line's graph ops appended, and where tf.data's threads ran them, said so."""
     if line_name.startswith(_DATA_THREADS) and part.graph_ops:
-        first, ranges = len(prof.graph_ops), prof.data_thread_ops
-        if ranges and ranges[-1][1] == first:  # the next piece of the same line
-            first = ranges.pop()[0]
-        ranges.append((first, len(prof.graph_ops) + len(part.graph_ops)))
+        first = len(prof.graph_ops)
+        prof.data_thread_ops.append((first, first + len(part.graph_ops)))
     prof.graph_ops.extend(part.graph_ops)
     _add_tally(prof.graph_tally, part.graph_tally)
 
@@ -119,114 +106,51 @@ def _add_tally(into: dict[Any, list[int]], part: dict[Any, list[int]]) -> None:
         cell[1] += ns
 
 
-# What a line (or a piece of one) read into: its entries, its counts, its folding state.
-_Part = tuple[Profile, dict[str, int], _Fold]
-
-
-class _PlaneReader:
-    """Reads the lines of one plane, whole or in pieces (``xsplit``), into parts."""
-
-    def __init__(self, pread: Pread, plane: HostPlane, base: int, prof: Profile) -> None:
-        self.pread, self.plane, self.base, self.prof = pread, plane, base, prof
-        self.stat_ids = {name: key for key, name in plane.stat_names.items()}
-        self.kinds = _Kinds(plane.kinds)
-
-    def line(self, ref: LineRef) -> _Part:
-        try:
-            return self.windows(ref, _WINDOW)
-        except _Reorder:  # exact only when the whole line is one window
-            return self.windows(ref, ref.end - ref.start)
-
-    def piece(self, piece: Piece) -> _Part | None:
-        """A line whole, or a piece of one: None when the piece cannot be read on its own
-        (the cut is no event start, or a folding executor needs the line in one window)."""
-        if piece.parts == 1:
-            return self.line(piece.ref)
-        try:
-            return self.windows(piece.ref, _WINDOW)
-        except (_Reorder, Damaged):
-            return None
-
-    def windows(self, ref: LineRef, window: int) -> _Part:
-        part, seen = Profile(path=self.prof.path, host=self.prof.host), dict.fromkeys(_COUNTS, 0)
-        fold = _Fold()
-        ref.seen_ns = None
-        for events in _windows(self.pread, ref, window):
-            _read_line(ref.timestamp_ns, events, self.base, self.kinds, self.plane.stat_names,
-                       self.stat_ids, part, seen, fold)
-        return part, seen, fold
-
-    def joined(self, ref: LineRef, parts: list[Piece], read: list[_Part | None]) -> list[_Part]:
-        """A line's parts in line order: its pieces when each read on its own as it would
-        have in line order, else the line read again whole; ``ref.seen_ns`` set."""
-        if len(read) == 1 and read[0] is not None:
-            ref.seen_ns = parts[0].ref.seen_ns
-            return [read[0]]
-        first, second = read
-        if first is None or second is None or not first[2].leaves_alone(second[2]):
-            return [self.line(ref)]
-        later = parts[1].ref.seen_ns
-        ref.seen_ns = later if later is not None else parts[0].ref.seen_ns
-        return [first, second]
-
-
-_COUNTS = ("read", "unknown", "bad", "range")
-
-
-def _merge_part(prof: Profile, part: Profile, seen: dict[str, int], line_name: str) -> None:
-    """One part's entries appended to ``prof`` (parts come in line order)."""
-    prof.eager_ops.extend(part.eager_ops)
-    _add_tally(prof.eager_tally, part.eager_tally)
-    _add_graph_ops(prof, part, line_name)
-    prof.function_calls.extend(part.function_calls)
-    prof.graph_building.extend(part.graph_building)
-    prof.iterator_specs.extend(s for s in part.iterator_specs if s not in prof.iterator_specs)
-    if seen["read"]:
-        prof.start_ns = min(prof.start_ns, part.start_ns) if prof.start_ns else part.start_ns
-        prof.end_ns = max(prof.end_ns, part.end_ns)
-
-
 def _read_plane(pread: Pread, plane: HostPlane, base: int, prof: Profile) -> bool:
     """Decode one plane's lines into ``prof``; False if a line's timestamp
     differs from the one it was decoded with (see ``decode``)."""
-    reader = _PlaneReader(pread, plane, base, prof)
-    counts = dict.fromkeys(_COUNTS, 0)
-    by_line = _read_pieces(pread, plane, reader)
+    stat_ids = {name: key for key, name in plane.stat_names.items()}
+    kinds = _Kinds(plane.kinds)
+    counts = {"read": 0, "unknown": 0, "bad": 0, "range": 0}
+
+    def read(ref: LineRef) -> tuple[Profile, dict[str, int]]:
+        try:
+            return read_windows(ref, _WINDOW)
+        except _Reorder:  # exact only when the whole line is one window
+            return read_windows(ref, ref.end - ref.start)
+
+    def read_windows(ref: LineRef, window: int) -> tuple[Profile, dict[str, int]]:
+        part, seen = Profile(path=prof.path, host=prof.host), dict.fromkeys(counts, 0)
+        fold = _Fold()
+        ref.seen_ns = None
+        for events in _windows(pread, ref, window):
+            _read_line(ref.timestamp_ns, events, base, kinds, plane.stat_names, stat_ids,
+                       part, seen, fold)
+        return part, seen
+
     consistent = True
-    for i, ref in enumerate(plane.lines):
-        parts = by_line[i]
-        for part, seen, _fold in reader.joined(ref, [p for p, _r in parts], [r for _p, r in parts]):
-            _merge_part(prof, part, seen, ref.name)
-            for key, n in seen.items():
-                counts[key] += n
-        last = ref.seen_ns if ref.seen_ns is not None else 0
-        if last != ref.timestamp_ns:
-            ref.timestamp_ns, consistent = last, False
-    _add_problems(prof, counts, plane.name)
-    return consistent
-
-
-def _read_pieces(pread: Pread, plane: HostPlane, reader: _PlaneReader
-                 ) -> dict[int, list[tuple[Piece, _Part | None]]]:
-    """Each line's pieces read, by line index, in line order. Two threads: most of a
-    line's work is numpy, which releases the GIL; a line of most of the plane's bytes is
-    cut in two (``xsplit``). Parts are merged in line order, so the lists come out as if
-    serial."""
+    # Two threads: most of a line's work is numpy, which releases the GIL.
+    # Results are merged in line order, so the lists come out as if serial.
     threads = 1 if sum(ref.end - ref.start for ref in plane.lines) < _THREAD_MIN_BYTES \
         else max(1, min(_THREADS, len(plane.lines)))
-    work = pieces(pread, plane.lines, threads) if threads > 1 else \
-        [Piece(i, 0, 1, ref) for i, ref in enumerate(plane.lines)]
     with ThreadPoolExecutor(max_workers=threads) if threads > 1 else nullcontext() as pool:
-        results = list(pool.map(reader.piece, work) if pool is not None else map(reader.piece, work))
-    by_line: dict[int, list[tuple[Piece, _Part | None]]] = {}
-    for piece, result in sorted(zip(work, results), key=lambda pair: (pair[0].index, pair[0].part)):
-        by_line.setdefault(piece.index, []).append((piece, result))
-    return by_line
-
-
-def _add_problems(prof: Profile, counts: dict[str, int], plane_name: str) -> None:
-    """The plane's skipped events, said once per reason."""
-    where = f"events on {plane_name}"
+        results = pool.map(read, plane.lines) if pool is not None else map(read, plane.lines)
+        for ref, (part, seen) in zip(plane.lines, results):
+            last = ref.seen_ns if ref.seen_ns is not None else 0
+            if last != ref.timestamp_ns:
+                ref.timestamp_ns, consistent = last, False
+            prof.eager_ops.extend(part.eager_ops)
+            _add_tally(prof.eager_tally, part.eager_tally)
+            _add_graph_ops(prof, part, ref.name)
+            prof.function_calls.extend(part.function_calls)
+            prof.graph_building.extend(part.graph_building)
+            prof.iterator_specs.extend(s for s in part.iterator_specs if s not in prof.iterator_specs)
+            if seen["read"]:
+                prof.start_ns = min(prof.start_ns, part.start_ns) if prof.start_ns else part.start_ns
+                prof.end_ns = max(prof.end_ns, part.end_ns)
+            for key, n in seen.items():
+                counts[key] += n
+    where = f"events on {plane.name}"
     if counts["unknown"]:
         prof.problems.append(Problem(prof.path, 0, f"{counts['unknown']} {where} refer to "
                                                    "event metadata missing from the file; skipped"))
@@ -236,6 +160,7 @@ def _add_problems(prof: Profile, counts: dict[str, int], plane_name: str) -> Non
     if counts["range"]:
         prof.problems.append(Problem(prof.path, 0, f"{counts['range']} {where} have times "
                                                    "beyond the int64 nanosecond range; skipped"))
+    return consistent
 
 
 def _column(values: list[Any]) -> np.ndarray:
@@ -311,9 +236,8 @@ def _folding(kind: np.ndarray, usable: np.ndarray, off: np.ndarray, dur: np.ndar
     inside[usable] = _inside(off[usable], starts, ends)
     fold.starts, fold.ends = starts, ends
     if usable.any():
-        top, bottom = int(off[usable].max()), int(off[usable].min())
+        top = int(off[usable].max())
         fold.max_off = top if fold.max_off is None else max(fold.max_off, top)
-        fold.min_off = bottom if fold.min_off is None else min(fold.min_off, bottom)
     return inside
 
 
