@@ -57,7 +57,7 @@ from .. import fs
 
 __all__ = [
     "MAX_LINE", "TF221_STYLE", "TF213_STYLE", "PREFIX", "EMBEDDED_LINE_START", "SOURCE_LOCATION",
-    "Handler", "Route", "ONEDNN_LINE_START", "T_ATTR", "KERNEL_END",
+    "Handler", "Route", "ONEDNN_LINE_START", "ONEDNN_MARK", "T_ATTR", "KERNEL_END",
     "PLUMBING_KERNELS", "PLUMBING_NODES", "EXECUTING_OP", "EXITING_EAGER", "FUNCTION_PREFIX",
     "FUSED_OPS", "IN_DEVICE", "RUNNING_COMPONENT",
     "COMPONENT_SUCCEEDED", "INSTANTIATING_KERNEL", "PROCESS_NODE", "PROCESS_NODE_MARK", "FOLDING_STEP", "DEAD_NODE",
@@ -94,6 +94,8 @@ Handler = Callable[[bytes, int, Optional[bytes], int, bool], None]
 # read, the handler).
 Route = tuple[tuple[bytes, ...], Handler]
 ONEDNN_LINE_START = re.compile(rb"(?:onednn|dnnl|mkldnn)_verbose,")
+# Bytes every oneDNN verbose line holds (whichever of its prefixes): where one may be.
+ONEDNN_MARK = b"_verbose,"
 # An attr value ends at "," or "]": a line cut short (the last line of a file still
 # being written, or the head of an over-long line) does not yield a cut value. These
 # patterns start with their literal and look behind for the separator: the regex engine

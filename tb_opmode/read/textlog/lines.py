@@ -80,7 +80,7 @@ class LineReader(LineHandlers):
             return
         self.last_prefixed = line
         self.last_matched = line
-        if ((line.find(b"] ", j + 2) < 0 and b"_verbose," not in line)
+        if ((line.find(b"] ", j + 2) < 0 and log_format.ONEDNN_MARK not in line)
                 or not self.split_garbled(line, off)):
             route[1](line, m.end(), m.group(6), off, False)
 
@@ -104,7 +104,7 @@ class LineReader(LineHandlers):
     def _read_line_without_location(self, line: bytes, off: int) -> None:
         """A line holding no "] ": a oneDNN line (perhaps with another written into it),
         the CPU line, or one not read."""
-        if b"_verbose," in line:
+        if log_format.ONEDNN_MARK in line:
             self._read_unprefixed_line(line, off)
         elif line.startswith(CPU_FEATURES):
             self.on_cpu_line(line)

@@ -33,6 +33,7 @@ from .format import (
     LONG_LINES,
     MAX_LINE,
     NO_LAST_NEWLINE,
+    ONEDNN_MARK,
     PROCESS_NODE_MARK,
 )
 from .lines import LineReader
@@ -70,14 +71,14 @@ def _handled_spans(data: bytes, a: int, b: int, found: list[tuple[bytes, bytes, 
         ls = data.rfind(b"\n", a, p) + 1 or a
         cur = data.find(b"\n", p, b) + 1
         spans.append((ls, cur, i))
-    p = data.find(b"_verbose,", a, b)
+    p = data.find(ONEDNN_MARK, a, b)
     while p >= 0:
         ls = data.rfind(b"\n", a, p) + 1 or a
         le = data.find(b"\n", p, b) + 1
         if data.find(b"] ", ls, le) >= 0:  # perhaps a TF line: read in line order
             return None
         spans.append((ls, le, -1))
-        p = data.find(b"_verbose,", le, b)
+        p = data.find(ONEDNN_MARK, le, b)
     return spans
 
 
@@ -155,7 +156,7 @@ class LogParser(LineReader):
                 spans[ls] = data.find(b"\n", p, b) + 1
                 if data.startswith(CPU_GUARD, p + 2):
                     self.cpu_blocks = CPU_LINE_BLOCKS
-        for marker in (b"_verbose,", CPU_FEATURES) if self.cpu_blocks else (b"_verbose,",):
+        for marker in (ONEDNN_MARK, CPU_FEATURES) if self.cpu_blocks else (ONEDNN_MARK,):
             p = data.find(marker, a, b)
             while p >= 0:
                 ls = data.rfind(b"\n", a, p) + 1 or a
@@ -309,7 +310,7 @@ class LogParser(LineReader):
 
     def _is_counted_process_line(self, line: bytes) -> bool:
         """Whether ``read_block`` counts ``line`` as a Process node line as parsed."""
-        if log_format.HANDLED_LINE.search(line) or b"_verbose," in line or (self.cpu_blocks and CPU_FEATURES in line):
+        if log_format.HANDLED_LINE.search(line) or ONEDNN_MARK in line or (self.cpu_blocks and CPU_FEATURES in line):
             return False
         m = log_format.PROCESS_NODE_LINE.search(line)
         if m is None or not m.group(1):

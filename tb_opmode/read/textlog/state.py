@@ -242,4 +242,4 @@ def _tf_line_not_read(line: bytes) -> bool:
     handled message, Process node or oneDNN line in it)."""
     return (log_format.PREFIX.match(line) is not None
             and log_format.HANDLED_LINE.search(line) is None
-            and log_format.PROCESS_NODE_MARK not in line and b"_verbose," not in line)
+            and log_format.PROCESS_NODE_MARK not in line and log_format.ONEDNN_MARK not in line)

@@ -52,7 +52,8 @@ class StepFiling(ParseState):
         """What a Process node line ending in ``text`` (``{{node NAME}} = KERNEL[attrs](inputs)
         device: D``) says, kept per distinct text. None when another line was written into
         it (such a line is read as a lone line, which splits it)."""
-        if (b"] " in text or b"_verbose," in text) and log_format.EMBEDDED_LINE_START.search(text) is not None:
+        if (b"] " in text or log_format.ONEDNN_MARK in text) \
+                and log_format.EMBEDDED_LINE_START.search(text) is not None:
             return None
         j = text.find(b"}} = ")
         k = log_format.KERNEL_END.search(text, j + 5)
@@ -63,7 +64,7 @@ class StepFiling(ParseState):
             self.texts.clear()  # texts that vary per line: memory stays bounded
             self.odd_texts.clear()
         self.texts[text] = node
-        if b"] " in text or b"_verbose," in text:
+        if b"] " in text or log_format.ONEDNN_MARK in text:
             self.odd_texts.add(node)
         if node.kind == KIND_DEBUG and node.name not in self.debug_inputs:
             self._await_debug_input(node)
