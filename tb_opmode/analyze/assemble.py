@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from ..errors import LogdirError, NoSuchRun, Problem
 from ..model import BufferCut, KernelUse, ModeStats, RunModel
-from ..read import fs
+from ..read import forks, fs
 from ..read.cache import prefetch_files
 from ..read.discover import RunSources, discover, display, dump_location, relpath
 from ..read.manifest import recorded_run
@@ -400,4 +400,7 @@ def load(logdir: str, run: str | None = None, extra_logs: tuple[str, ...] = (),
                        tuple((*dump_location(r, key), files) for r in found
                              for key, files in r.dump_sets.items()))
     parts = read(units_of(found))
-    return [build_run(sources, fs.absolute(logdir), parts) for sources in found]
+    try:
+        return [build_run(sources, fs.absolute(logdir), parts) for sources in found]
+    finally:
+        forks.reap_deferred()  # a log's reader writing the cache meanwhile

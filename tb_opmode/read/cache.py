@@ -45,6 +45,7 @@ from .tfdbg import DumpSet, FileState, assemble_dump_set, file_identity, read_fi
 from .xplane import Profile, read_profile
 
 __all__ = ["CACHE_ENV", "cache_dir", "cached_dump_set", "cached_profile", "cached_log",
+           "defer_stores", "store_deferred",
            "MAX_ENTRIES", "MAX_BYTES", "MIN_FREE_BYTES", "MIN_FREE_FRACTION", "SWEEP_SECONDS",
            "prune", "load_view", "store_view", "prefetch_files", "cached_dump_tasks", "held_dump_tasks",
            "load_summary", "store_summary"]
@@ -204,9 +205,32 @@ def _usable_dir(directory: str) -> bool:
     return not hasattr(os, "getuid") or st.st_uid == os.getuid()
 
 
+# While set (``defer_stores``), what ``_store`` would write now, to write later.
+_deferred: Optional[list[tuple[str, str, tuple[str, ...], Any, list[str]]]] = None
+
+
+def defer_stores() -> None:
+    """Keep what is to be stored from now on, and write it at ``store_deferred``: a forked
+    reader sends its result first, its parent waiting on it, and writes the cache after."""
+    global _deferred
+    if _deferred is None:
+        _deferred = []
+
+
+def store_deferred() -> None:
+    """Write what was kept since ``defer_stores``, and store at once from now on."""
+    global _deferred
+    pending, _deferred = _deferred or [], None
+    for args in pending:
+        _store(*args)
+
+
 def _store(directory: str, path: str, key: tuple[str, ...], value: Any,
            sources: list[str]) -> None:
     """Write atomically (temp file, then rename); a failure only means no cache."""
+    if _deferred is not None:
+        _deferred.append((directory, path, key, value, sources))
+        return
     if not _usable_dir(directory):
         logger.warning("opmode cache: %s is not a usable directory: nothing cached", directory)
         return

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import forks, fs
-from .cache import cached_dump_set, cached_log, cached_profile
+from .cache import cached_dump_set, cached_log, cached_profile, defer_stores, store_deferred
 from .sources import RunSources, dump_location
 from .textlog import LogFacts
 from .tfdbg import DumpSet, tracejob
@@ -189,17 +189,24 @@ def _fork_big_logs(units: list[Unit]) -> list[tuple[Unit, tuple[int, int]]]:
 
 def _fork_unit(unit: Unit) -> tuple[int, int] | None:
     """``read_unit(unit)`` in a forked child: (its pid, the fd its pickled result comes
-    on), or None when no child could be started (the unit is then read here)."""
+    on), or None when no child could be started (the unit is then read here). The child
+    writes the cache after it sent the result: this process builds the run meanwhile."""
     try:
-        return forks.start(functools.partial(read_pickled, unit))
+        return forks.start(functools.partial(_read_pickled_storing_later, unit), after=store_deferred)
     except OSError as err:
         logger.warning("%s: cannot fork to read it beside the rest (%s); read after it", unit.path, err)
         return None
 
 
+def _read_pickled_storing_later(unit: Unit) -> bytes:  # runs in the child
+    defer_stores()
+    return read_pickled(unit)
+
+
 def _forked_result(unit: Unit, child: tuple[int, int]) -> Partial:
-    """What the child of ``_fork_unit`` read; the unit read here if the child failed."""
-    status, data = forks.collect(child)
+    """What the child of ``_fork_unit`` read (the child left writing the cache, reaped by
+    ``forks.reap_deferred``); the unit read here if the child failed."""
+    status, data = forks.collect(child, reap=False)
     if status == 0:
         try:
             return unpickled(data)

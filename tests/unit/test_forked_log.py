@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tb_opmode.analyze.assemble import load
 from tb_opmode.present.contract import summary
-from tb_opmode.read import partials
+from tb_opmode.read import cache, partials
 from tb_opmode.read.partials import Unit
 
 from ..conftest import assert_reaped
@@ -84,3 +86,45 @@ def test_failure_beside_the_child_leaves_no_child(full_health: Fixture, monkeypa
     with pytest.raises(OSError, match="made by the test"):
         load(str(full_health.directory))
     assert_reaped(forks)
+
+
+def test_child_writes_the_cache_after_sending_and_is_reaped(full_health: Fixture, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            forks: list[int]) -> None:
+    """The child stores the log's cache entry only once its result is sent (the parent
+    builds the run meanwhile), and by the time ``load`` returns the entry is written and
+    the child reaped."""
+    monkeypatch.setenv("TB_OPMODE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 0)
+    events = tmp_path / "events.txt"  # each child's, with its pid
+    real_read, real_store = partials.read_pickled, cache._store
+
+    def read_then_note(unit: Unit) -> bytes:
+        data = real_read(unit)
+        with open(events, "a") as f:
+            f.write(f"{os.getpid()} sent\n")
+        return data
+
+    def note_store(directory: str, path: str, key: tuple[str, ...], *rest: Any) -> None:
+        if key[0] == "log" and cache._deferred is None:
+            with open(events, "a") as f:
+                f.write(f"{os.getpid()} stored\n")
+        real_store(directory, path, key, *rest)
+
+    monkeypatch.setattr(partials, "read_pickled", read_then_note)
+    monkeypatch.setattr(cache, "_store", note_store)
+    plain = _summary_json(full_health.directory)
+    assert_reaped(forks)
+    by_pid: dict[str, list[str]] = {}
+    for line in events.read_text().splitlines():
+        pid, what = line.split()
+        by_pid.setdefault(pid, []).append(what)
+    assert sorted(by_pid) == sorted(str(p) for p in forks)  # the logs' two children
+    assert all(seen == ["sent", "stored"] for seen in by_pid.values()), by_pid
+    # The entries were there when load returned: the logs are not read again.
+    def unreadable(path: str) -> None:
+        raise AssertionError(f"{path} read again: its cache entry was not written")
+
+    monkeypatch.setattr(cache, "read_log", unreadable)
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 1 << 60)
+    assert _summary_json(full_health.directory) == plain
