@@ -25,7 +25,7 @@ __all__ = ["FoldingMemo", "DATASET_GRAPHS", "FORWARDERS", "SHAPE_ONLY", "REDUCTI
            "lifted_capture", "static_operand", "forwarded_rank", "same_tensor_as_input",
            "times_ones", "tiles_once", "identity_in_loop", "all_inputs_constant",
            "constant_input", "is_ones_constant", "times_a_constant_alike",
-           "variable_times_zero", "plus_folded_zeros"]
+           "variable_times_zero", "plus_folded_zeros", "never_folded"]
 
 # (id of a graph's ops dict, op name) -> whether constant folding computes the op.
 FoldingMemo = dict[tuple[int, str], bool]
@@ -65,6 +65,18 @@ _NOT_FOLDED = frozenset((
     "NoOp", "StopGradient", "PreventGradient", "Snapshot", "Enter", "Exit", "Merge", "Switch",
     "NextIteration", "LoopCond", "While", "StatelessWhile", "If", "StatelessIf",
     "PartitionedCall", "StatefulPartitionedCall", "Print", "PrintV2", "Assert"))
+# Families of stateful ops (random draws, iterators, queues, resources, I/O) named by a
+# part of their type: constant folding skips every stateful op, and a random op whose
+# inputs are constants (Keras shuffles ``range(n)``) still draws at every run.
+_NOT_FOLDED_PARTS = ("Random", "Stateful", "Rng", "Multinomial", "Iterator", "Dataset", "Queue",
+                     "TensorArray", "Variable", "Resource", "Assign", "Save", "Restore",
+                     "Summary", "Collective", "Send", "Recv", "Debug")
+
+
+def never_folded(op_type: str) -> bool:
+    """Whether grappler's constant folding leaves an op of this type alone whatever its
+    inputs: a stateful op, or one whose value is not a function of its inputs' values."""
+    return op_type in _NOT_FOLDED or any(part in op_type for part in _NOT_FOLDED_PARTS)
 
 # How deep the search for constant inputs goes before it calls an op not constant.
 _FOLDING_DEPTH = 32
@@ -312,7 +324,7 @@ def all_inputs_constant(graph_ops: dict[str, OpCreation], name: str, memo: Foldi
     created = graph_ops.get(name)
     inputs = data_inputs(created.inputs) if created is not None else []
     result = bool(inputs) and depth < _FOLDING_DEPTH and created is not None \
-        and created.op_type not in _NOT_FOLDED and all(
+        and not never_folded(created.op_type) and all(
             graph_ops.get(strip_slot(t)) is not None and (
                 graph_ops[strip_slot(t)].op_type == "Const"
                 or all_inputs_constant(graph_ops, strip_slot(t), memo, depth + 1))
