@@ -75,7 +75,10 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
         if _from_log_link(op, links.get((graph_id, op_name, slot))):
             no_node.add((graph_id, op_name))
         if not op.kernel:
-            _from_executed_node(op, by_suffix, nodes)
+            # Names repeat across functions (args_0): where the log shows which nodes ran
+            # in the op's own graph, only those are its.
+            within = _context_nodes(model, graph_id) if (graph_id, op_name) in no_node else None
+            _from_executed_node(op, by_suffix, nodes, within)
         if op.kernel:
             out.append(op)
         else:
@@ -119,10 +122,18 @@ def _from_log_link(op: OpKernel, link: LogLink | None) -> bool:
     return not op.kernel and not link.producer
 
 
-def _from_executed_node(op: OpKernel, by_suffix: dict[str, list[str]], nodes: NodeKernels) -> None:
+def _context_nodes(model: RunModel, graph_id: str) -> set[str]:
+    """The nodes the logs saw run in the steps of graph ``graph_id``."""
+    return {node for log in model.logs for node in log.context_kernels.get(graph_id, {})}
+
+
+def _from_executed_node(op: OpKernel, by_suffix: dict[str, list[str]], nodes: NodeKernels,
+                        within: set[str] | None = None) -> None:
     """Fill ``op`` from the executed node whose name ends with its own, its type's first,
-    the shortest name first."""
+    the shortest name first; only a node of ``within``, if given."""
     matched = by_suffix.get(op.op_name, [])
+    if within is not None:
+        matched = [m for m in matched if m in within]
     fitting = [m for m in matched if canonical_op(nodes[m][0]) == op.op_type] or matched
     if not fitting:
         return
