@@ -33,9 +33,11 @@ __all__ = ["bypassed_reshapes", "pruned_dead_ops"]
 
 # Ops that compute a value from their inputs and nothing else: with no consumer TF prunes
 # them from a function's body (an op outside this list may be stateful, or a function's
-# output, an Identity, which is kept).
+# output, an Identity, which is kept). A function's argument (Placeholder, run as _Arg)
+# too: the pruning keeps stateful nodes but _Arg (PruneFunctionBody), as Keras'
+# ``permutation(_)`` of its NumPy inputs showed.
 _PURE = frozenset((
-    "Const", "Shape", "ShapeN", "Size", "Rank", "Reshape", "Squeeze", "ExpandDims",
+    "Placeholder", "Const", "Shape", "ShapeN", "Size", "Rank", "Reshape", "Squeeze", "ExpandDims",
     "StridedSlice", "Slice", "Pack", "Unpack", "ConcatV2", "Fill", "Tile", "BroadcastTo",
     "Transpose", "Cast", "Mul", "AddV2", "Add", "Sub", "RealDiv", "DivNoNan", "Neg", "Square",
     "Sum", "Mean", "Prod", "Max", "Min", "ZerosLike", "OnesLike", "MatMul",
