@@ -104,6 +104,10 @@ CELLS.update({
     "fit_CURT_HEALTH_unprofiled": _cell("fit", tensor_debug_mode="CURT_HEALTH", profiled=False),
     "custom_loop_NO_TENSOR_unprofiled": _cell("custom_loop", tensor_debug_mode="NO_TENSOR",
                                               profiled=False),
+    # model.fit(x, y) on NumPy arrays, the most common call: Keras builds its own tf.data
+    # pipeline (RandomShuffle of the indices, slicing functions) in graphs of their own.
+    "fit_numpy_NO_TENSOR_unprofiled": _cell("fit", tensor_debug_mode="NO_TENSOR",
+                                            profiled=False, numpy_data=True),
     "fit_vmodule": _cell("fit", log="vmodule"),
     "tf_keras": _cell("fit", legacy_keras=True, needs=["tf-keras"]),
     "hf_bert": _cell("hf_bert", legacy_keras=True, steps=2,
@@ -451,7 +455,10 @@ class _Child:
         x, y = self.image_data(batch * steps)
         data = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch).repeat()
         callbacks = [self.tensorboard_callback(p.get("histogram_freq", 0))] if p["profiled"] else []
-        model.fit(data, epochs=1, steps_per_epoch=steps, callbacks=callbacks, verbose=0)
+        if p.get("numpy_data"):  # arrays, as most users pass them: Keras shuffles in tf.data
+            model.fit(x, y, batch_size=batch, epochs=1, callbacks=callbacks, verbose=0)
+        else:
+            model.fit(data, epochs=1, steps_per_epoch=steps, callbacks=callbacks, verbose=0)
         self.meta["fit_steps"] = steps
         if p.get("evaluate"):
             model.evaluate(data, steps=2, verbose=0)
