@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..errors import LogdirError, NoSuchRun, Problem
+from ..errors import BadParameter, LogdirError, NoSuchRun, Problem
 from ..model import BufferCut, KernelUse, ModeStats, RunModel
 from ..read import forks, fs
 from ..read.cache import prefetch_files
@@ -362,6 +362,18 @@ def _not_a_directory(logdir: str) -> str:
     return f"{logdir}: no such directory"
 
 
+def _check_given_logs(extra_logs: tuple[str, ...]) -> None:
+    """A ``--log`` naming nothing is a typo to say before anything is read (BadParameter);
+    one that exists but cannot be read is a warning of the run, as unreadable parts are."""
+    for path in extra_logs:
+        try:
+            fs.stat(path)
+        except FileNotFoundError:
+            raise BadParameter(f"--log {path}: no such file") from None
+        except OSError:
+            pass  # said as the run's warning when it is read
+
+
 def find_runs(logdir: str, run: str | None = None,
               extra_logs: tuple[str, ...] = ()) -> list[RunSources]:
     """The runs under ``logdir`` (or only ``run``), with their sources, read by nothing yet.
@@ -373,6 +385,7 @@ def find_runs(logdir: str, run: str | None = None,
         raise LogdirError(text) from err
     if not is_dir:
         raise LogdirError(_not_a_directory(logdir))
+    _check_given_logs(extra_logs)
     # --log FILE --run RUN: the user says which run the log is for.
     found = discover(logdir, extra_logs, log_run=run)
     if not found:

@@ -11,7 +11,8 @@ times overlap the wall times of exactly one dump (file times are no proof: two r
 made side by side have the same). What cannot be told apart is attached nowhere, with
 a warning naming the candidates; a log that belongs to no dump is a run of its own. So
 the logs outside every run are parsed here (through the cache, which the build of the
-run then reuses).
+run then reuses). A log that is a byte-for-byte copy of one its run has already (a
+``--log`` of the run's own log, copied elsewhere) is read once, with a warning.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from . import fs
 from .cache import cached_dump_set, cached_log
 from .memo import memo
 from .sources import CLOCK_SLACK_S, RunSources, dump_location, reason, relpath, within
@@ -74,8 +76,37 @@ def _home(path: str, dump_dirs: list[str]) -> str | None:
 
 
 def _add(runs: dict[str, RunSources], owner: str, path: str) -> None:
-    if path not in runs[owner].logs:
-        runs[owner].logs.append(path)
+    """``path`` among the run's logs, unless it is one already or a copy of one (``--log``
+    of a copy of the run's own log would count every line twice)."""
+    run = runs[owner]
+    if path in run.logs:
+        return
+    copied = next((p for p in run.logs if _same_bytes(p, path)), None)
+    if copied is not None:
+        run.warnings.append((path, f"the same bytes as {copied}: read once, as that file"))
+        return
+    run.logs.append(path)
+
+
+# The bytes compared at each end of two logs of one size: a copy is equal everywhere, two
+# logs of one job differ within their first lines (times, thread ids).
+_COMPARED_BYTES = 1 << 20
+
+
+def _same_bytes(a: str, b: str) -> bool:
+    """Whether two files are one log twice: the same size, head and tail."""
+    try:
+        if fs.stat(a).st_size != fs.stat(b).st_size:
+            return False
+        with fs.open_read(a) as fa, fs.open_read(b) as fb:
+            if fa.read(_COMPARED_BYTES) != fb.read(_COMPARED_BYTES):
+                return False
+            end = max(fs.size_of(fa) - _COMPARED_BYTES, 0)
+            fa.seek(end)
+            fb.seek(end)
+            return fa.read() == fb.read()
+    except OSError:
+        return False  # whichever cannot be read is said so when it is
 
 
 def _attach_by_content(runs: dict[str, RunSources], path: str, given: bool, logdir: str,
