@@ -301,7 +301,7 @@ def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) 
     why = explain(model, op_type)
     for mode in MODES:
         stats = row.mode(mode)
-        stdout.write(f"\n{mode}: {stats.executions} executions\n")
+        stdout.write(f"\n{mode}: {_plural(stats.executions, 'execution')}\n")
         for k in sorted(stats.kernels, key=lambda k: -k.executions):
             stdout.write(f"  kernel {display(k.name)}  x{k.executions}  [{k.evidence}]"
                          + ("  oneDNN" if k.onednn else "") + "\n")
@@ -309,8 +309,15 @@ def _write_explanation(model: RunModel, op_type: str, top: int, stdout: TextIO) 
             stdout.write(textwrap.fill(display(reason["text"]), width=_width(), initial_indent="  - ",
                                        subsequent_indent="    ") + "\n")
         if stats.executions:
-            _write_call_sites(call_sites(model, op_type, mode, limit=top, snippets=False),
-                              mode, stdout)
+            sites = call_sites(model, op_type, mode, limit=None, snippets=False)
+            _write_call_sites(sites[:top], mode, stdout)
+            if len(sites) > top:
+                stdout.write(f"    ... and {_plural(len(sites) - top, 'more call site')} "
+                             f"(--top {len(sites)} lists them all)\n")
+
+
+def _plural(n: int, thing: str) -> str:
+    return f"{n} {thing}" + ("" if n == 1 else "s")
 
 
 def _write_call_sites(sites: list[dict[str, Any]], mode: str, stdout: TextIO) -> None:

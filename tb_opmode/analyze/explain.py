@@ -25,6 +25,8 @@ from ..model import KernelUse, ModeStats, RunModel
 from ..vocab import REMOVED, UNKNOWN, is_onednn
 from .call_sites import call_sites, function_graphs
 from .events import eager_kernels, node_op_types, op_times
+from .kernels import is_fused
+from .nodes import canonical_op
 from .rules import NON_FLOAT, matching_rules, stock_reason
 from .times import class_times, kernel_class, time_share
 from .traces import ledger, traces_per_graph
@@ -108,6 +110,16 @@ class _Kernel(NamedTuple):
         return is_onednn(self.use.name)
 
 
+def _as_sentence(note: str) -> str:
+    """A kernel's note (``rewritten by grappler ...``) as a sentence of its own, after a
+    space; "" for no note."""
+    return f" {note[:1].upper()}{note[1:].rstrip('.')}." if note else ""
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
 def _no_kernel_ran(k: _Kernel) -> str | None:
     if k.name != REMOVED:
         return None
@@ -124,6 +136,20 @@ def _ran_fused(k: _Kernel) -> str | None:
     if not k.use.fused_into:
         return None
     return f"Ran inside the fused kernel {k.name} ({k.how}): {k.notes}."
+
+
+def _fused_kernel(k: _Kernel) -> str | None:
+    """A fused kernel is grappler's remapper's work, whatever renamed it afterwards: with
+    oneDNN on, MklLayoutRewritePass only renames the remapper's ``_FusedMatMul`` node to its
+    oneDNN form (``_MklNativeFusedMatMul``)."""
+    if k.mode != "graph" or not is_fused(k.name):
+        return None
+    fused = (f"Runs the {'oneDNN ' if k.onednn else ''}fused kernel {k.name} ({k.how}): "
+             f"grappler's remapper fused {k.op_type} with its neighbours into one node")
+    if k.name.startswith("_MklNative"):
+        return (fused + f", which TF's oneDNN graph pass (MklLayoutRewritePass) then renamed "
+                        f"to its oneDNN form {k.name}.")
+    return fused + "."
 
 
 def _onednn_in_wrapper(k: _Kernel) -> str | None:
@@ -147,16 +173,16 @@ def _onednn_renamed(k: _Kernel) -> str | None:
 def _onednn_graph_pass(k: _Kernel) -> str | None:
     if not (k.onednn and k.mode == "graph"):
         return None
-    version = k.model.tensorflow_version or "this TF version"
-    return (f"Runs the oneDNN kernel {k.name} ({k.how}): TF {version}'s oneDNN graph pass "
+    version = f"TF {k.model.tensorflow_version}'s" if k.model.tensorflow_version else "TF's"
+    return (f"Runs the oneDNN kernel {k.name} ({k.how}): {version} oneDNN graph pass "
             f"(MklLayoutRewritePass) rewrote the node after grappler optimised the graph."
-            + (f" {k.notes}." if k.notes else ""))
+            + _as_sentence(k.notes))
 
 
 def _onednn_otherwise(k: _Kernel) -> str | None:
     if not k.onednn:
         return None
-    return f"Runs the oneDNN kernel {k.name} ({k.how})." + (f" {k.notes}." if k.notes else "")
+    return f"Runs the oneDNN kernel {k.name} ({k.how})." + _as_sentence(k.notes)
 
 
 def _why_stock(k: _Kernel) -> str:
@@ -172,8 +198,25 @@ def _why_stock(k: _Kernel) -> str:
     return stock_reason(k.op_type, k.mode, model.tensorflow_version, dtype)
 
 
+# Reductions grappler turns into an Identity where they change nothing.
+_REDUCTIONS = frozenset({"Sum", "Mean", "Prod", "Max", "Min", "All", "Any"})
+
+
+def _replaced_by_grappler(k: _Kernel) -> str | None:
+    """A graph op whose node grappler swapped for another op (a Sum over no axes for an
+    Identity, a division by a constant for a Mul): that op's kernel ran, and the op's own
+    kernel choice (the stock reason of ``_stock``) is beside the point."""
+    if (k.mode != "graph" or k.onednn or k.name in (REMOVED, UNKNOWN) or k.op_type.startswith("_")
+            or canonical_op(k.name) == k.op_type):
+        return None
+    how = k.notes or f"grappler rewrote its node into {k.name}"
+    why = ("; it reduced over no axes, or only over axes of size 1, so it changed nothing"
+           if k.name == "Identity" and k.op_type in _REDUCTIONS else "")
+    return f"Runs the stock kernel {k.name} ({k.how}) in place of {k.op_type}: {how}{why}."
+
+
 def _stock(k: _Kernel) -> str:
-    extra = f" {k.notes}." if k.notes and k.use.evidence != "inferred" else ""
+    extra = _as_sentence(k.notes) if k.use.evidence != "inferred" else ""
     return f"Runs the stock kernel {k.name} ({k.how}): {_why_stock(k).rstrip('.')}.{extra}"
 
 
@@ -182,10 +225,12 @@ _KERNEL_SENTENCES: tuple[Callable[[_Kernel], str | None], ...] = (
     _no_kernel_ran,
     _kernel_unknown,
     _ran_fused,
+    _fused_kernel,
     _onednn_in_wrapper,
     _onednn_renamed,
     _onednn_graph_pass,
     _onednn_otherwise,
+    _replaced_by_grappler,
     _stock,
 )
 
@@ -201,7 +246,7 @@ def _eager_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     sites = call_sites(facts.model, facts.op_type, "eager", limit=_SITES_NAMED, snippets=False)
     where = "; ".join(f"{s['function']} ({s['file'].rsplit('/', 1)[-1]}:{s['line']}) "
                       f"x{s['count']}" for s in sites)
-    text = (f"{facts.op_type} ran eagerly {stats.executions} times: it was called from Python "
+    text = (f"{facts.op_type} ran eagerly {_times(stats.executions)}: it was called from Python "
             f"outside any tf.function" + (f", mostly by {where}." if where else "."))
     return {"kind": "mode", "text": text, "call_sites": sites}
 
@@ -239,13 +284,21 @@ def _graph_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     traced = facts.traces if facts.traces is not None else traces_per_graph(ledger(facts.model))
     groups = _function_groups(graphs, traced)
     where = "; ".join(_group_words(*g) for g in groups[:_GRAPHS_NAMED])
-    once = all(traces == 1 for _f, _g, traces, _c in groups)
-    text = (f"{facts.op_type} ran {stats.executions} times inside tf.function graphs"
+    text = (f"{facts.op_type} ran {_times(stats.executions)} inside tf.function graphs"
             + (f": {where}." if where else ".")
-            + " A graph op runs each time its function is called; "
-            + ("Python ran only once, to trace it." if once else
-               "Python ran the function once per trace (tb-opmode functions says why it traced again)."))
+            + " A graph op runs each time its function is called; " + _python_ran(groups))
     return {"kind": "mode", "text": text, "graphs": graphs[:_GRAPHS_LISTED]}
+
+
+def _python_ran(groups: list[tuple[str, str, int, int]]) -> str:
+    """How often Python ran the functions, as their traces say; with no function known (no
+    dump names the graphs that ran the op), only what holds of every function."""
+    if not groups:
+        return ("Python runs a function only to trace it (which functions held this op, and "
+                "their traces, take a tfdbg dump to tell).")
+    if all(traces == 1 for _f, _g, traces, _c in groups):
+        return "Python ran only once, to trace it."
+    return "Python ran the function once per trace (tb-opmode functions says why it traced again)."
 
 
 def _mode_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[_Reason]:
@@ -320,15 +373,26 @@ def _instrumentation_reasons(facts: _OpType, mode: str, stats: ModeStats) -> lis
     return [{"kind": "instrumentation", "text": blocked}] if blocked else []
 
 
+def _version_source(model: RunModel) -> str:
+    """Where the run's TF version was read: a dump's metadata, else the manifest of
+    ``tb-opmode record`` (``analyze.recording``); "" where neither gave it."""
+    if any(d.tensorflow_version for d in model.dumps):
+        return " (from the dump's metadata)"
+    recorded = model.recorded
+    if recorded is not None and recorded.tensorflow_version == model.tensorflow_version:
+        return " (from the manifest of tb-opmode record)"
+    return ""
+
+
 def _version_reasons(facts: _OpType, mode: str, stats: ModeStats) -> list[_Reason]:
-    """Which rules the reasons come from: the dump's TF version, and oneDNN's setting."""
+    """Which rules the reasons come from: the run's TF version, and oneDNN's setting."""
     model = facts.model
     if not model.tensorflow_version:
         return []
     onednn = "unknown" if model.onednn_enabled is None else "on" if model.onednn_enabled else "off"
     source = f" ({model.onednn_source})" if model.onednn_source else ""
     return [{"kind": "version", "text": (
-        f"Rules as of TF {model.tensorflow_version} (from the dump's metadata); "
+        f"Rules as of TF {model.tensorflow_version}{_version_source(model)}; "
         f"oneDNN {onednn}{source}.")}]
 
 

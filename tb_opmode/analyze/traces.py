@@ -93,10 +93,12 @@ class FunctionLedger:
         return [f"{cause}: {words[cause]}{at}" for cause in self.causes if words.get(cause)]
 
 
-def display_name(python_name: str, keras: str, path: str) -> str:
-    """Keras's step functions by what they do; any other function by its Python name."""
+def display_name(python_name: str, keras: str, path: str, nested: bool = False) -> str:
+    """Keras's step functions by what they do (one called inside another by its Python
+    name too: Keras 3's ``one_step_on_data`` runs inside ``multi_step_on_iterator``, and
+    both train); any other function by its Python name."""
     if keras and python_name in KERAS_STEP_NAMES and re.search(r"keras", path):
-        return _KERAS_WORDS[keras]
+        return f"{_KERAS_WORDS[keras]} ({python_name})" if nested else _KERAS_WORDS[keras]
     return python_name
 
 
@@ -291,13 +293,16 @@ class _Builder:
         if key not in self.functions:
             kind = f"keras_{facts.keras}" if facts.keras and facts.python_name in KERAS_STEP_NAMES else "user"
             self.functions[key] = FunctionLedger(
-                facts.python_name, display_name(facts.python_name, facts.keras, facts.path),
+                facts.python_name, display_name(facts.python_name, facts.keras, facts.path, facts.nested),
                 location, kind, facts.nested)
         return key, self.functions[key]
 
     def _outer_name(self, facts: TraceFacts) -> str:
-        outer = self.dump.graphs.get(self.dump.graphs[facts.graph_id].outer_id)
+        outer = self.dump.graphs.get(self._outer_id(facts))
         return outer.name if outer is not None else ""
+
+    def _outer_id(self, facts: TraceFacts) -> str:
+        return self.dump.graphs[facts.graph_id].outer_id
 
     def _tracing_time(self, entry: TraceEntry) -> None:
         """The profile's graph building where its window holds the trace, else the op
@@ -319,6 +324,7 @@ class _Builder:
         before = self.last.get(key)
         ctx = CauseContext(first=before is None, first_of_object=facts.first_of_object,
                            nested=facts.nested, outer=self._outer_name(facts),
+                           same_outer=bool(before and self._outer_id(before[0]) == self._outer_id(facts)),
                            previous_first_of_object=bool(before and before[0].first_of_object),
                            previous_calls=before[1].calls if before else 0,
                            tensor_args=list(facts.args), python_args=python_args, specs=specs,

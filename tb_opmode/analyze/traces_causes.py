@@ -66,6 +66,7 @@ class CauseContext:
     first_of_object: bool               # made under ``_initialize``
     nested: bool = False                # traced inside another function's trace
     outer: str = ""                     # that function's name
+    same_outer: bool = False            # the trace before was made inside the same outer trace
     previous_first_of_object: bool = False
     previous_calls: int = 0
     tensor_args: list[str] = field(default_factory=list)
@@ -93,9 +94,15 @@ def _first_trace(ctx: CauseContext) -> Verdict | None:
 
 
 def _nested(ctx: CauseContext) -> Verdict | None:
+    outer = ctx.outer or "another tf.function"
     if not ctx.nested:
         return None
-    return Verdict([{"cause": "unknown", "why": f"traced inside a trace of {ctx.outer or 'another tf.function'}: "
+    if ctx.same_outer:  # the outer function was not traced again: it is not why
+        return Verdict([{"cause": "unknown", "why": (
+            f"traced again inside the same trace of {outer}: TF traces a tf.function twice when "
+            "its first trace created variables (as Keras's step does), or it was called with "
+            "other arguments there; the dump cannot tell which")}])
+    return Verdict([{"cause": "unknown", "why": f"traced inside a trace of {outer}: "
                      "it is traced again whenever that function is"}])
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..vocab import KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN, REMOVED, UNKNOWN, is_onednn
 
-__all__ = ["kernel_kind", "folded", "kernels_differ", "both_modes", "premises", "one_mode_only",
+__all__ = ["kernel_kind", "folded", "simplified", "kernels_differ", "both_modes", "premises", "one_mode_only",
            "glance_lines", "MAX_NAMES", "MAX_ONE_MODE"]
 
 # Op types named in the sentence of all that ran in both modes (the tab lists as many).
@@ -51,10 +51,18 @@ def folded(op_type: str, name: str) -> bool:
     return name == "Const" and op_type != "Const"
 
 
+def simplified(op_type: str, name: str) -> bool:
+    """Replaced by grappler with an Identity: the op changed nothing (a Sum over no axes,
+    or over axes of size 1), a graph simplification, not another kernel for the op."""
+    return name == "Identity" and op_type != "Identity"
+
+
 def _ran(op_type: str, mode: Mapping[str, Any]) -> set[str]:
-    """Names of the kernels that really ran in a mode: not removed, folded or unknown."""
+    """Names of the kernels that really ran in a mode: not removed, folded, replaced by an
+    Identity or unknown."""
     return {k["name"] for k in mode["kernels"]
-            if kernel_kind(k["name"]) in _RAN_KINDS and not folded(op_type, k["name"])}
+            if kernel_kind(k["name"]) in _RAN_KINDS and not folded(op_type, k["name"])
+            and not simplified(op_type, k["name"])}
 
 
 def _names(ran: set[str]) -> str:
@@ -63,7 +71,7 @@ def _names(ran: set[str]) -> str:
 
 def kernels_differ(op: _Op) -> str:
     """Why the kernels differ between the modes ("" when they do not): the kernels that ran
-    (ignoring removed, folded and unknown executions) differ; a mode where no kernel is
+    (ignoring removed, folded, Identity-replaced and unknown executions) differ; a mode where no kernel is
     named is unknown, which is not a difference."""
     eager, graph = op["eager"], op["graph"]
     if not eager["executions"] or not graph["executions"]:

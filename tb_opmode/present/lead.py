@@ -25,6 +25,7 @@ from ..analyze.explain import call_sites, function_graphs
 from ..analyze.rules import stock_reason
 from ..model import RunModel
 from ..vocab import EAGER, GRAPH, KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN
+from .glance import simplified
 from .payloads import Kernel, Lead, Row, RowMode
 
 __all__ = ["lead", "function_words", "Caller", "CALLERS", "caller_label"]
@@ -148,9 +149,11 @@ def _where_in_graphs(model: RunModel, op_type: str) -> str:
 # ---------------------------------------------------------------- what the executions ran
 
 
-def _kind_of(k: Kernel) -> str:
+def _kind_of(op_type: str, k: Kernel) -> str:
     if k["folded"]:
         return "folded"
+    if simplified(op_type, k["name"]):
+        return "simplified"
     if k.get("fused_into"):
         return "fused"
     return k["kind"]
@@ -162,23 +165,24 @@ _GROUP_WORDS: dict[str, Callable[[int, str], str]] = {
     KIND_STOCK: lambda n, name: f"{n} ran stock `{name}`",
     "fused": lambda n, name: f"{n} ran inside the fused kernel `{name}`",
     "folded": lambda n, _name: f"{n} ran no kernel (grappler folded them into a constant)",
+    "simplified": lambda n, _name: f"{n} ran as an Identity (grappler simplified them: they changed nothing)",
     KIND_REMOVED: lambda n, _name: f"{n} ran no kernel (grappler removed them)",
     KIND_UNKNOWN: lambda n, _name: f"{n} with the kernel unknown",
 }
 
 
-def _groups(stats: RowMode) -> list[str]:
+def _groups(op_type: str, stats: RowMode) -> list[str]:
     kernels = sorted(stats["kernels"], key=lambda k: (-k["executions"], k["name"]))
-    return [_GROUP_WORDS[_kind_of(k)](k["executions"], k["name"]) for k in kernels]
+    return [_GROUP_WORDS[_kind_of(op_type, k)](k["executions"], k["name"]) for k in kernels]
 
 
 def _count(stats: RowMode) -> str:
     return f"{'at least ' if stats.get('lower_bound') else ''}{stats['executions']}×"
 
 
-def _ran(stats: RowMode) -> str:
+def _ran(op_type: str, stats: RowMode) -> str:
     """``; 16 ran oneDNN `_MklTranspose`, 24 ran no kernel (...)`` where kernels split."""
-    groups = _groups(stats)
+    groups = _groups(op_type, stats)
     return "; " + ", ".join(groups) if len(groups) > 1 else ""
 
 
@@ -187,7 +191,7 @@ def _eager(model: RunModel, row: Row) -> str:
     if not stats["executions"]:
         return "Eager: did not run eagerly."
     return (f"Eager, {_count(stats)}: called from Python outside any tf.function"
-            f"{_callers(model, row['op_type'], stats['executions'])}{_ran(stats)}.")
+            f"{_callers(model, row['op_type'], stats['executions'])}{_ran(row['op_type'], stats)}.")
 
 
 def _graph(model: RunModel, row: Row) -> str:
@@ -199,7 +203,7 @@ def _graph(model: RunModel, row: Row) -> str:
                     f"{seen['log_executions']} log lines), but the dump did not count it.")
         return "Graph: did not run in a tf.function."
     return (f"Graph, {_count(stats)}: {_where_in_graphs(model, row['op_type'])}"
-            f"{_ran(stats)}.")
+            f"{_ran(row['op_type'], stats)}.")
 
 
 # ---------------------------------------------------------------- the kernels of both modes
@@ -218,7 +222,8 @@ class _Both:
 
     def ran(self, mode: str) -> list[Kernel]:
         return [k for k in _mode(self.row, mode)["kernels"]
-                if k["kind"] in (KIND_ONEDNN, KIND_STOCK) and not k["folded"]]
+                if k["kind"] in (KIND_ONEDNN, KIND_STOCK) and not k["folded"]
+                and not simplified(self.row["op_type"], k["name"])]
 
     def names(self, mode: str) -> set[str]:
         return {k["name"] for k in self.ran(mode)}

@@ -33,6 +33,7 @@ from ..errors import UnknownOpType, did_you_mean
 from ..read.discover import display
 from ..vocab import MODES, REMOVED, UNKNOWN
 from .eager_text import site_figures
+from .glance import folded, simplified
 
 __all__ = ["Redaction", "Code", "Strong", "Inline", "Heading", "Para", "Bullets", "Table", "Block",
            "DEFAULT_FOCUS", "TOP_OP_TYPES", "MAX_ROWS", "focus_ops", "select_op_types",
@@ -209,13 +210,14 @@ Block = Union[Heading, Para, Bullets, Table]
 def kernels_differ(row: dict[str, Any]) -> bool:
     """Whether the kernels that ran differ between the modes, as the tab's "kernel
     differs" filter has it: both modes ran, and the kernels that ran (not removed,
-    constant-folded or unknown) differ, or only one mode ran a oneDNN kernel."""
+    constant-folded, replaced by an Identity or unknown) differ, or only one mode ran a oneDNN kernel."""
     if not row["eager"]["executions"] or not row["graph"]["executions"]:
         return False
 
     def ran(mode: str) -> set[str]:
         return {k["name"] for k in row[mode]["kernels"] if k["name"] not in (UNKNOWN, REMOVED, "")
-                and not (k["name"] == "Const" and row["op_type"] != "Const")}
+                and not folded(row["op_type"], k["name"])
+                and not simplified(row["op_type"], k["name"])}
     eager, graph = ran("eager"), ran("graph")
     if eager and graph and eager != graph:
         return True

@@ -45,7 +45,8 @@ def unpack(name: str, root: Path) -> Fixture:
         for member in tar.getmembers():  # our own archive; still, only files and directories
             assert member.isfile() or member.isdir(), member.name
         tar.extractall(target, filter="data")  # and nothing outside target
-    reference = json.loads((DATA / f"{name}.reference.json").read_text())
+    counts = DATA / f"{name}.reference.json"  # a run with no dump has no DebugDataReader counts
+    reference = json.loads(counts.read_text()) if counts.exists() else {}
     return Fixture(name, target, reference)
 
 
@@ -59,6 +60,14 @@ def full_health(tmp_path_factory: pytest.TempPathFactory) -> Fixture:
 def no_tensor(tmp_path_factory: pytest.TempPathFactory) -> Fixture:
     """The same workload, NO_TENSOR dump only: no dtype, no profile, no log."""
     return unpack("fit_no_tensor", tmp_path_factory.mktemp("fixtures"))
+
+
+@pytest.fixture(scope="session")
+def record_kernels(tmp_path_factory: pytest.TempPathFactory) -> Fixture:
+    """``tb-opmode record --evidence kernels`` of a Keras fit and a tf.function traced for three
+    shapes: no dump; the log of TF's execute and op_kernel modules, TF's line per new trace
+    (``tf_python.log``), a profile and the manifest."""
+    return unpack("record_kernels", tmp_path_factory.mktemp("fixtures"))
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tb_opmode.analyze.assemble import load
+from tb_opmode.analyze.explain import call_sites
 from tb_opmode.cli import main
 from tb_opmode.present.csv import CSV_COLUMNS, render_csv
 
@@ -167,3 +169,17 @@ def test_the_command_alone_tunes_malloc(full_health: Fixture, monkeypatch: pytes
     monkeypatch.setattr("sys.argv", ["tb-opmode", "summary", str(full_health.directory), "--format", "json"])
     monkeypatch.setattr("sys.stdout", io.StringIO())
     assert main() == 0 and calls == ["tuned"]
+
+
+def test_explain_says_how_many_call_sites_top_left_out(full_health: Fixture) -> None:
+    (model,) = load(str(full_health.directory))
+    counts = {(op, mode): len(call_sites(model, op, mode, limit=None)) for op in model.op_types
+              for mode in ("eager", "graph")}
+    (op, mode), n = max(counts.items(), key=lambda kv: kv[1])
+    assert n > 1
+    code, out, err = run("explain", str(full_health.directory), op, "--top", "1")
+    assert code == 0, err
+    assert f"... and {n - 1} more call site{'s' if n > 2 else ''} (--top {n} lists them all)" in out
+    once = [op for op, row in model.op_types.items() if row.eager.executions == 1][0]
+    code, out, err = run("explain", str(full_health.directory), once)
+    assert "\neager: 1 execution\n" in out, out

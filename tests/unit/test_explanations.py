@@ -8,10 +8,16 @@ TF's own counts, and explanations that name each kernel with its evidence.
 """
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
+from typing import Any
 
-from tb_opmode.analyze.assemble import RunModel, build_run
+import pytest
+
+from tb_opmode.analyze.assemble import RunModel, build_run, load
 from tb_opmode.analyze.explain import call_sites, explain, function_graphs
+from tb_opmode.analyze.kernels import is_fused
 from tb_opmode.read.discover import RunSources
 from tb_opmode.read.tfdbg import DumpSet
 
@@ -159,3 +165,67 @@ def test_each_kernel_is_explained_by_the_dtype_it_ran_for(full_model: RunModel) 
     assert "does not stay stock" not in reasons["Transpose"], reasons["Transpose"]
     assert "DT_INT32" in reasons["Transpose"] or "non-float" in reasons["Transpose"], reasons["Transpose"]
     assert "_MklTranspose" in reasons["_MklTranspose"]
+
+
+# ---------------------------------------------------------------- a run with no dump
+
+
+@pytest.fixture(scope="module")
+def kernels_run(record_kernels: Fixture) -> RunModel:
+    """The ``kernels`` run of ``tb-opmode record``, with its trace log."""
+    (model,) = load(str(record_kernels.directory), None,
+                    (str(record_kernels.directory / "tf_python.log"),))
+    return model
+
+
+def _texts(model: RunModel, kind: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """(op type, mode, reason) of every reason of ``kind`` the run's explanations give."""
+    return [(op_type, mode, r) for op_type in model.op_types
+            for mode, e in explain(model, op_type).items() for r in e["reasons"] if r["kind"] == kind]
+
+
+def test_the_tf_version_is_said_from_where_it_was_read(kernels_run: RunModel, record_kernels: Fixture,
+                                                       full_model: RunModel) -> None:
+    """No dump: the version came from record's manifest, and the rules say so; a dump's
+    run says its metadata."""
+    manifest = json.loads((record_kernels.directory / "manifest.json").read_text())
+    assert not kernels_run.dumps and kernels_run.tensorflow_version == manifest["tensorflow_version"]
+    said = {r["text"] for _op, _mode, r in _texts(kernels_run, "version")}
+    assert said and all("manifest of tb-opmode record" in t and "dump" not in t for t in said), said
+    said = {r["text"] for _op, _mode, r in _texts(full_model, "version")}
+    assert said and all("from the dump's metadata" in t for t in said), said
+
+
+def test_no_trace_count_is_claimed_where_the_evidence_cannot_tell(kernels_run: RunModel) -> None:
+    """The trace log shows a function traced several times, but without a dump no graph is
+    tied to the op types that ran in it: no graph sentence says how often Python ran."""
+    traced = Counter(line.name for line in kernels_run.trace_lines)
+    assert max(traced.values()) > 1, traced
+    for op_type, mode, reason in _texts(kernels_run, "mode"):
+        if mode == "graph":
+            assert "only once" not in reason["text"] and "once per trace" not in reason["text"], \
+                (op_type, reason["text"])
+
+
+def test_every_fused_kernel_credits_grapplers_remapper(kernels_run: RunModel, full_model: RunModel) -> None:
+    """The remapper fuses; MklLayoutRewritePass only renames its node to the oneDNN form."""
+    fused = [(op_type, r["text"]) for op_type, _mode, r in _texts(kernels_run, "kernel")
+             if is_fused(r["kernel"])]
+    assert fused
+    for op_type, text in fused:
+        assert "grappler's remapper" in text, (op_type, text)
+
+
+def test_a_kernel_note_reads_as_its_own_sentence(full_model: RunModel, no_tensor_model: RunModel,
+                                                 kernels_run: RunModel) -> None:
+    """No reason strings a lower-case fragment after a full stop."""
+    for model in (full_model, no_tensor_model, kernels_run):
+        for op_type, _mode, r in _texts(model, "kernel"):
+            assert not re.search(r"(?<!e\.g)(?<!i\.e)\. [a-z][a-z-]*[ ,:]", r["text"]), (op_type, r["text"])
+
+
+def test_a_single_execution_is_once(full_model: RunModel) -> None:
+    ran_once = [op for op, row in full_model.op_types.items() if row.eager.executions == 1]
+    assert ran_once
+    for op_type in ran_once:
+        assert " 1 times" not in explain(full_model, op_type)["eager"]["explanation"]

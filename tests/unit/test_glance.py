@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tb_opmode.present.glance import MAX_NAMES, MAX_ONE_MODE, both_modes, glance_lines, kernels_differ, one_mode_only
+from tb_opmode.present.report import kernels_differ as report_kernels_differ
 from tb_opmode.vocab import REMOVED, UNKNOWN
 
 
@@ -102,3 +103,12 @@ def test_onednn_in_one_mode_because_the_op_ran_in_one_mode_only() -> None:
                          "there is no kernel to compare it with. Conv2D ran only eagerly "
                          "(`_MklNativeConv2D` twice): no Conv2D ran in a graph, so there is no kernel "
                          "to compare it with.")
+
+
+def test_an_identity_grappler_put_in_place_of_the_op_is_no_other_kernel() -> None:
+    """A Sum over no axes (or axes of size 1) that grappler made an Identity is a graph
+    simplification: its Sum kernels are the same in both modes."""
+    sum_op = _op("Sum", [("Sum", 25)], [("Sum", 100), (REMOVED, 52), ("Identity", 20)])
+    assert kernels_differ(sum_op) == "" and not report_kernels_differ(sum_op)
+    # An Identity op's own kernel is no replacement.
+    assert kernels_differ(_op("Identity", [("Identity", 1)], [("_MklIdentity", 1)]))

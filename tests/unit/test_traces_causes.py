@@ -8,6 +8,7 @@ never called), and a lambda's ``tf.function`` made anew in the loop. No TensorFl
 """
 from __future__ import annotations
 
+from tb_opmode.analyze.traces import display_name
 from tb_opmode.analyze.traces_causes import (
     CAUSE_RULES,
     CAUSES,
@@ -87,3 +88,20 @@ def test_every_cause_word_is_the_contracts() -> None:
                 _later(python_args=["lr"], specs=X_4_8, previous_specs=X_4_8), _later()]
     words = {c["cause"] for ctx in contexts for c in changed_of(ctx).changed}
     assert words <= set(CAUSES) and [name for name, _ in CAUSE_RULES][-1] == "unknown"
+
+
+def test_a_nested_retrace_inside_one_outer_trace_is_not_blamed_on_the_outer() -> None:
+    """Keras 3's one_step_on_data traced twice inside multi_step_on_iterator's one trace:
+    "traced again whenever that function is" would contradict the outer's one trace."""
+    again = changed_of(_later(nested=True, outer="multi_step_on_iterator", same_outer=True)).changed
+    assert [c["cause"] for c in again] == ["unknown"]
+    assert "whenever" not in again[0]["why"] and "same trace" in again[0]["why"]
+    outer_retraced = changed_of(_later(nested=True, outer="multi_step_on_iterator")).changed
+    assert "whenever that function is" in outer_retraced[0]["why"]
+
+
+def test_keras_functions_nested_in_another_have_their_own_label() -> None:
+    path = "/site-packages/keras/src/backend/tensorflow/trainer.py"
+    outer = display_name("multi_step_on_iterator", "train", path)
+    inner = display_name("one_step_on_data", "train", path, nested=True)
+    assert outer != inner and "one_step_on_data" in inner
