@@ -78,7 +78,8 @@ def _run_header(run: dict[str, Any]) -> str:
     lines = [f"run {display(run['run'])}  "
              f"TensorFlow {display(run['tensorflow_version']) or '?'}  "
              f"hosts {display(', '.join(run['hosts'])) or '?'}  oneDNN {onednn}{why}",
-             *(display(line) for line in glance_lines(run["op_types"])),
+             *(display(line) for line in glance_lines(run["op_types"],
+                                                      run["uncounted_graph_executions"])),
              f"  counts from: {run['counts_from'] or 'nothing'}; sources: "
              + "; ".join(f"{k} {len(v)}" for k, v in run["sources"].items())]
     lines += _recording_lines(run)

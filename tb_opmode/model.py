@@ -82,6 +82,9 @@ class RunModel:
     functions: Counter[str] = field(default_factory=Counter)
     op_types: dict[str, OpTypeRow] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    # Graph executions the dump traced of ops its .graphs file does not define (a file
+    # cut, or still being written): in no row, and said so wherever counts are read.
+    uncounted_graph_executions: int = 0
     dumps: list[DumpSet] = field(default_factory=list)
     profiles: list[Profile] = field(default_factory=list)
     logs: list[LogFacts] = field(default_factory=list)

@@ -77,6 +77,7 @@ def _dump_counts(model: RunModel) -> None:
     for dump in model.dumps:
         _count_eager_records(model, dump)
         unknown = _count_graph_traces(model, dump)
+        model.uncounted_graph_executions += unknown
         if unknown:
             model.problems.append(Problem(
                 dump.files.get("graph_execution_traces", dump.prefix), 0,

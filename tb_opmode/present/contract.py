@@ -182,6 +182,7 @@ def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
         "onednn_enabled": m.onednn_enabled,
         "onednn_source": m.onednn_source,
         "counts_from": m.counts_from,
+        "uncounted_graph_executions": m.uncounted_graph_executions,
         "count_basis": dict(m.count_basis),
         "recording": recording_doc(m),
         "sources": m.sources,

@@ -20,7 +20,7 @@ from typing import Any
 from ..vocab import KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN, REMOVED, UNKNOWN, is_onednn
 
 __all__ = ["kernel_kind", "folded", "simplified", "kernels_differ", "both_modes", "premises", "one_mode_only",
-           "glance_lines", "MAX_NAMES", "MAX_ONE_MODE"]
+           "uncounted_line", "glance_lines", "MAX_NAMES", "MAX_ONE_MODE"]
 
 # Op types named in the sentence of all that ran in both modes (the tab lists as many).
 MAX_NAMES = 100
@@ -145,22 +145,36 @@ def _wrapped(text: str) -> list[str]:
                          break_long_words=False, break_on_hyphens=False)
 
 
-def glance_lines(ops: Sequence[_Op]) -> list[str]:
+def uncounted_line(uncounted: int) -> list[str]:
+    """What the counts leave out, when the dump traced executions of ops its ``.graphs``
+    file does not define: the answer covers the rest only."""
+    if not uncounted:
+        return []
+    return [f"{uncounted:,} graph execution(s) are in no count: the dump traced them, but its "
+            ".graphs file does not define their ops (cut, or still being written); the "
+            "answer covers the rest only."]
+
+
+def glance_lines(ops: Sequence[_Op], uncounted: int = 0) -> list[str]:
     """The run's answer for a terminal, wrapped, each line indented under the run's first:
-    what ran in both modes, whose kernel differs and why, and the premises."""
+    what ran in both modes, whose kernel differs and why, what the counts leave out
+    (``uncounted`` graph executions), and the premises."""
     both = both_modes(ops)
+    lines = _wrapped(_headline(both, "among what was counted, " if uncounted else ""))
+    for text in uncounted_line(uncounted) + premises(both) + one_mode_only(ops):
+        lines += _wrapped(text)
+    return lines
+
+
+def _headline(both: list[_Op], qualifier: str) -> str:
+    """The sentence of what ran in both modes and whose kernel differs, and why."""
     if not both:
-        return _wrapped("in short: no op type ran both eagerly and in a tf.function graph.")
+        return f"in short: {qualifier}no op type ran both eagerly and in a tf.function graph."
     names = [op["op_type"] for op in both]
     listed = ", ".join(names[:MAX_NAMES]) + (", ..." if len(names) > MAX_NAMES else "")
     differ = [(name, why) for name, why in zip(names, map(kernels_differ, both)) if why]
-    text = f"in short: {len(both)} op type(s) ran both eagerly and in graphs ({listed}); "
+    text = f"in short: {qualifier}{len(both)} op type(s) ran both eagerly and in graphs ({listed}); "
     if differ:
-        text += f"{len(differ)} ran a different kernel by mode: " + "; ".join(
+        return text + f"{len(differ)} ran a different kernel by mode: " + "; ".join(
             f"{name} ({why})" for name, why in differ) + "."
-    else:
-        text += "each ran the same kernel in both modes, where the kernel is known."
-    lines = _wrapped(text)
-    for line in premises(both) + one_mode_only(ops):
-        lines += _wrapped(line)
-    return lines
+    return text + "each ran the same kernel in both modes, where the kernel is known."

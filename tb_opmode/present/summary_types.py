@@ -206,6 +206,7 @@ class _RunFacts(_RunDocOptional):
     onednn_enabled: Optional[bool]
     onednn_source: str
     counts_from: str
+    uncounted_graph_executions: int
     count_basis: dict[str, str]
     recording: Optional[RecordingDoc]
     sources: dict[str, list[str]]

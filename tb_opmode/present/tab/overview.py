@@ -19,7 +19,7 @@ from ...analyze.kernels import cpu_from_kernels, is_fused
 from ...model import ModeStats, RunModel
 from ...read.tfdbg import DTYPE_UNKNOWN
 from ...vocab import GRAPH, KERNEL_KINDS, KIND_FUSED, KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN, MODES
-from ..glance import both_modes, one_mode_only, premises
+from ..glance import both_modes, one_mode_only, premises, uncounted_line
 from ..payloads import (
     CappedVerbose,
     CpuFacts,
@@ -208,7 +208,8 @@ def _glance(view: RunView) -> Glance:
     return {"basis": "both", "total": len(picked), "rows": picked[:GLANCE_ROWS],
             "names": [r["op_type"] for r in picked][:MAX_GLANCE_NAMES],
             "differs_total": sum(r["kernel_differs"] for r in picked),
-            "premises": premises(picked) + one_mode_only(view.rows.values())}
+            "premises": (uncounted_line(view.model.uncounted_graph_executions) + premises(picked)
+                         + one_mode_only(view.rows.values()))}
 
 
 def _dump_coverage(view: RunView) -> Optional[DumpCoverage]:
