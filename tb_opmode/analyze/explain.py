@@ -27,7 +27,8 @@ from .call_sites import call_sites, function_graphs
 from .events import eager_kernels, node_op_types, op_times
 from .rules import NON_FLOAT, matching_rules, stock_reason
 from .times import class_times, kernel_class, time_share
-from .traces import ledger, traces_per_graph
+from .traces import traces_per_graph
+from .traces_logged import run_ledger
 
 __all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
            "kernel_class", "node_op_types", "eager_kernels"]
@@ -236,7 +237,7 @@ def _group_words(function: str, graph: str, traces: int, calls: int) -> str:
 
 def _graph_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     graphs = function_graphs(facts.model, facts.op_type)
-    traced = facts.traces if facts.traces is not None else traces_per_graph(ledger(facts.model))
+    traced = facts.traces if facts.traces is not None else traces_per_graph(run_ledger(facts.model))
     groups = _function_groups(graphs, traced)
     where = "; ".join(_group_words(*g) for g in groups[:_GRAPHS_NAMED])
     once = all(traces == 1 for _f, _g, traces, _c in groups)

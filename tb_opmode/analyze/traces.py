@@ -27,7 +27,8 @@ from ..read.trace_log import TraceLine, TraceParam, tensor_specs
 from .trace_stacks import TraceFacts, parameters_of, trace_facts
 from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, changed_of
 
-__all__ = ["TraceEntry", "FunctionLedger", "ledger", "traces_per_graph", "KERAS_STEP_NAMES", "display_name"]
+__all__ = ["TraceEntry", "FunctionLedger", "ledger", "traces_per_graph", "KERAS_STEP_NAMES", "display_name",
+           "args_of_key"]
 
 KERAS_STEP_NAMES = frozenset({
     "multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data",
@@ -234,7 +235,7 @@ def _shape_list(shape: tuple[int | None, ...] | None) -> list[int | None] | str:
     return NOT_RECORDED if shape is None else list(shape)
 
 
-def _args_of_key(key: tuple[TraceParam, ...]) -> list[dict[str, Any]]:
+def args_of_key(key: tuple[TraceParam, ...]) -> list[dict[str, Any]]:
     """The arguments as TF's log line printed the trace's key: tensors (those nested in
     an iterator's or a tuple's spec as ``name[i]``) and Python values."""
     out: list[dict[str, Any]] = []
@@ -327,7 +328,7 @@ class _Builder:
                            previous_key=self.keys.get(before[1].graph_id) if before else None)
         verdict = changed_of(ctx)
         logged = self.keys.get(facts.graph_id)
-        args = _args_of_key(logged) if logged is not None else _args(facts, python_args, specs)
+        args = args_of_key(logged) if logged is not None else _args(facts, python_args, specs)
         entry = TraceEntry(name, facts.graph_id, calls, _call_sites(self.dump, name) if calls else [],
                            args, verdict.changed, verdict.note, first_of_object=facts.first_of_object)
         self._tracing_time(entry)
