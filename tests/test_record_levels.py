@@ -340,3 +340,18 @@ def test_the_trace_log_is_one_of_the_runs_logs(recorded: dict[tuple[str, str], t
     assert main(["functions", str(rundir)], out, io.StringIO()) == 0
     assert all(f"{f['name']}: " in out.getvalue() or f"{f['name']} (" in out.getvalue() for f in steps)
 
+
+@pytest.mark.parametrize("job", ["fit", "loop"])
+def test_call_sites_are_the_jobs_lines_not_the_recordings(
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str) -> None:
+    """Under record every tf.function call passes through our wrapper of its ``__call__``:
+    the call sites the ledger and ``explain`` show are the job's own lines all the same."""
+    rundir, _proc = recorded[job, "calls"]
+    (run,) = _summary(rundir)["runs"]
+    sites = [s for f in run["tf_functions"] for t in f["trace_list"] for s in t["call_sites"]]
+    assert sites and all(s.rpartition(":")[0] == JOBS for s in sites), sites
+    out = io.StringIO()
+    assert main(["explain", str(rundir), "MatMul", "--top", "50"], out, io.StringIO()) == 0
+    assert f"{JOBS}:" in out.getvalue()
+    assert os.path.join("tb_opmode", "capture", "") not in out.getvalue()
+

@@ -24,6 +24,7 @@ from typing import Any
 from ..model import RunModel
 from ..read.tfdbg import DEBUG_MODE_NAMES, DumpSet, HealthSpec
 from ..read.trace_log import TraceLine, TraceParam, tensor_specs
+from .capture_frames import is_capture_frame
 from .trace_stacks import TraceFacts, parameters_of, trace_facts
 from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, changed_of
 
@@ -112,12 +113,13 @@ def _concrete_names(dump: DumpSet) -> dict[str, tuple[str, int]]:
 
 
 def _call_sites(dump: DumpSet, concrete: str) -> list[str]:
-    """Where Python called a concrete function: the innermost frame outside libraries."""
+    """Where Python called a concrete function: the innermost frame outside libraries
+    and our recording's wrapper of the call."""
     sites: Counter[str] = Counter()
     for (op_type, stack), n in dump.execution_sites.items():
         if op_type != concrete:
             continue
-        frames = [f for f in (dump.frame(i) for i in stack) if f is not None]
+        frames = [f for f in (dump.frame(i) for i in stack) if f is not None and not is_capture_frame(f[0])]
         user = [f for f in frames if not _LIBRARY.search(f[0])] or frames
         if user:
             sites[f"{user[-1][0]}:{user[-1][1]}"] += n
