@@ -17,7 +17,7 @@ import shutil
 import socket
 import sys
 import textwrap
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Optional, TextIO
 
 # Before the readers below import numpy: its OpenBLAS starts a thread per core at import,
 # which spin ~40 ms of CPU (on a 2-core machine, the core the log's reader then needs);
@@ -56,14 +56,15 @@ def _kernel_text(kernels: list[dict[str, Any]]) -> str:
                      + f" ({k['evidence']})" for k in kernels) or "-"
 
 
-def render_table(doc: dict[str, Any]) -> str:
-    """The summary as text for a terminal. Every string taken from the files goes
-    through ``display``: an op, kernel or function name holding an escape sequence
-    or a bidi override must not recolour, erase or reorder what is shown."""
+def render_table(doc: dict[str, Any], rows: Optional[int] = None) -> str:
+    """The summary as text for a terminal, each run's table cut to its first ``rows`` op
+    types (None: all; the lines above it always speak of all of them). Every string taken
+    from the files goes through ``display``: an op, kernel or function name holding an
+    escape sequence or a bidi override must not recolour, erase or reorder what is shown."""
     out = io.StringIO()
     for run in doc["runs"]:
         out.write(_run_header(run))
-        out.write(_op_table(run))
+        out.write(_op_table(run, rows))
         out.write(render_hot_spots(run))
         out.write(render_workers(run))
         out.write("\n")
@@ -115,12 +116,13 @@ _TABLE_HEADER = ["op type", "eager", "eager kernels", "graph", "graph kernels"]
 _RIGHT_ALIGNED = {1, 3}   # the columns of numbers
 
 
-def _op_table(run: dict[str, Any]) -> str:
-    """A run's op types as a table: executions and kernels per mode."""
+def _op_table(run: dict[str, Any], first: Optional[int] = None) -> str:
+    """A run's op types as a table: executions and kernels per mode (the ``first`` ones
+    only, where given: they come busiest first)."""
     rows = [[display(r["op_type"]), str(r["eager"]["executions"]),
              _kernel_text(r["eager"]["kernels"]),
              str(r["graph"]["executions"]), _kernel_text(r["graph"]["kernels"])]
-            for r in run["op_types"]]
+            for r in run["op_types"][:first]]
     widths = [max(len(x) for x in col) for col in zip(_TABLE_HEADER, *rows)]
     out = []
     for line in [_TABLE_HEADER, ["-" * w for w in widths], *rows]:

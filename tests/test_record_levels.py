@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from tb_opmode.analyze.traces_causes import NOT_RECORDED
+from tb_opmode.capture.summary import ROWS
 from tb_opmode.cli import main
 
 from .conftest import ddr_counts, needs_tensorflow
@@ -355,3 +356,24 @@ def test_call_sites_are_the_jobs_lines_not_the_recordings(
     assert f"{JOBS}:" in out.getvalue()
     assert os.path.join("tb_opmode", "capture", "") not in out.getvalue()
 
+
+def _headline(text: str) -> list[str]:
+    """The lines between a run's first line and its ``counts from:`` line."""
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("  counts from:"))
+    return lines[first + 1:end]
+
+
+@pytest.mark.parametrize(("job", "level"), CELLS)
+def test_the_screen_record_prints_says_what_summary_says(
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str, level: str) -> None:
+    """Record's one screen cuts only the table: its answer in words is the one ``summary``
+    gives from all the op types, and it counts the rows it left out."""
+    rundir, proc = recorded[job, level]
+    out = io.StringIO()
+    assert main(["summary", str(rundir)], out, io.StringIO()) == 0
+    assert _headline(proc.stdout) == _headline(out.getvalue())
+    (run,) = _summary(rundir)["runs"]
+    left = len(run["op_types"]) - ROWS
+    assert (f"  ... {left} more op types: tb-opmode summary " in proc.stdout) == (left > 0)
