@@ -132,8 +132,26 @@ def _op_table(run: dict[str, Any], first: Optional[int] = None) -> str:
     return "".join(out)
 
 
+def _recorded_nothing(model: RunModel) -> str:
+    """Why a run ``record`` made holds nothing to read ("" if it holds sources): the job
+    wrote no TensorFlow evidence, how it ended, and where its own words are."""
+    recorded = model.recorded
+    if recorded is None or any(model.sources.get(k) for k in ("debugger", "profile", "logs")):
+        return ""
+    ended = "" if recorded.exit_status is None else f"it exited {recorded.exit_status}"
+    took = "" if recorded.duration_s is None else f"after {recorded.duration_s:.1f} s"
+    how = " ".join(filter(None, (ended, took)))
+    return (f"run {display(model.run)}: the recorded job wrote no TensorFlow evidence "
+            f"({how + '; ' if how else ''}see its stderr.log)")
+
+
 def _nothing_readable(logdir: str, models: list[RunModel]) -> LogdirError:
-    """The one-line error for a logdir whose files hold nothing we could read."""
+    """The one-line error for a logdir whose files hold nothing we could read: for a run
+    ``record`` made whose job never ran TensorFlow, that run and why."""
+    recorded = [text for text in map(_recorded_nothing, models) if text]
+    if recorded and len(recorded) == len(models):
+        more = f" (and {len(recorded) - 1} more run(s) like it)" if len(recorded) > 1 else ""
+        return LogdirError(recorded[0] + more)
     problems = [p for m in models for p in m.problems]
     # "missing: ..." only says which files a dump set lacks; the others say what was wrong.
     telling = [p for p in problems if not p.message.startswith("missing:")] or problems
