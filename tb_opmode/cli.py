@@ -17,7 +17,7 @@ import shutil
 import socket
 import sys
 import textwrap
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Optional, TextIO
 
 # Before the readers below import numpy: its OpenBLAS starts a thread per core at import,
 # which spin ~40 ms of CPU (on a 2-core machine, the core the log's reader then needs);
@@ -56,14 +56,15 @@ def _kernel_text(kernels: list[dict[str, Any]]) -> str:
                      + f" ({k['evidence']})" for k in kernels) or "-"
 
 
-def render_table(doc: dict[str, Any]) -> str:
-    """The summary as text for a terminal. Every string taken from the files goes
-    through ``display``: an op, kernel or function name holding an escape sequence
-    or a bidi override must not recolour, erase or reorder what is shown."""
+def render_table(doc: dict[str, Any], rows: Optional[int] = None) -> str:
+    """The summary as text for a terminal, each run's table cut to its first ``rows`` op
+    types (None: all; the lines above it always speak of all of them). Every string taken
+    from the files goes through ``display``: an op, kernel or function name holding an
+    escape sequence or a bidi override must not recolour, erase or reorder what is shown."""
     out = io.StringIO()
     for run in doc["runs"]:
         out.write(_run_header(run))
-        out.write(_op_table(run))
+        out.write(_op_table(run, rows))
         out.write(render_hot_spots(run))
         out.write(render_workers(run))
         out.write("\n")
@@ -116,12 +117,13 @@ _TABLE_HEADER = ["op type", "eager", "eager kernels", "graph", "graph kernels"]
 _RIGHT_ALIGNED = {1, 3}   # the columns of numbers
 
 
-def _op_table(run: dict[str, Any]) -> str:
-    """A run's op types as a table: executions and kernels per mode."""
+def _op_table(run: dict[str, Any], first: Optional[int] = None) -> str:
+    """A run's op types as a table: executions and kernels per mode (the ``first`` ones
+    only, where given: they come busiest first)."""
     rows = [[display(r["op_type"]), str(r["eager"]["executions"]),
              _kernel_text(r["eager"]["kernels"]),
              str(r["graph"]["executions"]), _kernel_text(r["graph"]["kernels"])]
-            for r in run["op_types"]]
+            for r in run["op_types"][:first]]
     widths = [max(len(x) for x in col) for col in zip(_TABLE_HEADER, *rows)]
     out = []
     for line in [_TABLE_HEADER, ["-" * w for w in widths], *rows]:
@@ -131,8 +133,26 @@ def _op_table(run: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def _recorded_nothing(model: RunModel) -> str:
+    """Why a run ``record`` made holds nothing to read ("" if it holds sources): the job
+    wrote no TensorFlow evidence, how it ended, and where its own words are."""
+    recorded = model.recorded
+    if recorded is None or any(model.sources.get(k) for k in ("debugger", "profile", "logs")):
+        return ""
+    ended = "" if recorded.exit_status is None else f"it exited {recorded.exit_status}"
+    took = "" if recorded.duration_s is None else f"after {recorded.duration_s:.1f} s"
+    how = " ".join(filter(None, (ended, took)))
+    return (f"run {display(model.run)}: the recorded job wrote no TensorFlow evidence "
+            f"({how + '; ' if how else ''}see its stderr.log)")
+
+
 def _nothing_readable(logdir: str, models: list[RunModel]) -> LogdirError:
-    """The one-line error for a logdir whose files hold nothing we could read."""
+    """The one-line error for a logdir whose files hold nothing we could read: for a run
+    ``record`` made whose job never ran TensorFlow, that run and why."""
+    recorded = [text for text in map(_recorded_nothing, models) if text]
+    if recorded and len(recorded) == len(models):
+        more = f" (and {len(recorded) - 1} more run(s) like it)" if len(recorded) > 1 else ""
+        return LogdirError(recorded[0] + more)
     problems = [p for m in models for p in m.problems]
     # "missing: ..." only says which files a dump set lacks; the others say what was wrong.
     telling = [p for p in problems if not p.message.startswith("missing:")] or problems

@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from tb_opmode.analyze.traces_causes import NOT_RECORDED
+from tb_opmode.capture.summary import ROWS
 from tb_opmode.cli import main
 
 from .conftest import ddr_counts, needs_tensorflow
@@ -312,3 +314,66 @@ def test_a_tensor_reading_dump_says_its_fusions_differ_naming_the_jobs(
     assert full["fused_kernels"] and all(f"}} = {k}[" in logged for k in full["fused_kernels"])
     assert any("FusedMatMul" in k for k in full["fused_kernels"])
     assert not runs[f"{job}-calls"]["recording"]["note"] and not runs[f"{job}-kernels"]["recording"]["note"]
+
+
+# What the loop job passes its step (``tests/record_jobs.py``): the key TF's log prints.
+LOOP_STEP_ARGS = [{"name": "xb", "kind": "tensor", "dtype": "float32", "shape": [8, 8]},
+                  {"name": "yb", "kind": "tensor", "dtype": "int32", "shape": [8]}]
+
+
+@pytest.mark.parametrize(("job", "level"), CELLS)
+def test_the_trace_log_is_one_of_the_runs_logs(recorded: dict[tuple[str, str], tuple[Path, Any]],
+                                               job: str, level: str) -> None:
+    """Record's ``tf_python.log`` (TF's line per new trace) is read at every level, a dump
+    or none: the step function's traces carry the arguments TF's key printed, and
+    ``functions`` lists them."""
+    rundir, _proc = recorded[job, level]
+    (run,) = _summary(rundir)["runs"]
+    assert any(p.endswith("tf_python.log") for p in run["sources"]["logs"]), run["sources"]
+    steps = [f for f in run["tf_functions"] if f["python_name"] in STEP_FUNCTIONS[job]]
+    assert steps and all(t["args"] for f in steps for t in f["trace_list"]), steps
+    args = [a for f in steps for t in f["trace_list"] for a in t["args"]]
+    assert all(a["dtype"] != NOT_RECORDED and a["shape"] != NOT_RECORDED for a in args), args
+    if job == "loop":
+        assert all(t["args"] == LOOP_STEP_ARGS for f in steps for t in f["trace_list"]), steps
+        assert sum(f["calls"] for f in steps) == 8
+    out = io.StringIO()
+    assert main(["functions", str(rundir)], out, io.StringIO()) == 0
+    assert all(f"{f['name']}: " in out.getvalue() or f"{f['name']} (" in out.getvalue() for f in steps)
+
+
+@pytest.mark.parametrize("job", ["fit", "loop"])
+def test_call_sites_are_the_jobs_lines_not_the_recordings(
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str) -> None:
+    """Under record every tf.function call passes through our wrapper of its ``__call__``:
+    the call sites the ledger and ``explain`` show are the job's own lines all the same."""
+    rundir, _proc = recorded[job, "calls"]
+    (run,) = _summary(rundir)["runs"]
+    sites = [s for f in run["tf_functions"] for t in f["trace_list"] for s in t["call_sites"]]
+    assert sites and all(s.rpartition(":")[0] == JOBS for s in sites), sites
+    out = io.StringIO()
+    assert main(["explain", str(rundir), "MatMul", "--top", "50"], out, io.StringIO()) == 0
+    assert f"{JOBS}:" in out.getvalue()
+    assert os.path.join("tb_opmode", "capture", "") not in out.getvalue()
+
+
+def _headline(text: str) -> list[str]:
+    """The lines between a run's first line and its ``counts from:`` line."""
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("  counts from:"))
+    return lines[first + 1:end]
+
+
+@pytest.mark.parametrize(("job", "level"), CELLS)
+def test_the_screen_record_prints_says_what_summary_says(
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str, level: str) -> None:
+    """Record's one screen cuts only the table: its answer in words is the one ``summary``
+    gives from all the op types, and it counts the rows it left out."""
+    rundir, proc = recorded[job, level]
+    out = io.StringIO()
+    assert main(["summary", str(rundir)], out, io.StringIO()) == 0
+    assert _headline(proc.stdout) == _headline(out.getvalue())
+    (run,) = _summary(rundir)["runs"]
+    left = len(run["op_types"]) - ROWS
+    assert (f"  ... {left} more op types: tb-opmode summary " in proc.stdout) == (left > 0)

@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from ..model import RunModel
 from ..read.tfdbg import DumpSet, GraphInfo
+from .capture_frames import is_capture_frame
 
 __all__ = ["call_sites", "creating_line", "function_graphs"]
 
@@ -39,8 +40,10 @@ _UserPath = tuple[Frame, tuple[Frame, ...]]  # (the user's frame, the frames on 
 
 
 def _frames(dump: DumpSet, stack: tuple[str, ...]) -> list[Frame]:
-    """The frames of a stack that its own dump knows, outermost first."""
-    return [f for f in (dump.frame(frame_id) for frame_id in stack) if f is not None]
+    """The frames of a stack that its own dump knows, outermost first; our recording's
+    own frames (its wrapper of every tf.function call) left out: they are no one's site."""
+    return [f for f in (dump.frame(frame_id) for frame_id in stack)
+            if f is not None and not is_capture_frame(f[0])]
 
 
 def _is_user_code(path: str) -> bool:

@@ -29,7 +29,8 @@ from .kernels import is_fused
 from .nodes import canonical_op
 from .rules import NON_FLOAT, matching_rules, stock_reason
 from .times import class_times, kernel_class, time_share
-from .traces import ledger, traces_per_graph
+from .traces import traces_per_graph
+from .traces_logged import run_ledger
 
 __all__ = ["call_sites", "explain", "op_times", "time_share", "class_times", "function_graphs",
            "kernel_class", "node_op_types", "eager_kernels"]
@@ -281,7 +282,7 @@ def _group_words(function: str, graph: str, traces: int, calls: int) -> str:
 
 def _graph_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     graphs = function_graphs(facts.model, facts.op_type)
-    traced = facts.traces if facts.traces is not None else traces_per_graph(ledger(facts.model))
+    traced = facts.traces if facts.traces is not None else traces_per_graph(run_ledger(facts.model))
     groups = _function_groups(graphs, traced)
     where = "; ".join(_group_words(*g) for g in groups[:_GRAPHS_NAMED])
     text = (f"{facts.op_type} ran {_times(stats.executions)} inside tf.function graphs"

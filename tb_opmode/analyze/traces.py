@@ -24,10 +24,12 @@ from typing import Any
 from ..model import RunModel
 from ..read.tfdbg import DEBUG_MODE_NAMES, DumpSet, HealthSpec
 from ..read.trace_log import TraceLine, TraceParam, tensor_specs
+from .capture_frames import is_capture_frame
 from .trace_stacks import TraceFacts, parameters_of, trace_facts
 from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, changed_of
 
-__all__ = ["TraceEntry", "FunctionLedger", "ledger", "traces_per_graph", "KERAS_STEP_NAMES", "display_name"]
+__all__ = ["TraceEntry", "FunctionLedger", "ledger", "traces_per_graph", "KERAS_STEP_NAMES", "display_name",
+           "args_of_key"]
 
 KERAS_STEP_NAMES = frozenset({
     "multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data",
@@ -113,12 +115,13 @@ def _concrete_names(dump: DumpSet) -> dict[str, tuple[str, int]]:
 
 
 def _call_sites(dump: DumpSet, concrete: str) -> list[str]:
-    """Where Python called a concrete function: the innermost frame outside libraries."""
+    """Where Python called a concrete function: the innermost frame outside libraries
+    and our recording's wrapper of the call."""
     sites: Counter[str] = Counter()
     for (op_type, stack), n in dump.execution_sites.items():
         if op_type != concrete:
             continue
-        frames = [f for f in (dump.frame(i) for i in stack) if f is not None]
+        frames = [f for f in (dump.frame(i) for i in stack) if f is not None and not is_capture_frame(f[0])]
         user = [f for f in frames if not _LIBRARY.search(f[0])] or frames
         if user:
             sites[f"{user[-1][0]}:{user[-1][1]}"] += n
@@ -236,7 +239,7 @@ def _shape_list(shape: tuple[int | None, ...] | None) -> list[int | None] | str:
     return NOT_RECORDED if shape is None else list(shape)
 
 
-def _args_of_key(key: tuple[TraceParam, ...]) -> list[dict[str, Any]]:
+def args_of_key(key: tuple[TraceParam, ...]) -> list[dict[str, Any]]:
     """The arguments as TF's log line printed the trace's key: tensors (those nested in
     an iterator's or a tuple's spec as ``name[i]``) and Python values."""
     out: list[dict[str, Any]] = []
@@ -333,7 +336,7 @@ class _Builder:
                            previous_key=self.keys.get(before[1].graph_id) if before else None)
         verdict = changed_of(ctx)
         logged = self.keys.get(facts.graph_id)
-        args = _args_of_key(logged) if logged is not None else _args(facts, python_args, specs)
+        args = args_of_key(logged) if logged is not None else _args(facts, python_args, specs)
         entry = TraceEntry(name, facts.graph_id, calls, _call_sites(self.dump, name) if calls else [],
                            args, verdict.changed, verdict.note, first_of_object=facts.first_of_object)
         self._tracing_time(entry)

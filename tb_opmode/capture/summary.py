@@ -2,16 +2,17 @@
 to open the tab.
 
 In: the run directory and its LOGDIR, and the CLI's table renderer (``render``: the
-summary document as text, the same table ``tb-opmode summary`` prints). Out: text on
-``stdout``: the busiest op types of the run (the rest counted, with the command that
-lists them), then the ``tensorboard --logdir`` line. A run that cannot be read yet, or
-whose reading fails, is one line that says so: the job's exit status stands either way.
+summary document as text, the same table ``tb-opmode summary`` prints, cut to a number of
+rows). Out: text on ``stdout``: the run's answer in plain words from all its op types,
+then the table of the busiest (the rest counted, with the command that lists them), then
+the ``tensorboard --logdir`` line. A run that cannot be read yet, or whose reading fails,
+is one line that says so: the job's exit status stands either way.
 """
 from __future__ import annotations
 
 import os
 import shlex
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Optional, TextIO
 
 from ..analyze.assemble import load
 from ..errors import PublicError
@@ -23,18 +24,16 @@ __all__ = ["print_summary", "ROWS"]
 # Op types shown: with the run's header lines and the two below, one terminal screen.
 ROWS = 15
 
-Render = Callable[[dict[str, Any]], str]
+# The summary document as text, each run's table cut to its first N op types (the lines
+# above the table speak of all of them).
+Render = Callable[[dict[str, Any], Optional[int]], str]
 
 
-def _trimmed(doc: dict[str, Any], name: str) -> tuple[dict[str, Any], int]:
-    """The document with each run's busiest ``ROWS`` op types (they come busiest first),
-    named as in the logdir (not ``.``), and how many op types were left out."""
-    left = 0
-    runs = []
-    for run in doc["runs"]:
-        left += max(0, len(run["op_types"]) - ROWS)
-        named = name if run["run"] == "." else f"{name}/{run['run']}"
-        runs.append({**run, "run": named, "op_types": run["op_types"][:ROWS]})
+def _named(doc: dict[str, Any], name: str) -> tuple[dict[str, Any], int]:
+    """The document with each run named as in the logdir (not ``.``), and how many op
+    types the tables of ``ROWS`` rows leave out."""
+    left = sum(max(0, len(run["op_types"]) - ROWS) for run in doc["runs"])
+    runs = [{**run, "run": name if run["run"] == "." else f"{name}/{run['run']}"} for run in doc["runs"]]
     return {**doc, "runs": runs}, left
 
 
@@ -44,8 +43,8 @@ def print_summary(rundir: str, logdir: str, render: Render, stdout: TextIO) -> N
     try:
         models = [m for m in load(rundir) if m.counts_from]
         if models:
-            doc, left = _trimmed(summary(models, rundir, explanations=False), os.path.basename(rundir))
-            stdout.write(render(doc).rstrip("\n") + "\n")
+            doc, left = _named(summary(models, rundir, explanations=False), os.path.basename(rundir))
+            stdout.write(render(doc, ROWS).rstrip("\n") + "\n")
             if left:
                 stdout.write(f"  ... {left} more op types: tb-opmode summary {shlex.quote(rundir)}\n")
         else:

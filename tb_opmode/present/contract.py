@@ -18,7 +18,8 @@ from typing import Any, cast
 from .. import __version__
 from ..analyze.eager_sites import EagerSite, eager_sites
 from ..analyze.explain import explain, time_share
-from ..analyze.traces import ledger, traces_per_graph
+from ..analyze.traces import traces_per_graph
+from ..analyze.traces_logged import run_ledger
 from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
@@ -162,7 +163,7 @@ def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
     rows = sorted(m.op_types.values(),
                   key=lambda r: (-(r.eager.executions + r.graph.executions), r.op_type))
     op_types: list[OpTypeDoc] = []
-    functions_ledger = ledger(m)  # the Functions section's and the explanations' trace counts
+    functions_ledger = run_ledger(m)  # the Functions section's and the explanations' trace counts
     traces = traces_per_graph(functions_ledger) if explanations else {}
     for r in rows:
         why = explain(m, r.op_type, traces) if explanations else {}

@@ -1,6 +1,6 @@
 """The trace ledger as the contract carries it and as the CLI prints it.
 
-In: a ``RunModel`` (``analyze.traces.ledger``) or a run of the summary JSON. Out:
+In: a ``RunModel`` (``analyze.traces_logged.run_ledger``) or a run of the summary JSON. Out:
 ``tf_functions``: ``runs[].tf_functions`` of the contract (``payloads.TfFunction``), and
 the text of ``tb-opmode functions`` and of the summary's ``tf.function calls:`` line,
 grouped by Python function.
@@ -11,8 +11,9 @@ import os
 import textwrap
 from typing import Any
 
-from ..analyze.traces import FunctionLedger, TraceEntry, ledger
+from ..analyze.traces import FunctionLedger, TraceEntry
 from ..analyze.traces_causes import NOT_RECORDED
+from ..analyze.traces_logged import run_ledger
 from ..model import RunModel
 from .payloads import TfFunction, TraceDoc
 
@@ -41,7 +42,7 @@ def _function_json(f: FunctionLedger) -> TfFunction:
 def tf_functions(model: RunModel, functions: list[FunctionLedger] | None = None) -> list[TfFunction]:
     """The run's tf.functions, one entry per Python function (its objects' counts added);
     ``functions``: the run's ``ledger`` where the caller made it already."""
-    return [_function_json(f) for f in (ledger(model) if functions is None else functions)]
+    return [_function_json(f) for f in (run_ledger(model) if functions is None else functions)]
 
 
 def _plural(n: int, word: str) -> str:
@@ -95,8 +96,9 @@ def _args_text(args: list[dict[str, Any]]) -> str:
 
 
 def _function_lines(f: dict[str, Any]) -> list[str]:
-    head = (f"{f['name']} ({_where(f['location'])}): {_counts(f)}, "
-            f"{_seconds(f['tracing_s'], f['tracing_from'])}")
+    # a function known from TF's log alone has no def line to show
+    where = f" ({_where(f['location'])})" if f["location"] else ""
+    head = f"{f['name']}{where}: {_counts(f)}, {_seconds(f['tracing_s'], f['tracing_from'])}"
     if f["causes"]:
         head += "; causes: " + ", ".join(f"{k} x{n}" for k, n in f["causes"].items())
     lines = textwrap.wrap(head, _WIDTH, subsequent_indent="    ")
@@ -114,7 +116,7 @@ def functions_text(run: dict[str, Any]) -> str:
     """``tb-opmode functions``: each Python function, then each of its traces indented."""
     fns = run.get("tf_functions") or []
     if not fns:
-        return f"{run['run']}: no tf.function traces in the dump\n"
+        return f"{run['run']}: no tf.function traces in the dump or the log\n"
     lines = [f"{run['run']}: {len(fns)} Python functions run as tf.functions"]
     for f in fns:
         lines += _function_lines(f)

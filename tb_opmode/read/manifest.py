@@ -2,7 +2,8 @@
 
 In: a run's directory; ``tb-opmode record`` writes ``manifest.json`` there beside the dump.
 Out: ``RecordedRun`` (how the run was made: the evidence level, the dump's
-``tensor_debug_mode``, the command, the TF version, the window of steps; the TF and oneDNN
+``tensor_debug_mode``, the command, the TF version, the window of steps, the job's exit
+status and wall time; the TF and oneDNN
 environment variables the job had, whether set by the recording or by the user; the CPU's
 instruction sets, named as TF's start-up line names them), or None where the directory
 holds no readable manifest (a run made by hand, a damaged file: the run is read all the
@@ -41,6 +42,8 @@ class RecordedRun:
     command: tuple[str, ...] = ()
     tensorflow_version: str = ""
     steps: tuple[int, ...] = ()
+    exit_status: Optional[int] = None     # the job's, None where it did not end (or unknown)
+    duration_s: Optional[float] = None    # the job's wall time
 
 
 def recorded_run(directory: str) -> Optional[RecordedRun]:
@@ -62,7 +65,8 @@ def recorded_run(directory: str) -> Optional[RecordedRun]:
         evidence=_text(doc, "evidence"), dump_mode=_text(doc, "dump_mode") or None,
         command=tuple(str(c) for c in command) if isinstance(command, list) else (),
         tensorflow_version=_text(doc, "tensorflow_version"),
-        steps=tuple(s for s in steps if isinstance(s, int)) if isinstance(steps, list) else ())
+        steps=tuple(s for s in steps if isinstance(s, int)) if isinstance(steps, list) else (),
+        exit_status=_number(doc, "exit_status", int), duration_s=_number(doc, "duration_s", float))
 
 
 def is_recorded(directory: str, filenames: list[str]) -> bool:
@@ -79,6 +83,13 @@ def is_recorded(directory: str, filenames: list[str]) -> bool:
 def _text(doc: dict[str, Any], key: str) -> str:
     value = doc.get(key)
     return value if isinstance(value, str) else ""
+
+
+def _number(doc: dict[str, Any], key: str, kind: type[Any]) -> Any:
+    """``doc[key]`` as ``kind`` where it is a number (not a bool), else None."""
+    value = doc.get(key)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return kind(value) if ok else None
 
 
 def _environment(doc: dict[str, Any]) -> dict[str, str]:

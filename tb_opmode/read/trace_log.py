@@ -27,9 +27,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["TraceLine", "TraceParam", "TraceLineReader", "parse_trace_lines", "tensor_specs"]
+__all__ = ["TRACE_MARK", "TraceLine", "TraceParam", "TraceLineReader", "parse_trace_lines", "tensor_specs"]
 
-_MARK = b"Creating new FuncGraph for Python function <function "
+# The bytes that start each message (after its "Level 1:tensorflow:" prefix); a file
+# holding them is a log of traces, however little else it holds (record's ``tf_python.log``).
+TRACE_MARK = b"Creating new FuncGraph for Python function <function "
 _HEAD = re.compile(rb"<function (?P<qualname>\S+) at (?P<address>0x[0-9a-f]+)>")
 _PARAM = re.compile(r"^  (?P<name>[^\s(]+) \((?P<kind>[A-Z_]+)\): (?P<spec>.*)$")
 _TENSOR = re.compile(r"^TensorSpec\(shape=(?P<shape>\(.*?\)|<unknown>|None), dtype=tf\.(?P<dtype>\w+)")
@@ -129,7 +131,7 @@ def _message(text: bytes, at: int) -> TraceLine | None:
     """The trace line starting at ``at`` (the mark), None where it does not parse."""
     head = _HEAD.search(text, at, at + 4096)
     end = _end(text, at)
-    if head is None or end < 0 or text.find(_MARK, at + len(_MARK), end) >= 0:
+    if head is None or end < 0 or text.find(TRACE_MARK, at + len(TRACE_MARK), end) >= 0:
         return None
     message = text[at:end].decode("utf-8", "replace")
     first, _, body = message.partition("\n")
@@ -146,15 +148,15 @@ def parse_trace_lines(text: bytes, final: bool = True) -> tuple[list[TraceLine],
     """The trace lines of a log's bytes, in order, and where the unread rest begins: at a
     message not yet whole (``final`` False: more bytes follow), else at the end."""
     out: list[TraceLine] = []
-    at = text.find(_MARK)
+    at = text.find(TRACE_MARK)
     while at >= 0:
         if not final and _end(text, at) < 0 and len(text) - at < _MESSAGE_MAX:
             return out, at
         line = _message(text, at)
         if line is not None:
             out.append(line)
-        at = text.find(_MARK, at + len(_MARK))
-    return out, max(len(text) - len(_MARK), 0) if not final else len(text)
+        at = text.find(TRACE_MARK, at + len(TRACE_MARK))
+    return out, max(len(text) - len(TRACE_MARK), 0) if not final else len(text)
 
 
 class TraceLineReader:
@@ -168,14 +170,14 @@ class TraceLineReader:
     def feed(self, data: bytes, start: int, end: int) -> None:
         """The lines ``data[start:end]``; cheap where no message is there or open."""
         if not self.pending:
-            first = data.find(_MARK, start, end)
+            first = data.find(TRACE_MARK, start, end)
             if first < 0:
                 return
             start = data.rfind(b"\n", start, first) + 1 or start
         text = self.pending + data[start:end]
         found, unread = parse_trace_lines(text, final=False)
         self.lines += found
-        self.pending = text[unread:] if text.startswith(_MARK, unread) else b""
+        self.pending = text[unread:] if text.startswith(TRACE_MARK, unread) else b""
 
     def close(self) -> list[TraceLine]:
         """Every trace line read (a message cut off at the end is not one)."""

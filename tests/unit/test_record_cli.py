@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tb_opmode.analyze.assemble import load
 from tb_opmode.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -222,3 +223,19 @@ def test_a_signal_before_the_jobs_group_is_known_reaches_the_job() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_job_that_never_ran_tensorflow_states_no_onednn_and_says_so(tmp_path: Path) -> None:
+    """A run whose job never imported TensorFlow: its CPU says nothing of a oneDNN that
+    never loaded, and asking for it is one line naming the run, how the job ended and
+    where its own words are."""
+    proc = _record(str(tmp_path / "logs"), "--name", "t1", "--", PY, JOBS, "streams", "4")
+    assert proc.returncode == 4, proc.stderr
+    (model,) = load(str(tmp_path / "logs"))
+    assert model.onednn_enabled is None and "no TensorFlow evidence" in model.onednn_source
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["summary", str(tmp_path / "logs"), "--run", "t1"], out, err) == 2
+    assert err.getvalue().count("\n") == 1, err.getvalue()
+    assert err.getvalue().startswith("tb-opmode: error: run t1: the recorded job wrote no TensorFlow "
+                                     "evidence (it exited 4 after "), err.getvalue()
+    assert "see its stderr.log" in err.getvalue()

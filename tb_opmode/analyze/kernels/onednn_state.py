@@ -3,7 +3,8 @@
 In: a ``RunModel``: its logs (the start-up banner, the CPU line, the kernels that ran), its
 profiles' kernels, its dumps' dtypes, and what ``tb-opmode record`` wrote of its
 environment and CPU (``model.recorded``). Out: ``detect_onednn``, the state (None where
-nothing the run left decides it) and how we know, which for "off" says the cause: the
+nothing the run left decides it, and for a recorded job that never ran TensorFlow: its
+CPU says nothing of a oneDNN that never loaded) and how we know, which for "off" says the cause: the
 ``TF_ENABLE_ONEDNN_OPTS=0`` the run was seen to set, TF's default for a CPU known not to
 qualify, or "unknown: either"; ``run_cpu``, the instruction sets the log's CPU line names,
 and ``known_cpu``, those or else the ones the run recorded.
@@ -125,6 +126,14 @@ def _log_without_banner(model: RunModel) -> Optional[State]:
                    f"operations are on'; cause: {off_cause(model)}")
 
 
+def _no_tensorflow(model: RunModel) -> Optional[State]:
+    """A recorded job that left no TensorFlow evidence: no state to tell, whatever its CPU."""
+    recorded = model.recorded
+    if recorded is None or recorded.tensorflow_version or model.dumps or model.profiles or model.logs:
+        return None
+    return None, "the recorded job wrote no TensorFlow evidence"
+
+
 def _recorded_cpu_default(model: RunModel) -> Optional[State]:
     """A recorded run that did not set the variable: TF's default for its CPU."""
     recorded = model.recorded
@@ -146,6 +155,7 @@ class StateRule(NamedTuple):
 
 
 STATE_RULES: tuple[StateRule, ...] = (
+    StateRule("no_tensorflow", _no_tensorflow),
     StateRule("banner", _banner),
     StateRule("recorded_environment", _recorded_environment),
     StateRule("onednn_kernels_ran", _onednn_kernels_ran),

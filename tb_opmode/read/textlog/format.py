@@ -54,6 +54,7 @@ import re
 from typing import Callable, Optional
 
 from .. import fs
+from ..trace_log import TRACE_MARK
 
 __all__ = [
     "MAX_LINE", "TF221_STYLE", "TF213_STYLE", "PREFIX", "EMBEDDED_LINE_START", "SOURCE_LOCATION",
@@ -240,11 +241,15 @@ def runs_eager_op(fn: bytes, dispatch: bytes) -> bool:
 
 
 def looks_like_log(path: str, head_bytes: int = 65536) -> bool:
-    """Whether the first ``head_bytes`` of ``path`` hold a TF log or oneDNN verbose line."""
+    """Whether the first ``head_bytes`` of ``path`` hold a TF log or oneDNN verbose line,
+    or TF's Python line for a new trace (a file of those alone, as ``tb-opmode record``
+    writes beside the C++ log, is a log of the run's traces)."""
     try:
         head = fs.head(path, head_bytes)
     except OSError:
         return False
+    if TRACE_MARK in head:
+        return True
     for line in head.split(b"\n"):
         if PREFIX.match(line) or ONEDNN_LINE_START.match(line):
             return True

@@ -1,0 +1,91 @@
+"""The trace ledger of a run without a dump, from TF's Python line per new trace.
+
+In: a ``RunModel``: its ``trace_lines`` (``read.trace_log``: each new trace's function,
+tf.function object and key, in the order TF made them) and its ``functions`` (concrete
+function -> calls, from TF's ``execute`` lines). Out: ``run_ledger(model)``: the dumps'
+ledger (``traces.ledger``) where the run has a dump, else the ``FunctionLedger`` list
+the log alone tells (``tb-opmode record --evidence kernels`` writes no dump).
+
+A log line names the Python function, not the concrete function it made: a trace's
+calls are those of ``__inference_<name>_<uid>`` in uid order (TF numbers concrete
+functions as it makes them). Where fewer of them ran than were traced, the calls go to
+the last traces: the trace never called is the first one, which created variables (TF
+traces such a first call again). tf.data's wrappers and TF's own variable initializer
+are not the user's tf.functions (the dump's ledger leaves them out too).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+
+from ..model import RunModel
+from ..read.trace_log import TraceLine
+from .traces import FunctionLedger, TraceEntry, args_of_key, ledger
+from .traces_causes import CauseContext, changed_of
+
+__all__ = ["run_ledger", "logged_ledger"]
+
+# Traces TF makes for itself, by the first test of the line's qualified name that holds.
+_NOT_THE_USERS: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("tf.data's function wrapper", lambda q: q.startswith("StructuredFunctionWrapper.")),
+    ("TF's variable initializer", lambda q: "._initialize_uninitialized_variables." in q),
+)
+_SAME_KEY = ("TF's log printed the same key for this trace as for the one before: a captured "
+             "Python object or a tf.function option may have changed")
+
+
+def run_ledger(model: RunModel) -> list[FunctionLedger]:
+    """The run's trace ledger: its dumps' where it has any, else its log's."""
+    return ledger(model) if model.dumps else logged_ledger(model.trace_lines, model.functions)
+
+
+def _users(line: TraceLine) -> bool:
+    return not any(test(line.qualname) for _what, test in _NOT_THE_USERS)
+
+
+def _concrete_calls(name: str, functions: Counter[str]) -> list[tuple[str, int]]:
+    """(concrete function, calls) of the Python function ``name`` that ran, in uid order."""
+    pattern = re.compile(rf"__inference_{re.escape(name)}_(\d+)")
+    ran = [(int(m.group(1)), f) for f in functions if (m := pattern.fullmatch(f))]
+    return [(f, functions[f]) for _uid, f in sorted(ran)]
+
+
+def _entries(lines: list[TraceLine], functions: Counter[str]) -> list[TraceEntry]:
+    """One entry per trace line, each with the concrete function and calls it got."""
+    ran = _concrete_calls(lines[0].name, functions)
+    uncalled = max(len(lines) - len(ran), 0)
+    named = [(lines[0].name, 0)] * uncalled + ran[-len(lines):]
+    return [TraceEntry(graph, f"log:{line.address}:{i}", calls, args=args_of_key(line.params))
+            for i, (line, (graph, calls)) in enumerate(zip(lines, named))]
+
+
+def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger:
+    """The ledger of one Python function's traces (``lines``, in order)."""
+    name = lines[0].name
+    fn = FunctionLedger(name, name, "")
+    seen: set[str] = set()
+    for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions))):
+        entry.first_of_object = line.address not in seen
+        seen.add(line.address)
+        before = fn.traces[-1] if i else None
+        verdict = changed_of(CauseContext(
+            first=before is None, first_of_object=entry.first_of_object,
+            previous_first_of_object=bool(before and before.first_of_object),
+            previous_calls=before.calls if before else 0, unrecorded_why=_SAME_KEY,
+            key=line.params, previous_key=lines[i - 1].params if i else None))
+        entry.changed, entry.note = verdict.changed, verdict.note
+        fn.traces.append(entry)
+        fn.objects += int(entry.first_of_object)
+    return fn
+
+
+def logged_ledger(lines: list[TraceLine], functions: Counter[str]) -> list[FunctionLedger]:
+    """Every Python function TF's log says was traced (tf.data's and TF's own left out),
+    the most traced first; ``functions``: the run's calls per concrete function."""
+    by_function: dict[str, list[TraceLine]] = {}
+    for line in filter(_users, lines):
+        by_function.setdefault(line.qualname, []).append(line)
+    out = [_function(mine, functions) for mine in by_function.values()]
+    out.sort(key=lambda f: (-len(f.traces), -f.calls, f.name))
+    return out
