@@ -232,9 +232,10 @@ def _functions(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     doc = _summary_doc(args)
     for warning in doc["warnings"]:
         stderr.write(f"tb-opmode: warning: {warning}\n")
-    if args.format == "json":
-        json.dump([{"run": r["run"], "tf_functions": r.get("tf_functions", [])} for r in doc["runs"]],
-                  stdout, indent=1)
+    if args.format == "json":  # the summary's envelope, each run's ledger only
+        json.dump({"version": doc["version"], "warnings": doc["warnings"],
+                   "runs": [{"run": r["run"], "tf_functions": r.get("tf_functions", [])}
+                            for r in doc["runs"]]}, stdout, indent=1)
         stdout.write("\n")
         return 0
     for run in doc["runs"]:
@@ -442,14 +443,14 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--dask", metavar="ADDRESS",
                        help="read the sources on the Dask cluster whose scheduler is ADDRESS "
                             "(tcp://host:port); its workers must see LOGDIR at the same path")
-    p.set_defaults(func=_summary)
+    p.set_defaults(func=_summary, command_parser=p)
     f = sub.add_parser("functions", help="per Python function run as a tf.function: its traces, "
                                          "calls, tracing time, why it traced again, what to change")
     f.add_argument("logdir")
     f.add_argument("--run", help="only this run (its path relative to LOGDIR, '.' for LOGDIR)")
     f.add_argument("--format", choices=("table", "json"), default="table")
     f.add_argument("--log", action="append", default=[], metavar="FILE")
-    f.set_defaults(func=_functions, workers=None, dask=None)
+    f.set_defaults(func=_functions, workers=None, dask=None, command_parser=f)
     e = sub.add_parser("explain", help="why an op type ran in each mode with its kernel")
     e.add_argument("logdir")
     e.add_argument("op_type", help="op type as the dump names it, e.g. Transpose")
@@ -457,7 +458,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--top", type=_positive_int, default=5, metavar="N",
                    help="call sites to show per mode (at least 1)")
     e.add_argument("--log", action="append", default=[], metavar="FILE")
-    e.set_defaults(func=_explain)
+    e.set_defaults(func=_explain, command_parser=e)
     r = sub.add_parser("report", help="one run as Markdown or HTML to paste into an issue")
     r.add_argument("logdir")
     r.add_argument("--run", help="the run (default: the first, or the first with every --op)")
@@ -469,7 +470,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-redact", action="store_true",
                    help="keep paths and host names (by default: LOGDIR, <path>/file.py, host1)")
     r.add_argument("--log", action="append", default=[], metavar="FILE")
-    r.set_defaults(func=_report)
+    r.set_defaults(func=_report, command_parser=r)
     # Listed for --help only: main() hands `record ...` to capture.command before this parser
     # (everything after its `--` is the user's command, which argparse would parse).
     sub.add_parser("record", help="run a command with TensorFlow's evidence switched on, then "
@@ -508,7 +509,9 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None,
     if given[:1] == ["record"]:
         args = argparse.Namespace(func=lambda _args, out, err: record_main(given[1:], out, err, render_table))
     else:
-        args = _parser().parse_args(argv)
+        args, extra = _parser().parse_known_args(argv)
+        if extra:  # said with the usage of the command they were given to
+            args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.program = argv is None  # run as the program (the command line), not called from Python
     try:
         status: int = args.func(args, stdout, stderr)

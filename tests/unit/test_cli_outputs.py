@@ -183,3 +183,28 @@ def test_explain_says_how_many_call_sites_top_left_out(full_health: Fixture) -> 
     once = [op for op, row in model.op_types.items() if row.eager.executions == 1][0]
     code, out, err = run("explain", str(full_health.directory), once)
     assert "\neager: 1 execution\n" in out, out
+
+
+def test_functions_json_is_the_summarys_envelope(full_health: Fixture,
+                                                 summary_doc: dict[str, Any]) -> None:
+    code, out, err = run("functions", str(full_health.directory), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert set(doc) == {"version", "warnings", "runs"}
+    assert doc["version"] == summary_doc["version"] and doc["warnings"] == summary_doc["warnings"]
+    assert doc["runs"] == [{"run": r["run"], "tf_functions": r["tf_functions"]}
+                           for r in summary_doc["runs"]]
+    assert doc["runs"][0]["tf_functions"]  # the fit's step functions
+
+
+@pytest.mark.parametrize("command", ["summary", "functions", "explain", "report"])
+def test_an_unknown_option_is_told_with_its_commands_usage(
+        full_health: Fixture, command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = [command, str(full_health.directory), *(["MatMul"] if command == "explain" else []),
+            "--frobnicate"]
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: tb-opmode {command} ")
+    assert err.endswith(f"tb-opmode {command}: error: unrecognized arguments: --frobnicate\n")
