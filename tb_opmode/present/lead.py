@@ -248,7 +248,16 @@ def _one_mode(b: _Both) -> str | None:
     where = "eagerly" if modes[0] == EAGER else "in graphs"
     if _mode(b.row, other)["executions"]:
         return f"Kernel: {b.words(modes[0])} {where}; in {other} mode no kernel ran that is named."
+    if "uncounted" in _mode(b.row, other):  # it ran there, in no count of the dump
+        return f"Kernel: {b.words(modes[0])} {where}; in graphs {_uncounted_kernels(b.row)}."
     return f"Kernel: {b.words(modes[0])}, {where} only."
+
+
+def _uncounted_kernels(row: Row) -> str:
+    """What the profile saw of graph executions the dump did not count."""
+    seen = ", ".join(f"`{k['name']}`" for k in row["graph"]["uncounted"]["kernels"])
+    return (f"it ran too, uncounted by the dump (the profile saw {seen})" if seen
+            else "it ran too, uncounted by the dump")
 
 
 def _differs(b: _Both) -> str | None:

@@ -20,6 +20,7 @@ from tb_opmode.analyze.assemble import load
 from tb_opmode.cli import main
 from tb_opmode.present.tab import build_view, overview
 
+from ..lead_check import disagreements, leads_of
 from .conftest import Fixture
 
 
@@ -73,3 +74,18 @@ def test_the_tabs_headline_says_it_too(cut: Path) -> None:
     glance = overview(build_view(model, str(cut), timeline=False))["glance"]
     assert glance["premises"][0].startswith(
         f"{model.uncounted_graph_executions:,} graph execution(s) are in no count")
+
+
+def test_no_kernel_sentence_calls_an_op_eager_only_that_ran_in_graphs_uncounted(
+        full_health: Fixture, cut: Path) -> None:
+    whole = {row["op_type"]: row for row, _lead in leads_of(full_health.directory)}
+    checked = 0
+    for row, lead in leads_of(cut):
+        ran_in_graphs = whole.get(row["op_type"], {}).get("graph", {}).get("executions", 0)
+        if row["eager"]["executions"] and not row["graph"]["executions"] and ran_in_graphs:
+            checked += 1
+            assert "uncounted" in row["graph"], row["op_type"]
+            assert "eagerly only" not in lead["kernel"], lead["kernel"]
+            assert "uncounted by the dump" in lead["kernel"], lead["kernel"]
+    assert checked  # the cut left some op types counted eagerly only
+    assert disagreements(cut) == []
