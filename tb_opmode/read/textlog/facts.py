@@ -102,29 +102,52 @@ class LogFacts:
     problems: list[Problem] = field(default_factory=list)
 
 
+class _Texts:
+    """Bytes as text, one str object per distinct text, and one tuple per distinct pair:
+    node and kernel names repeat across the tables (a node in its step, its function,
+    its graph), and a str per occurrence made the pickled facts (sent from a forked
+    reader, kept in the cache) four times what they hold."""
+
+    def __init__(self) -> None:
+        self._texts: dict[bytes, str] = {}
+        self._pairs: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def __call__(self, b: bytes) -> str:
+        text = self._texts.get(b)
+        if text is None:
+            text = self._texts[b] = as_text(b)
+        return text
+
+    def pair(self, a: bytes, b: bytes) -> tuple[str, str]:
+        key = (self(a), self(b))
+        return self._pairs.setdefault(key, key)
+
+    def nodes(self, table: dict[bytes, tuple[bytes, bytes]]) -> dict[str, tuple[str, str]]:
+        return {self(n): self.pair(k, t) for n, (k, t) in table.items()}
+
+
 def log_facts(state: StepFiling) -> LogFacts:
     """The facts of a log read to its end (what is still open is finished first)."""
     state.flush()
     facts = LogFacts(path=state.path, tf_format=state.tf_format, first_time=state.first_time,
                      onednn_opts=state.onednn_opts, cpu_features=state.cpu_features,
                      lines=state.lines, bytes_read=state.bytes)
+    text = _Texts()
     facts.last_time = _last_time(state)
     facts.trace_lines = state.traces.close()
-    facts.eager_dispatch = Counter({as_text(k): v for k, v in state.dispatch.items()})
+    facts.eager_dispatch = Counter({text(k): v for k, v in state.dispatch.items()})
     for (d, k, t), v in state.eager_kernels.items():
-        facts.eager_kernels[EagerKernel(as_text(d), as_text(k), as_text(t))] += v
-    facts.graph_kernels = {as_text(n): (as_text(k), as_text(t)) for n, (k, t) in _graph_kernels(state).items()}
-    _add_debug_facts(state, facts)
-    facts.xla_launches = Counter({as_text(k): v for k, v in state.xla_launches.items()})
-    facts.context_kernels = {as_text(c): {as_text(n): (as_text(k), as_text(t)) for n, (k, t) in nodes.items()}
-                             for c, nodes in state.context_kernels.items()}
+        facts.eager_kernels[EagerKernel(text(d), text(k), text(t))] += v
+    facts.graph_kernels = text.nodes(_graph_kernels(state))
+    _add_debug_facts(state, facts, text)
+    facts.xla_launches = Counter({text(k): v for k, v in state.xla_launches.items()})
+    facts.context_kernels = {text(c): text.nodes(nodes) for c, nodes in state.context_kernels.items()}
     for n, v in state.graph_executions.items():
-        facts.graph_executions[as_text(n)] += v
+        facts.graph_executions[text(n)] += v
     for k, v in state.kernel_executions.items():
-        facts.kernel_executions[as_text(k)] += v
-    facts.function_nodes = {as_text(f): {as_text(n): (as_text(k), as_text(t)) for n, (k, t) in nodes.items()}
-                            for f, nodes in state.function_nodes.items()}
-    facts.fused_ops = {as_text(n): tuple(as_text(o).strip().strip('"') for o in ops.split(b",") if o.strip())
+        facts.kernel_executions[text(k)] += v
+    facts.function_nodes = {text(f): text.nodes(nodes) for f, nodes in state.function_nodes.items()}
+    facts.fused_ops = {text(n): tuple(as_text(o).strip().strip('"') for o in ops.split(b",") if o.strip())
                        for n, ops in state.fused_ops.items()}
     _add_primitives(state, facts)
     facts.problems = _problems(state)
@@ -150,13 +173,13 @@ def _graph_kernels(state: StepFiling) -> dict[bytes, tuple[bytes, bytes]]:
     return {n: kt for n, kt in state.instantiated.items() if n not in state.folded}
 
 
-def _add_debug_facts(state: StepFiling, facts: LogFacts) -> None:
-    facts.debug_inputs = {as_text(n): as_text(i) for n, i in state.debug_inputs.items()}
-    facts.context_debug_inputs = {as_text(c): {as_text(n): as_text(i) for n, i in inputs.items()}
+def _add_debug_facts(state: StepFiling, facts: LogFacts, text: _Texts) -> None:
+    facts.debug_inputs = {text(n): text(i) for n, i in state.debug_inputs.items()}
+    facts.context_debug_inputs = {text(c): {text(n): text(i) for n, i in inputs.items()}
                                   for c, inputs in state.context_debug_inputs.items()}
-    facts.debug_targets = {as_text(n): (as_text(c), as_text(o), slot)
+    facts.debug_targets = {text(n): (text(c), text(o), slot)
                            for n, (c, o, slot) in state.debug_targets.items()}
-    facts.debug_modes = {as_text(n): m for n, m in state.debug_modes.items()}
+    facts.debug_modes = {text(n): m for n, m in state.debug_modes.items()}
     facts.circular_buffer_size = state.circular_buffer_size
     facts.tfdbg_run_ids = frozenset(as_text(r) for r in state.run_ids)
 
