@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 
 from ...model import EagerAssignment, OpKernel, RunModel
 from ...read.tfdbg import DTYPE_SOME_FLOAT, DTYPE_UNKNOWN
-from ...vocab import is_function
+from ...vocab import UNKNOWN, is_function
 from ..nodes import canonical_op
 from ..rules import matching_rules
 from .onednn import FLOAT_DTYPES, FLOAT_MATH, cpu_from_kernels, inferred_kernel
@@ -146,7 +146,17 @@ def _stands_for(dtype: str, log_dtype: str) -> bool:
     return log_dtype == dtype if dtype else log_dtype not in FLOAT_DTYPES
 
 
+# The log's kernel for runs of a wrapper that instantiated several (``read.textlog``).
+AMBIGUOUS_WRAPPER_NOTE = (
+    "its one-node function was instantiated with several kernels in this run (one per dtype "
+    "or attribute), and the log has no function-runtime lines to tell which of them each "
+    "later run used (TF_CPP_VMODULE=process_function_library_runtime=1 adds them); a dump "
+    "whose mode records dtypes (not NO_TENSOR) decides it")
+
+
 def _log_kernel_note(op_type: str, kernel: str, dispatch: str) -> str:
+    if kernel == UNKNOWN:
+        return AMBIGUOUS_WRAPPER_NOTE
     if not kernel:
         return ("only the dispatch line ('Executing op') was seen; it hides the "
                 "graph rewrite of the eager op's one-node function")

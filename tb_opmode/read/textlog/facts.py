@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ...errors import Problem
+from ...vocab import UNKNOWN
 from ..trace_log import TraceLine
 from . import format as log_format
 from .format import PROBLEM_KINDS, as_text, prefix_time
@@ -129,6 +130,7 @@ class _Texts:
 def log_facts(state: StepFiling) -> LogFacts:
     """The facts of a log read to its end (what is still open is finished first)."""
     state.flush()
+    _unknown_where_keyless_kernels_differ(state)
     facts = LogFacts(path=state.path, tf_format=state.tf_format, first_time=state.first_time,
                      onednn_opts=state.onednn_opts, cpu_features=state.cpu_features,
                      lines=state.lines, bytes_read=state.bytes)
@@ -152,6 +154,23 @@ def log_facts(state: StepFiling) -> LogFacts:
     _add_primitives(state, facts)
     facts.problems = _problems(state)
     return facts
+
+
+# The eager kernel of runs whose wrapper, known by (op, device) only, instantiated
+# several kernels (``analyze`` says why).
+AMBIGUOUS_WRAPPER = UNKNOWN.encode()
+
+
+def _unknown_where_keyless_kernels_differ(state: StepFiling) -> None:
+    """Runs credited to the kernel their (op, device) wrapper instantiated, where that key
+    instantiated several kernels (not only one kernel for several dtypes): which one each
+    used is unknown."""
+    for (dispatch, device, kernel, dtype), n in list(state.keyless_runs.items()):
+        if len({k for k, _t in state.keyless_kernels.get((dispatch, device), ())}) > 1:
+            state.eager_kernels[(dispatch, kernel, dtype)] -= n
+            state.eager_kernels[(dispatch, AMBIGUOUS_WRAPPER, b"")] += n
+            del state.keyless_runs[(dispatch, device, kernel, dtype)]
+    state.eager_kernels += Counter()  # drops the counts brought to zero
 
 
 def _last_time(state: StepFiling) -> Optional[float]:

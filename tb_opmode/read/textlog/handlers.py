@@ -155,6 +155,8 @@ class LineHandlers(StepFiling):
             op.kernel, op.dtype = kernel, dtype
             key = op.key if op.key is not None else (op.dispatch, op.device)
             self.wrapper_kernels[key] = (kernel, dtype)
+            if op.key is None:
+                self.keyless_kernels.setdefault(key, set()).add((kernel, dtype))
             return
         self.instantiated[name] = (kernel, dtype)
         self._file_function_node(line, at, tid, name, kernel, dtype)

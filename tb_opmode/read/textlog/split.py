@@ -51,7 +51,7 @@ _TAIL_FIELDS = ("tf_format", "first_time", "last_prefixed", "last_matched", "one
                 "run_ids", "xla_launches", "context_kernels", "graph_executions",
                 "kernel_executions", "primitives", "primitive_ms", "wrapper_kernels", "problems",
                 "lines", "context_debug_inputs", "bytes", "dispatched", "orphans", "unresolved",
-                "function_nodes", "fused_ops", "traces")
+                "function_nodes", "fused_ops", "traces", "keyless_kernels", "keyless_runs")
 # Counters the merge adds up.
 _SUMMED = ("dispatch", "eager_kernels", "xla_launches", "graph_executions", "kernel_executions",
            "primitives")
@@ -186,6 +186,9 @@ def merge_tail(parser: LogParser, tail: dict[str, Any]) -> None:
     # ledger then finds fewer lines than traces and does not use that function's.
     parser.traces.lines += tail["traces"].close()
     parser.wrapper_kernels.update(tail["wrapper_kernels"])
+    for key, kernels in tail["keyless_kernels"].items():
+        parser.keyless_kernels.setdefault(key, set()).update(kernels)
+    parser.keyless_runs.update(tail["keyless_runs"])
     parser.folded |= tail["folded"]
     parser.run_ids |= tail["run_ids"]
     for context, nodes in tail["context_kernels"].items():
@@ -212,6 +215,8 @@ def _continue_first_half(parser: LogParser, tail: dict[str, Any]) -> None:
     for (dispatch, key), n in tail["unresolved"].items():
         kernel, dtype = parser.wrapper_kernels.get(key, (b"", b""))
         parser.eager_kernels[(dispatch, kernel, dtype)] += n
+        if kernel and key[0] == dispatch:  # a wrapper known by (op, device) only
+            parser.keyless_runs[(dispatch, key[1], kernel, dtype)] += n
     for step_id in list(parser.open_steps):
         parser.file_step(step_id)
     parser.fold_text_counts()

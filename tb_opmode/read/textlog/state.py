@@ -151,6 +151,12 @@ class ParseState:
         # Eager ops: the one each thread runs, and the kernel each wrapper instantiated.
         self.eager_ops: dict[Optional[bytes], EagerOp] = {}
         self.wrapper_kernels: dict[tuple[bytes, bytes], tuple[bytes, bytes]] = {}
+        # Without function-runtime lines a wrapper is known by (op, device) only: the
+        # kernels each such key instantiated, and the runs credited to one of them without
+        # an instantiation of their own. A key that instantiated several kernels
+        # (Transpose of int32, stock; of float, oneDNN) cannot tell which its other runs used.
+        self.keyless_kernels: dict[tuple[bytes, bytes], set[tuple[bytes, bytes]]] = {}
+        self.keyless_runs: Counter[tuple[bytes, bytes, bytes, bytes]] = Counter()
 
         # Executor steps, and the nodes filed per dump graph (tfdbg context id).
         self.open_steps: dict[bytes, OpenStep] = {}
@@ -234,6 +240,8 @@ class ParseState:
                 self.unresolved[(op.dispatch, key)] += 1  # perhaps instantiated before
                 return
             kernel, dtype = found or (b"", b"")
+            if op.key is None and found is not None:
+                self.keyless_runs[(op.dispatch, op.device, kernel, dtype)] += 1
         self.eager_kernels[(op.dispatch, kernel, dtype)] += 1
 
 
