@@ -23,6 +23,7 @@ from ..nodes import canonical_op, data_inputs
 from .context import InferenceContext, OpSite
 from .fusions import infer_filter_bias_fusions
 from .graph_rules import NO_PROFILER_EVENT, apply_rules
+from .grappler import FoldingMemo, all_inputs_constant
 from .links import (
     LogLink,
     NodeKernels,
@@ -68,6 +69,7 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
     unresolved: list[tuple[int, OpKernel]] = []
     # Ops whose debug node ran (so their graph ran) while no node of their own did.
     no_node: set[tuple[str, str]] = set()
+    instantiations = _InstantiationsOnly(model)
     for (i, graph_id, op_name), (slot, n) in counts.items():
         op = _graph_op(model.dumps[i], graph_id, op_name, slot, n)
         if op is None:
@@ -79,6 +81,8 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
             # in the op's own graph, only those are its.
             within = _context_nodes(model, graph_id) if (graph_id, op_name) in no_node else None
             _from_executed_node(op, by_suffix, nodes, within)
+        if op.kernel and instantiations.prove_nothing_of(i, op):
+            _forget(op)
         if op.kernel:
             out.append(op)
         else:
@@ -86,6 +90,33 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
     profiled_debug = profiled_debug_ops(model, wanted, defined) if not model.logs else (set(), set())
     _infer(InferenceContext(model, out, nodes, by_suffix, profiled_debug, no_node), out, unresolved)
     return out + [op for _i, op in unresolved]
+
+
+class _InstantiationsOnly:
+    """Logs that hold kernel instantiations but no executor line (``tb-opmode record``'s
+    ``TF_CPP_VMODULE=execute=1,op_kernel=1``) prove less than they seem to: grappler
+    instantiates a node's kernel to evaluate it when it folds it into a constant, so an
+    op the dump's graph shows computed from constants only may never have run; and they
+    leave out every _Arg, so a node named like a function's argument (args_0) is another
+    function's. For those ops the rules decide, not the log."""
+
+    def __init__(self, model: RunModel) -> None:
+        self.model = model
+        self.only = bool(model.logs) and not any(log.graph_executions for log in model.logs)
+        self.memo: FoldingMemo = {}
+
+    def prove_nothing_of(self, index: int, op: OpKernel) -> bool:
+        if not self.only or op.evidence != "log" or op.op_type == "Const":
+            return False
+        if op.op_type == "Placeholder":
+            return True
+        graph = self.model.dumps[index].graphs.get(op.graph_id)
+        return graph is not None and all_inputs_constant(graph.ops, op.op_name, self.memo)
+
+
+def _forget(op: OpKernel) -> None:
+    """The op as before any evidence named its kernel (its dtype is the dump's)."""
+    op.kernel = op.evidence = op.note = op.rule = op.node = op.fused_into = ""
 
 
 def _graph_op_names(model: RunModel) -> list[dict[str, OpCreation]]:
@@ -112,14 +143,15 @@ def _graph_op(dump: DumpSet, graph_id: str, op_name: str, slot: int, executions:
 
 def _from_log_link(op: OpKernel, link: LogLink | None) -> bool:
     """Fill ``op`` from the exact tfdbg link seen in the log; True where its debug node
-    ran while no node of its own did (the link names none)."""
+    ran while no node of its own did (the link names none). A function's argument is
+    not missing from a log of instantiations only: they leave out every _Arg."""
     if link is None:
         return False
     found = link_verdict(op, link)
     if found is not None:
         name, verdict = found
         verdict.apply(op, name)
-    return not op.kernel and not link.producer
+    return not op.kernel and not link.producer and (link.per_step or op.op_type != "Placeholder")
 
 
 def _context_nodes(model: RunModel, graph_id: str) -> set[str]:

@@ -118,6 +118,9 @@ class LogLink(NamedTuple):
     producer: str                       # the node whose tensor the debug node read ("": NO_TENSOR)
     producer_kernel: str
     dtype: str
+    # Whether ``ran`` holds the nodes of the steps the op's graph ran in (executor lines),
+    # not only the kernels the log instantiated, which leave out an argument's _Arg.
+    per_step: bool = True
 
 
 def log_links(model: RunModel) -> dict[tuple[str, str, int], LogLink]:
@@ -145,7 +148,8 @@ def _link(log: LogFacts, ctx: str, ident: str, op_name: str) -> LogLink:
     producer = _producer(log, ctx, ident, ran)
     expected = _expected_node(ident, op_name, producer, ran)
     kernel, dtype = ran.get(producer, ("", "")) if producer else ("", "")
-    return LogLink(expected, ran.get(expected), producer, kernel, dtype)
+    return LogLink(expected, ran.get(expected), producer, kernel, dtype,
+                   per_step=ctx in log.context_kernels)
 
 
 def _producer(log: LogFacts, ctx: str, ident: str, ran: dict[str, tuple[str, str]]) -> str:
