@@ -127,6 +127,16 @@ def _no_kernel_ran(k: _Kernel) -> str | None:
     return f"No kernel ran: {k.notes or 'grappler removed the op'} ({k.how})."
 
 
+def _folded_into_a_constant(k: _Kernel) -> str | None:
+    """A graph op grappler folded: its value was computed once, at optimisation, and a
+    Const node feeds it; no kernel of its own runs (the headline says so too)."""
+    if k.mode != "graph" or k.name != "Const" or k.op_type == "Const":
+        return None
+    how = k.notes or "constant-folded by grappler"
+    return (f"No kernel of its own ran ({k.how}): {how.rstrip('.')}; the Const node that "
+            "stands for it only hands out that value.")
+
+
 def _kernel_unknown(k: _Kernel) -> str | None:
     if k.name != UNKNOWN:
         return None
@@ -224,6 +234,7 @@ def _stock(k: _Kernel) -> str:
 # The sentence of a kernel: the first that applies (None: not this one); the last always does.
 _KERNEL_SENTENCES: tuple[Callable[[_Kernel], str | None], ...] = (
     _no_kernel_ran,
+    _folded_into_a_constant,
     _kernel_unknown,
     _ran_fused,
     _fused_kernel,

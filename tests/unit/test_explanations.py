@@ -229,3 +229,17 @@ def test_a_single_execution_is_once(full_model: RunModel) -> None:
     assert ran_once
     for op_type in ran_once:
         assert " 1 times" not in explain(full_model, op_type)["eager"]["explanation"]
+
+
+def test_a_folded_op_runs_no_kernel_of_its_own(full_model: RunModel, no_tensor_model: RunModel) -> None:
+    """A graph op grappler folded into a constant: the kernel sentence says no kernel of
+    its own ran, as the headline's "ran no kernel (grappler folded them into a constant)"
+    does, never that it runs the stock kernel Const."""
+    folded = [(op_type, r["text"]) for model in (full_model, no_tensor_model)
+              for op_type, mode, r in _texts(model, "kernel")
+              if mode == "graph" and r["kernel"] == "Const" and op_type != "Const"]
+    assert folded
+    for op_type, text in folded:
+        sentence = re.sub(r"^\d+ of \d+: ", "", text)  # one kernel of several
+        assert sentence.startswith("No kernel of its own ran"), (op_type, text)
+        assert "stock kernel Const" not in text, (op_type, text)
