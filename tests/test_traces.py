@@ -34,6 +34,7 @@ from tests.traces.checker import (
     check_eager_sites,
     check_functions,
     check_profile_against_dump,
+    decided,
     dump_facts,
     load_cell,
     oracle_run,
@@ -250,6 +251,13 @@ def test_the_checker_accepts_the_contract_and_rejects_wrong_answers(cell: Cell) 
     wrong = "unknown" if second["changed"][0]["cause"] == "python_value" else "python_value"
     second["changed"] = [{"cause": wrong, "arg": "lr", "why": "a guess"}]
     assert any("trace " + second["graph"] in p for p in check_functions(cell, bad))
+
+    if decided(cell, "variable_creation", top_level=False):  # Keras 3's one_step_on_data
+        bad = copy.deepcopy(good)
+        again = next(t for f in bad["tf_functions"] for t in f["trace_list"] if t["note"]
+                     and f["python_name"] == "one_step_on_data")
+        again["changed"], again["note"] = [{"cause": "unknown", "why": "a guess"}], ""
+        assert any("trace " + again["graph"] in p for p in check_functions(cell, bad))
 
     bad = copy.deepcopy(good)
     bad["eager_sites"][0], bad["eager_sites"][1] = bad["eager_sites"][1], bad["eager_sites"][0]
