@@ -342,6 +342,33 @@ def test_the_trace_log_is_one_of_the_runs_logs(recorded: dict[tuple[str, str], t
     assert all(f"{f['name']}: " in out.getvalue() or f"{f['name']} (" in out.getvalue() for f in steps)
 
 
+_TRACE = re.compile(r"Creating new FuncGraph for Python function <function (\S+) at 0x[0-9a-f]+> "
+                    r"\(key: ([^\n]*)\n((?:  [^\n]*\n)*)Output Type:")
+_SCOPE = re.compile(r"scope_type=<ScopeType\.([A-Z_]+): \d+>")
+
+
+def test_a_first_trace_that_created_variables_is_said_at_every_level(
+        recorded: dict[tuple[str, str], tuple[Path, Any]]) -> None:
+    """The loop's step builds its Dense layers on its first call: TF traces that call with
+    variable creation allowed, then again without (the scope of its key, as this test reads
+    TF's lines in ``tf_python.log``). Every level says the first trace created variables,
+    no cause and one tf.function object: the ``kernels`` run from the log alone, where the
+    second trace's line names another function object (TF's wrapper of that scope)."""
+    for level in ("kernels", "calls", "full"):
+        rundir, _proc = recorded["loop", level]
+        text = (rundir / "tf_python.log").read_text(errors="replace")
+        keys = [(s.group(1) if (s := _SCOPE.search(m.group(2))) else "", m.group(3))
+                for m in _TRACE.finditer(text) if m.group(1).rsplit(".", 1)[-1] == "step"]
+        if [scope for scope, _params in keys] != ["VARIABLE_CREATION", "NO_VARIABLE_CREATION"]:
+            pytest.skip(f"this TensorFlow printed no scope of step's two traces: {keys}")
+        assert keys[0][1] == keys[1][1], keys
+        (run,) = _summary(rundir)["runs"]
+        (step,) = [f for f in run["tf_functions"] if f["python_name"] == "step"]
+        assert (step["traces"], step["objects"], step["causes"]) == (2, 1, {}), (level, step)
+        again = step["trace_list"][1]
+        assert again["changed"] == [] and "first trace created variables" in again["note"], (level, again)
+
+
 @pytest.mark.parametrize("job", ["fit", "loop"])
 def test_call_sites_are_the_jobs_lines_not_the_recordings(
         recorded: dict[tuple[str, str], tuple[Path, Any]], job: str) -> None:

@@ -23,6 +23,7 @@ explanation says "Python ran only once" only of functions traced once.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ from tests.traces.checker import (
     check_eager_sites,
     check_functions,
     check_profile_against_dump,
+    decided,
     dump_facts,
     load_cell,
     oracle_run,
@@ -125,6 +127,24 @@ def test_tfs_line_per_trace_is_read_once_per_trace(cell: Cell, monkeypatch: pyte
             want[fn["python_name"]] = want.get(fn["python_name"], 0) + fn["traces"]
     got = {name: sum(1 for line in whole if line.name == name) for name in want}
     assert got == want
+
+
+_TRACE_HEAD = re.compile(r"Creating new FuncGraph for Python function <function (\S+) at 0x[0-9a-f]+> \(key: (.*)")
+_SCOPE = re.compile(r"scope_type=<ScopeType\.([A-Z_]+): \d+>")
+
+
+def test_each_traces_scope_is_read_as_tf_printed_it(cell: Cell) -> None:
+    """The scope of each trace's key (TF 2.21: ``VARIABLE_CREATION``, then
+    ``NO_VARIABLE_CREATION`` for a call traced again because its first trace created
+    variables; TF 2.13 prints none: "") as this test's own pattern reads TF's lines."""
+    if "log" not in cell.evidence:
+        pytest.skip("this cell has no TF log")
+    from tb_opmode.read.textlog import read_log
+    log = cell.logdir / "log.txt"
+    want = [(m.group(1).rsplit(".", 1)[-1], s.group(1) if (s := _SCOPE.search(m.group(2))) else "")
+            for m in map(_TRACE_HEAD.search, log.read_text(errors="replace").splitlines()) if m]
+    got = [(line.name, line.scope) for line in read_log(str(log)).trace_lines]
+    assert got == want and want
 
 
 def test_traces_and_calls_per_python_function(cell: Cell, run: dict[str, Any]) -> None:
@@ -231,6 +251,13 @@ def test_the_checker_accepts_the_contract_and_rejects_wrong_answers(cell: Cell) 
     wrong = "unknown" if second["changed"][0]["cause"] == "python_value" else "python_value"
     second["changed"] = [{"cause": wrong, "arg": "lr", "why": "a guess"}]
     assert any("trace " + second["graph"] in p for p in check_functions(cell, bad))
+
+    if decided(cell, "variable_creation", top_level=False):  # Keras 3's one_step_on_data
+        bad = copy.deepcopy(good)
+        again = next(t for f in bad["tf_functions"] for t in f["trace_list"] if t["note"]
+                     and f["python_name"] == "one_step_on_data")
+        again["changed"], again["note"] = [{"cause": "unknown", "why": "a guess"}], ""
+        assert any("trace " + again["graph"] in p for p in check_functions(cell, bad))
 
     bad = copy.deepcopy(good)
     bad["eager_sites"][0], bad["eager_sites"][1] = bad["eager_sites"][1], bad["eager_sites"][0]

@@ -253,8 +253,8 @@ def args_of_key(key: tuple[TraceParam, ...]) -> list[dict[str, Any]]:
     return out
 
 
-def _log_keys(lines: list[TraceLine], traces: list[TraceFacts]) -> dict[str, tuple[TraceParam, ...]]:
-    """graph id -> its key as TF's log printed it. A function's lines are matched to its
+def _log_keys(lines: list[TraceLine], traces: list[TraceFacts]) -> dict[str, TraceLine]:
+    """graph id -> TF's log line of its trace (its key). A function's lines are matched to its
     traces in order, only where they are as many (the same count by name: the log names
     the Python function, not the graph)."""
     by_name: dict[str, list[TraceLine]] = {}
@@ -263,7 +263,7 @@ def _log_keys(lines: list[TraceLine], traces: list[TraceFacts]) -> dict[str, tup
     made: dict[str, list[TraceFacts]] = {}
     for facts in traces:
         made.setdefault(facts.python_name, []).append(facts)
-    return {facts.graph_id: line.params
+    return {facts.graph_id: line
             for name, mine in made.items() if len(by_name.get(name, ())) == len(mine)
             for facts, line in zip(mine, by_name[name])}
 
@@ -277,8 +277,7 @@ def _python_args(dump: DumpSet, facts: TraceFacts) -> list[str]:
 class _Builder:
     """The ledger of one dump, built trace by trace in the order TF made them."""
 
-    def __init__(self, model: RunModel, dump: DumpSet,
-                 keys: dict[str, tuple[TraceParam, ...]]) -> None:
+    def __init__(self, model: RunModel, dump: DumpSet, keys: dict[str, TraceLine]) -> None:
         self.model = model
         self.dump = dump
         self.keys = keys
@@ -325,6 +324,8 @@ class _Builder:
         python_args = _python_args(self.dump, facts)
         specs = None if facts.nested else _specs(self.dump, facts, self.mode)
         before = self.last.get(key)
+        logged = self.keys.get(facts.graph_id)
+        logged_before = self.keys.get(before[1].graph_id) if before else None
         ctx = CauseContext(first=before is None, first_of_object=facts.first_of_object,
                            nested=facts.nested, outer=self._outer_name(facts),
                            same_outer=bool(before and self._outer_id(before[0]) == self._outer_id(facts)),
@@ -332,11 +333,12 @@ class _Builder:
                            previous_calls=before[1].calls if before else 0,
                            tensor_args=list(facts.args), python_args=python_args, specs=specs,
                            previous_specs=before[2] if before else None, unrecorded_why=self.why,
-                           key=self.keys.get(facts.graph_id),
-                           previous_key=self.keys.get(before[1].graph_id) if before else None)
+                           key=logged.params if logged else None,
+                           previous_key=logged_before.params if logged_before else None,
+                           scope=logged.scope if logged else "",
+                           previous_scope=logged_before.scope if logged_before else "")
         verdict = changed_of(ctx)
-        logged = self.keys.get(facts.graph_id)
-        args = args_of_key(logged) if logged is not None else _args(facts, python_args, specs)
+        args = args_of_key(logged.params) if logged is not None else _args(facts, python_args, specs)
         entry = TraceEntry(name, facts.graph_id, calls, _call_sites(self.dump, name) if calls else [],
                            args, verdict.changed, verdict.note, first_of_object=facts.first_of_object)
         self._tracing_time(entry)

@@ -10,6 +10,14 @@ The rules are an ordered list of named rules ``(context) -> Verdict | None``; th
 that decides wins:
 
 - the first trace of a Python function changed nothing;
+- where TF's log printed both traces' keys, the first's scope ``VARIABLE_CREATION`` and
+  this one's ``NO_VARIABLE_CREATION`` for the same parameters: the first trace created
+  variables and TF traced the call again without creating them (Keras 3's
+  ``one_step_on_data``, traced twice inside one trace of ``multi_step_on_iterator``); the
+  same note as below, and no cause;
+- a function traced inside another's trace, where the log's keys show its parameters
+  changed: that change (as below); else ``unknown`` (its outer function's retrace, or,
+  inside the same outer trace, variables created or other arguments);
 - a trace whose first op was made under ``_initialize`` is the first of its tf.function
   object: the same code traced by a new ``tf.function`` (``new_function_object``);
 - the second trace of a first call that created variables (the first trace never
@@ -32,7 +40,7 @@ from ..read.trace_log import TraceParam, tensor_specs
 from ..vocab import NOT_RECORDED
 
 __all__ = ["CAUSES", "ADVICE", "ArgSpec", "CauseContext", "Verdict", "CAUSE_RULES", "changed_of",
-           "NOT_RECORDED"]
+           "NOT_RECORDED", "VARIABLES_NOTE"]
 
 CAUSES = ("shape", "dtype", "python_value", "new_function_object", "unknown")
 
@@ -77,6 +85,9 @@ class CauseContext:
     # the trace's key as TF's log line printed it, and the previous trace's (None: no line)
     key: tuple[TraceParam, ...] | None = None
     previous_key: tuple[TraceParam, ...] | None = None
+    # the keys' ScopeType names ("VARIABLE_CREATION"; "": not printed, as in TF 2.13)
+    scope: str = ""
+    previous_scope: str = ""
 
 
 @dataclass
@@ -88,9 +99,29 @@ class Verdict:
 Rule = Callable[[CauseContext], "Verdict | None"]
 Shape = tuple[int | None, ...] | None
 
+# Why TF traced one call twice, however the run shows it (no cause: nothing to change).
+VARIABLES_NOTE = ("TF traced this function's first call twice because the first trace created "
+                  "variables (tf.Variable inside the function); the first trace is never called")
+_VARIABLES_LOGGED = ("TF's log shows it: the first trace was made allowing variables to be "
+                     "created, this one for the same arguments without")
+
 
 def _first_trace(ctx: CauseContext) -> Verdict | None:
     return Verdict([]) if ctx.first else None
+
+
+def _variables_in_the_log(ctx: CauseContext) -> Verdict | None:
+    """The keys' scope went from VARIABLE_CREATION to NO_VARIABLE_CREATION, the parameters
+    the same: TF's second trace of a first call whose first trace created variables."""
+    if (ctx.previous_scope, ctx.scope) != ("VARIABLE_CREATION", "NO_VARIABLE_CREATION") \
+            or ctx.key is None or ctx.key != ctx.previous_key:
+        return None
+    return Verdict([], f"{VARIABLES_NOTE} ({_VARIABLES_LOGGED})")
+
+
+def _nested_in_the_log(ctx: CauseContext) -> Verdict | None:
+    """A nested function's keys in TF's log differ in a parameter: that is why."""
+    return _from_log(ctx) if ctx.nested else None
 
 
 def _nested(ctx: CauseContext) -> Verdict | None:
@@ -116,8 +147,7 @@ def _new_object(ctx: CauseContext) -> Verdict | None:
 def _variable_creation(ctx: CauseContext) -> Verdict | None:
     if not (ctx.previous_first_of_object and ctx.previous_calls == 0):
         return None
-    return Verdict([], "TF traced this function's first call twice because the first trace created "
-                       "variables (tf.Variable inside the function); the first trace is never called")
+    return Verdict([], VARIABLES_NOTE)
 
 
 def _by_argument(ctx: CauseContext) -> list[tuple[ArgSpec, ArgSpec]]:
@@ -219,6 +249,8 @@ def _unknown(ctx: CauseContext) -> Verdict | None:
 
 CAUSE_RULES: list[tuple[str, Rule]] = [
     ("first_trace", _first_trace),
+    ("variable_creation_in_the_log", _variables_in_the_log),
+    ("nested_key_in_the_log", _nested_in_the_log),
     ("nested", _nested),
     ("new_function_object", _new_object),
     ("variable_creation", _variable_creation),

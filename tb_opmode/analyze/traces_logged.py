@@ -10,8 +10,11 @@ A log line names the Python function, not the concrete function it made: a trace
 calls are those of ``__inference_<name>_<uid>`` in uid order (TF numbers concrete
 functions as it makes them). Where fewer of them ran than were traced, the calls go to
 the last traces: the trace never called is the first one, which created variables (TF
-traces such a first call again). tf.data's wrappers and TF's own variable initializer
-are not the user's tf.functions (the dump's ledger leaves them out too).
+traces such a first call again). A trace whose key's scope is ``NO_VARIABLE_CREATION`` is
+that second trace, of the same tf.function object as the one before, though TF's line
+names another function object (TF 2.21 traces each scope through its own wrapper).
+tf.data's wrappers and TF's own variable initializer are not the user's tf.functions
+(the dump's ledger leaves them out too).
 """
 from __future__ import annotations
 
@@ -66,14 +69,15 @@ def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger
     fn = FunctionLedger(name, name, "")
     seen: set[str] = set()
     for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions))):
-        entry.first_of_object = line.address not in seen
+        entry.first_of_object = line.address not in seen and line.scope != "NO_VARIABLE_CREATION"
         seen.add(line.address)
         before = fn.traces[-1] if i else None
         verdict = changed_of(CauseContext(
             first=before is None, first_of_object=entry.first_of_object,
             previous_first_of_object=bool(before and before.first_of_object),
             previous_calls=before.calls if before else 0, unrecorded_why=_SAME_KEY,
-            key=line.params, previous_key=lines[i - 1].params if i else None))
+            key=line.params, previous_key=lines[i - 1].params if i else None,
+            scope=line.scope, previous_scope=lines[i - 1].scope if i else ""))
         entry.changed, entry.note = verdict.changed, verdict.note
         fn.traces.append(entry)
         fn.objects += int(entry.first_of_object)

@@ -19,7 +19,10 @@ time it traces, once per trace, with the trace's key (TF 2.13 prints it on one l
       ...
 
 ``parent_graph=None`` marks a trace made from Python (eagerly); any other parent is a
-tf.function traced inside another's trace. The address tells ``tf.function`` objects of
+tf.function traced inside another's trace. TF 2.21's key ends with the trace's scope,
+``scope_type=<ScopeType.VARIABLE_CREATION: 2>`` (a first call, which may create
+variables) or ``NO_VARIABLE_CREATION`` (a trace after a first one that created them);
+TF 2.13's key has none (``scope`` is then ""). The address tells ``tf.function`` objects of
 the same code apart only as long as Python keeps the function alive (it may reuse it).
 """
 from __future__ import annotations
@@ -42,6 +45,7 @@ _ONE_LINE = b"FunctionType(parameters=["
 _PARAMETER = re.compile(r"Parameter\(name=([^,]+), kind=([A-Z_]+), optional=\w+, "
                         r"type_constraint=(.*?)\)(?=, Parameter\(|\], captures=)")
 _LITERAL_213 = re.compile(r"^Literal\(value=(.*)\)$")
+_SCOPE = re.compile(r"scope_type=<ScopeType\.(\w+): \d+>")
 # How far a message's parameters may run past its start (a key with many arguments).
 _MESSAGE_MAX = 1 << 16
 
@@ -65,6 +69,7 @@ class TraceLine:
     address: str         # the Python function object's id, as printed
     top_level: bool      # traced from Python, not inside another trace
     params: tuple[TraceParam, ...]
+    scope: str = ""      # the key's ScopeType name ("VARIABLE_CREATION"); "": not printed
 
     @property
     def name(self) -> str:
@@ -140,8 +145,10 @@ def _message(text: bytes, at: int) -> TraceLine | None:
     else:
         params = [p for p in map(_param, body.split("\n")) if p is not None]
     key = first[first.find("(key: "):]
+    scope = _SCOPE.search(key)
     return TraceLine(head.group("qualname").decode("utf-8", "replace"),
-                     head.group("address").decode(), "parent_graph=None" in key, tuple(params))
+                     head.group("address").decode(), "parent_graph=None" in key, tuple(params),
+                     scope.group(1) if scope else "")
 
 
 def parse_trace_lines(text: bytes, final: bool = True) -> tuple[list[TraceLine], int]:

@@ -20,8 +20,9 @@ The contract checked (issue 25's names, kept exactly):
   ``dim`` for ``shape``, ``arg`` for ``dtype`` and ``python_value``, and ``why`` for
   ``unknown``; the first trace of a Python function has ``changed == []``. An argument
   is named by its own name (``iterator``), a path into it (``iterator[0]``) allowed. A
-  nested function's (Keras 3's ``one_step_on_data``) traces are counted, their causes not
-  asked. The second trace of a first call that creates variables has ``changed == []``
+  nested function's (Keras 3's ``one_step_on_data``) traces are matched by order, their
+  causes asked where TF's log decides them (``DECIDES_NESTED``), else ``unknown`` with a
+  why. The second trace of a first call that creates variables has ``changed == []``
   and a ``note`` that names the variables (the decision taken: no cause word, not counted
   in ``causes``); ``unknown`` with a why that names them is accepted too.
 - ``runs[].eager_sites``: ``[{"location", "user_location", "executions", "time_ns",
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CAUSES", "DECIDES", "Cell", "load_cell", "decided", "check_functions",
+__all__ = ["CAUSES", "DECIDES", "DECIDES_NESTED", "Cell", "load_cell", "decided", "check_functions",
            "check_eager_sites", "check_profile_against_dump", "profile_facts", "dump_facts",
            "oracle_run"]
 
@@ -66,6 +67,15 @@ DECIDES: dict[str, list[frozenset[str]]] = {
     # By elimination (same object, same tensor specs), or the key's Literal values.
     "python_value": [frozenset({"stack", "specs"}), frozenset({"log"})],
 }
+# A nested function's traces are never called from Python (no stack of a call decides):
+# only TF's line per trace decides, its key's parameters, and its scope ("scope": TF 2.21
+# prints ``scope_type=<ScopeType.VARIABLE_CREATION: 2>``, ``NO_VARIABLE_CREATION`` for the
+# trace again without creating variables; TF 2.13 prints none).
+DECIDES_NESTED: dict[str, list[frozenset[str]]] = {
+    "variable_creation": [frozenset({"scope"})],
+    "shape": [frozenset({"log"})], "dtype": [frozenset({"log"})], "python_value": [frozenset({"log"})],
+}
+_SCOPE_MARK = "scope_type=<ScopeType."
 # Which argument dimension changed: SHAPE records shapes, the log prints TensorSpecs.
 DECIDES_DIM = {"SHAPE", "log"}
 _MODE_EVIDENCE = {"FULL_HEALTH": {"stack", "specs", "sizes"}, "SHAPE": {"stack", "specs", "sizes"},
@@ -93,6 +103,8 @@ class Cell:
         have = set(_MODE_EVIDENCE.get(self.mode, ()))
         if self.truth["params"]["log"]:
             have.add("log")
+            if _SCOPE_MARK in (self.root / "stderr.log").read_text(errors="replace"):
+                have.add("scope")
         if self.truth["params"]["profile"]:
             have.add("profile")
         return have
@@ -102,10 +114,11 @@ def load_cell(root: Path) -> Cell:
     return Cell(Path(root), json.loads((Path(root) / "truth.json").read_text()))
 
 
-def decided(cell: Cell, cause: str) -> bool:
-    """Whether the run's evidence decides ``cause`` (``DECIDES``)."""
+def decided(cell: Cell, cause: str, top_level: bool = True) -> bool:
+    """Whether the run's evidence decides ``cause`` (``DECIDES``; a nested function's:
+    ``DECIDES_NESTED``)."""
     have = cell.evidence
-    return any(need <= have for need in DECIDES.get(cause, []))
+    return any(need <= have for need in (DECIDES if top_level else DECIDES_NESTED).get(cause, []))
 
 
 # ------------------------------------------------------------------ tf_functions
@@ -197,8 +210,7 @@ def _check_traces(cell: Cell, label: str, objects: list[dict[str, Any]],
             continue
         if top and (mine.get("calls") or 0) != want["calls"]:
             problems.append(f"{where}: {mine.get('calls')} calls, {want['calls']} made")
-        if top:  # a nested function's cause follows its outer trace's: not asked
-            problems.extend(_check_cause(cell, where, want, mine))
+        problems.extend(_check_cause(cell, where, want, mine, top))
     return problems
 
 
@@ -207,12 +219,13 @@ def _base_arg(name: Any) -> str:
     return str(name).split(".", 1)[0].split("[", 1)[0]
 
 
-def _check_cause(cell: Cell, where: str, want: dict[str, Any], mine: dict[str, Any]) -> list[str]:
+def _check_cause(cell: Cell, where: str, want: dict[str, Any], mine: dict[str, Any],
+                 top_level: bool = True) -> list[str]:
     cause = want["cause"]
     causes = _changed_causes(mine)
     if cause == "first":
         return [] if not mine.get("changed") else [f"{where}: the first trace, but changed = {mine['changed']}"]
-    if not decided(cell, cause):
+    if not decided(cell, cause, top_level):
         unknown = [c for c in mine.get("changed") or [] if c.get("cause") == "unknown"]
         if causes != {"unknown"} or not all(c.get("why") for c in unknown):
             return [f"{where}: the run cannot decide {cause!r} ({cell.mode}, evidence "
@@ -450,9 +463,9 @@ def oracle_run(cell: Cell) -> dict[str, Any]:
             note = ""
             if t["cause"] == "first":
                 changed: list[dict[str, Any]] = []
-            elif t["cause"] == "variable_creation" and fn["top_level"]:
+            elif t["cause"] == "variable_creation" and decided(cell, t["cause"], fn["top_level"]):
                 changed, note = [], "traced twice: the first call created variables"
-            elif not decided(cell, t["cause"]) or not fn["top_level"]:
+            elif not decided(cell, t["cause"], fn["top_level"]):
                 changed = [{"cause": "unknown", "why": "the oracle's evidence does not decide it"}]
             elif t["changed"]:
                 changed = [{"cause": t["cause"], "arg": _base_arg(c["arg"]), "dim": c.get("dim")}

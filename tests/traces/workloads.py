@@ -28,7 +28,9 @@ against the concrete functions TF made:
   step does;
 - ``eager_hot``: ``HOT_OPS`` small eager ops on one line, each iteration; and the same
   helper in a ``tf.function`` (``hot_graph``), so one run has its ops both ways;
-- a Keras ``fit`` on three batch sizes and ``predict`` on three batch sizes.
+- a Keras ``fit`` on three batch sizes (Adam, whose slots its first step creates: Keras 3
+  traces ``one_step_on_data`` twice inside the first trace of ``multi_step_on_iterator``,
+  ``variable_creation``) and ``predict`` on three batch sizes.
 
     python tests/traces/workloads.py --list
     python tests/traces/workloads.py CELL OUTDIR [--python PY]
@@ -534,7 +536,7 @@ class _Scenario:
         y = rs.randint(0, 3, size=(KERAS_SAMPLES,)).astype("int32")
         model = keras.Sequential([keras.Input(shape=(8,)), keras.layers.Dense(16, activation="relu"),
                                   keras.layers.Dense(3)])
-        model.compile(optimizer=keras.optimizers.SGD(0.01),
+        model.compile(optimizer=keras.optimizers.Adam(0.01),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         steps = 0
         for batch in KERAS_BATCHES:
