@@ -147,9 +147,9 @@ def node_op_types(model: RunModel) -> dict[str, str]:
     2. the dump op named by the longest ``/``-suffix of the node name (inlined
        calls prefix names; this also finds ops tfdbg does not trace, e.g. ones
        without outputs such as ``AssignVariableOp``);
-    3. the stock op of the node's kernel (``canonical_op``): nodes grappler made
-       that stand for no dump op, and every node of a run without a dump (whose
-       op types are named after kernels too).
+    3. the op type the node's kernel ran for (``row_op``: a fused kernel's first op),
+       as the log's counts name their rows: nodes grappler made that stand for no dump
+       op, and every node of a run without a dump.
 
     tfdbg's own nodes (``is_debug_kernel``) and executor plumbing
     (``PLUMBING_KERNELS``) are no user op: they are left out.
@@ -162,7 +162,7 @@ def node_op_types(model: RunModel) -> dict[str, str]:
                 continue
             op_type = exact.get(node) or next((by_name[s] for s in suffixes(node) if s in by_name),
                                               None)
-            out[node] = op_type or canonical_op(kernel)
+            out[node] = op_type or row_op(kernel)
     return out
 
 
