@@ -283,7 +283,8 @@ export class Store {
 /**
  * How `tb-opmode record` made a run, and whether its kernels are the job's
  * (present/recording.recording_doc).
- * @typedef {{evidence: string, dump_mode: ?string, command: !Array<string>, note: string,
+ * @typedef {{evidence: string, dump_mode: ?string, command: !Array<string>,
+ *   exit_status: ?number, signal: ?string, ended: string, note: string,
  *   compared_with: string, fused_kernels: !Array<string>}} RecordingDoc
  */
 
@@ -396,7 +397,7 @@ export class Store {
 
 /**
  * The Functions section (the functions route, tab/functions.functions).
- * @typedef {{run: string, total: number, functions: !Array<TfFunction>}} FunctionsPayload
+ * @typedef {{run: string, total: number, functions: !Array<TfFunction>, empty: string}} FunctionsPayload
  */
 
 /**

@@ -34,6 +34,12 @@ function recordingFacts(o) {
     out.push(el('dt', {text: 'Recorded with'}),
         el('dd', {id: 'opm-recorded', text: `--evidence ${r.evidence} (${r.dump_mode || 'no dump'})`}));
   }
+  if (r && r.command.length) {
+    out.push(el('dt', {text: 'Command'}), el('dd', {id: 'opm-command'},
+        el('code', {text: r.command.join(' ')}),
+        el('span', {class: jobFailed(r) ? 'opm-job-failed' : 'opm-muted',
+          text: ` — ${r.ended || 'its manifest does not say how it ended'}`})));
+  }
   const graph = (o.count_basis || {}).graph || '';
   if (graph.startsWith('per call')) {
     out.push(el('dt', {text: 'Graph counts'}), el('dd', {id: 'opm-count-basis', text: graph}));
@@ -42,6 +48,29 @@ function recordingFacts(o) {
     out.push(el('dt', {text: 'Kernels'}), el('dd', {id: 'opm-fusion-note', class: 'opm-hint', text: r.note}));
   }
   return out;
+}
+
+/**
+ * Whether a recorded job failed: a non-zero exit status, or a signal ended it.
+ * @param {!import('./data.js').RecordingDoc} r
+ * @return {boolean}
+ */
+function jobFailed(r) {
+  return Boolean(r.signal) || (r.exit_status !== null && r.exit_status !== 0);
+}
+
+/**
+ * The line over the overview of a run whose recorded job failed: its command and how it
+ * ended (null for any other run).
+ * @param {!Overview} o
+ * @return {?HTMLElement}
+ */
+function failedJobNote(o) {
+  const r = o.recording;
+  if (!r || !r.command.length || !jobFailed(r)) return null;
+  return el('div', {class: 'opm-message opm-message-warn', id: 'opm-job-failed', role: 'note'},
+      el('strong', {text: 'The recorded job failed. '}), el('code', {text: r.command.join(' ')}),
+      ` ${r.ended}: this run holds only what it wrote before it ended (see its stderr.log).`);
 }
 
 // `this` in each method is the App these methods are mixed into (views.js).
@@ -281,7 +310,7 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
         o.functions.length > 12 ? el('p', {class: 'opm-muted',
           text: `and ${fmtInt(o.functions_total - 12)} more`}) : null);
 
-    const parts = [this.lowerBoundNote(o, 'opm-lower-bound'),
+    const parts = [failedJobNote(o), this.lowerBoundNote(o, 'opm-lower-bound'),
       el('div', {class: 'opm-overview-grid'}, facts, shares), matrix, matrixNote,
       this.unknownsBlock(o), this.dtypesBlock(o), this.devicesBlock(o),
       el('details', {class: 'opm-more'}, el('summary', {text: `tf.functions (${fmtInt(o.functions_total)})`}),
