@@ -157,7 +157,7 @@ export class Store {
  * @typedef {{run: string, status: string, reloading?: boolean,
  *   tensorflow_version?: ?string, onednn_enabled?: ?boolean, onednn_state?: string,
  *   counts_from?: string, op_types?: number, executions?: number, has_profile?: boolean,
- *   warnings?: number, loaded_at?: number, error?: string}} RunEntry
+ *   command?: string, warnings?: number, loaded_at?: number, error?: string}} RunEntry
  */
 
 /**
@@ -362,13 +362,14 @@ export class Store {
 /**
  * A run as the comparison names it (tab/compare).
  * @typedef {{run: string, tensorflow_version: ?string, onednn_enabled: ?boolean,
- *   onednn_source: string, onednn_state: string, onednn_reason: string}} RunBrief
+ *   onednn_source: string, onednn_state: string, onednn_reason: string, evidence: string,
+ *   command: !Array<string>, ended: string}} RunBrief
  */
 
 /**
  * One run's side of an op type in a mode (tab/compare).
  * @typedef {{executions: number, kernels: !Array<string>, classes: !Array<string>,
- *   time_ns: ?number}} CompareSide
+ *   seen: !Array<boolean>, time_ns: ?number}} CompareSide
  * @typedef {{a: !CompareSide, b: !CompareSide, time_delta_ns: ?number}} CompareMode
  * @typedef {{op_type: string, eager: !CompareMode, graph: !CompareMode,
  *   changes: !Array<string>, kernel_changed: boolean}} CompareRow
@@ -376,8 +377,8 @@ export class Store {
 
 /**
  * Two runs compared (the compare route, tab/compare.compare).
- * @typedef {{a: !RunBrief, b: !RunBrief, total: number, kernel_changes: number,
- *   page: number, page_size: number, rows: !Array<CompareRow>}} Comparison
+ * @typedef {{a: !RunBrief, b: !RunBrief, evidence_note: string, total: number,
+ *   kernel_changes: number, evidence_changes: number, page: number, page_size: number, rows: !Array<CompareRow>}} Comparison
  */
 
 /**

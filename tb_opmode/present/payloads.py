@@ -418,18 +418,28 @@ class Overview(TypedDict):
 # ---------------------------------------------------------------- the comparison
 
 class RunBrief(TypedDict):
+    """A run as the comparison names it: ``evidence``, what it was made from, in words;
+    a recorded run's ``command`` and how it ``ended`` (else [] and "")."""
+
     run: str
     tensorflow_version: str
     onednn_enabled: Optional[bool]
     onednn_source: str
     onednn_state: str
     onednn_reason: str
+    evidence: str
+    command: list[str]
+    ended: str
 
 
 class CompareSide(TypedDict):
+    """``seen``, per kernel: whether a log line or profile event shows it run (False for
+    no kernel, a folded node, an unknown or inferred kernel)."""
+
     executions: int
     kernels: list[str]
     classes: list[str]
+    seen: list[bool]
     time_ns: Optional[int]
 
 
@@ -452,8 +462,10 @@ class Comparison(TypedDict):
 
     a: RunBrief
     b: RunBrief
+    evidence_note: str
     total: int
     kernel_changes: int
+    evidence_changes: int
     page: int
     page_size: int
     rows: list[CompareRow]
