@@ -289,6 +289,15 @@ export class Store {
  */
 
 /**
+ * The overview's tf.functions as the Functions card counts them (tab/overview._tf_functions):
+ * the ledger's Python functions, their traces and calls, and the graphs called that are
+ * no trace of it (TF's own).
+ * @typedef {{name: string, traces: number, calls: number, nested: boolean}} FunctionBrief
+ * @typedef {{python_functions: number, traces: number, calls: number,
+ *   functions: !Array<FunctionBrief>, other_graphs: !Array<{name: string, calls: number}>}} FunctionsBrief
+ */
+
+/**
  * The run at a glance and in full (the overview route, tab/overview.overview).
  * @typedef {{run: string, tensorflow_version: ?string, hosts: !Array<string>,
  *   onednn_enabled: ?boolean, onednn_source: string, onednn_state: string,
@@ -296,7 +305,7 @@ export class Store {
  *   recording: ?RecordingDoc, sources: !Object<string, !Array<string>>,
  *   warnings: !Array<string>, warnings_total: number,
  *   functions: !Array<{name: string, calls: number}>, functions_total: number,
- *   op_types_total: number,
+ *   tf_functions: FunctionsBrief, op_types_total: number,
  *   onednn_verbose: ?{primitives: !Array<{kind: string, implementation: string,
  *     prop_kind: string, count: number, time_ms: number}>, primitives_total: number,
  *     note: string},

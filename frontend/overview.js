@@ -301,19 +301,35 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
         unattributed.map((m) => `${m}: ${fmtNs(o.modes[m].time_unattributed_ns)} of op time ` +
           'went to no kernel the counts name (e.g. the profile ran longer than the dump)').join('; ')) : null;
 
-    const functions = el('div', {class: 'opm-functions'},
-        el('h3', {text: `tf.functions called (${fmtInt(o.functions_total)})`}),
-        o.functions.length ? el('ul', {},
-            o.functions.slice(0, 12).map((f) => el('li', {},
-                el('code', {text: f.name}), el('span', {class: 'opm-muted', text: ` × ${fmtInt(f.calls)}`}))))
+    // As the Functions card counts them: Python functions, their traces (one graph each)
+    // and calls from Python; the graphs called that are no trace of theirs, apart.
+    const fns = o.tf_functions;
+    const plural = (/** @type {number} */ n, /** @type {string} */ word) =>
+      `${fmtInt(n)} ${word}${n === 1 ? '' : 's'}`;
+    const fnCounts = `${plural(fns.python_functions, 'Python function')}, ` +
+      `${plural(fns.traces, 'trace')}, ${plural(fns.calls, 'call')} from Python`;
+    const functions = el('div', {class: 'opm-functions', id: 'opm-overview-functions'},
+        el('p', {class: 'opm-hint', text: 'As the Functions card counts them: each Python ' +
+          'function run as a tf.function, its traces (one graph each) and its calls from Python ' +
+          '(a function called only inside another tf.function has none).'}),
+        fns.functions.length ? el('ul', {},
+            fns.functions.slice(0, 12).map((f) => el('li', {},
+                el('strong', {text: f.name}), el('span', {class: 'opm-muted',
+                  text: ` · ${plural(f.traces, 'trace')} · ` +
+                    (f.nested ? 'called inside another tf.function' : plural(f.calls, 'call'))}))))
           : el('p', {class: 'opm-muted', text: 'none recorded'}),
-        o.functions.length > 12 ? el('p', {class: 'opm-muted',
-          text: `and ${fmtInt(o.functions_total - 12)} more`}) : null);
+        fns.functions.length > 12 ? el('p', {class: 'opm-muted',
+          text: `and ${fmtInt(fns.python_functions - 12)} more`}) : null,
+        fns.other_graphs.length ? el('p', {class: 'opm-muted', id: 'opm-other-graphs'},
+            `Also called: ${plural(fns.other_graphs.length, 'function graph')} TensorFlow made itself, no ` +
+            'tf.function of yours (not in the Functions card): ',
+            fns.other_graphs.slice(0, 6).map((f, i) => [i ? ', ' : '', el('code', {text: f.name}),
+              ` ×${fmtInt(f.calls)}`])) : null);
 
     const parts = [failedJobNote(o), this.lowerBoundNote(o, 'opm-lower-bound'),
       el('div', {class: 'opm-overview-grid'}, facts, shares), matrix, matrixNote,
       this.unknownsBlock(o), this.dtypesBlock(o), this.devicesBlock(o),
-      el('details', {class: 'opm-more'}, el('summary', {text: `tf.functions (${fmtInt(o.functions_total)})`}),
+      el('details', {class: 'opm-more'}, el('summary', {text: `tf.functions: ${fnCounts}`}),
           functions)];
     if (o.onednn_verbose && o.onednn_verbose.primitives.length) {
       const v = o.onednn_verbose;

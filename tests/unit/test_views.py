@@ -194,3 +194,19 @@ def test_compare_runs_of_different_evidence_says_so(view: RunView, record_kernel
     assert doc["evidence_changes"] >= 1
     assert doc["kernel_changes"] == sum(1 for r in doc["rows"] if r["kernel_changed"])
     assert compare(other, other)["evidence_note"] == ""
+
+
+def test_overview_counts_tf_functions_as_the_functions_card(record_kernels: Fixture) -> None:
+    """The overview's tf.functions are the Functions card's: its Python functions, their
+    traces and calls; a graph TF made itself (``initialize_variables``), which the card
+    leaves out, is listed apart, not among them."""
+    from tb_opmode.present.tab import functions
+    (model,) = load(str(record_kernels.directory))
+    run = build_view(model, str(record_kernels.directory), timeline=False)
+    fns, card = overview(run)["tf_functions"], functions(run)
+    assert fns["python_functions"] == card["total"] == 3
+    assert [f["name"] for f in fns["functions"]] == [f["name"] for f in card["functions"]]
+    assert fns["traces"] == sum(f["traces"] for f in card["functions"]) == 6
+    assert [g["name"].split("_")[3] for g in fns["other_graphs"]] == ["initialize"]
+    traced = {t["graph"] for f in card["functions"] for t in f["trace_list"]}
+    assert not traced & {g["name"] for g in fns["other_graphs"]}
