@@ -119,7 +119,7 @@ def _evidence_note(a: RunBrief, b: RunBrief) -> str:
     return (f"The two runs were made from different evidence (A: {a['evidence']}; B: "
             f"{b['evidence']}). What only one run's evidence can attribute (no kernel: removed "
             "by grappler; a node constant-folded to Const; an unknown or inferred kernel) "
-            "shows on one side for that reason: such a difference is marked \"kernel evidence\", "
+            "shows on one side for that reason: such a difference is marked \"evidence differs\", "
             "not a kernel change. Counts may differ for the same reason.")
 
 
