@@ -80,9 +80,14 @@ export const CompareSection = /** @satisfies {ThisType<App>} */ ({
     }
     if (this.compareChosen) return;
     const a = /** @type {string} */ (this.store.state.run);   // selectRun() chose it
-    const other = ready.filter((r) => r.run !== a);
     const current = ready.find((r) => r.run === a);
-    const b = other.find((r) => current && r.onednn_state !== current.onednn_state &&
+    // B: a run with evidence (an op executed), not an empty one; of those, one of the
+    // same recorded command first, then one whose oneDNN differs.
+    const others = ready.filter((r) => r.run !== a);
+    const withEvidence = others.filter((r) => (r.op_types || 0) > 0);
+    const other = withEvidence.length ? withEvidence : others;
+    const sameCommand = other.filter((r) => current && current.command && r.command === current.command);
+    const b = sameCommand[0] || other.find((r) => current && r.onednn_state !== current.onednn_state &&
       r.tensorflow_version === current.tensorflow_version) ||
       other.find((r) => current && r.onednn_state !== current.onednn_state) || other[0];
     this.compareA.value = a;
@@ -124,11 +129,21 @@ export const CompareSection = /** @satisfies {ThisType<App>} */ ({
     /** @param {!import('./data.js').RunBrief} r */
     const runLabel = (r) => `${r.run} (TF ${r.tensorflow_version || '?'}, oneDNN ` +
       `${r.onednn_state || V.ONEDNN_UNKNOWN}: ${r.onednn_reason || r.onednn_source || 'no evidence'})`;
+    /** @param {!import('./data.js').RunBrief} r */
+    const made = (r) => el('span', {class: 'opm-muted opm-cmp-evidence', text: ` — ${r.evidence}` +
+      (r.command.length ? `; ${r.command.join(' ')} ${r.ended || ''}`.trimEnd() : '')});
     /** @type {!Array<!HTMLElement>} */
-    const parts = [el('p', {},
-        el('strong', {text: 'A: '}), runLabel(c.a), el('br'),
-        el('strong', {text: 'B: '}), runLabel(c.b), el('br'),
-        `${fmtInt(c.total)} op type(s) listed; the kernel changed for ${fmtInt(c.kernel_changes)}.`)];
+    const parts = [];
+    if (c.evidence_note) {
+      parts.push(el('div', {class: 'opm-message opm-message-warn', id: 'opm-compare-evidence', role: 'note'},
+          el('strong', {text: 'Different evidence. '}), c.evidence_note));
+    }
+    parts.push(el('p', {},
+        el('strong', {text: 'A: '}), runLabel(c.a), made(c.a), el('br'),
+        el('strong', {text: 'B: '}), runLabel(c.b), made(c.b), el('br'),
+        `${fmtInt(c.total)} op type(s) listed; the kernel changed for ${fmtInt(c.kernel_changes)}` +
+        (c.evidence_changes ? `; only the kernel evidence differs for ${fmtInt(c.evidence_changes)}` : '') +
+        '.'));
     if (!c.rows.length) {
       parts.push(message('No op type differs in its modes or kernels.'));
       return parts;
@@ -145,7 +160,10 @@ export const CompareSection = /** @satisfies {ThisType<App>} */ ({
             // The server's kernel class (why.kernel_class), one per kernel name.
             const cls = (s.classes || [])[i] || V.KIND_UNKNOWN;
             const key = classKey(mode, {name: k, class: cls, onednn: k.startsWith(V.ONEDNN_PREFIX)});
-            return el('span', {class: 'opm-chip'}, swatch(key),
+            const seen = (s.seen || [])[i] !== false;
+            return el('span', {class: seen ? 'opm-chip' : 'opm-chip opm-chip-unseen',
+              title: seen ? k : `${k}: not seen running (what this run's evidence attributes: ` +
+                'removed, folded, unknown or inferred)'}, swatch(key),
                 key === V.KIND_REMOVED ? el('span', {class: `opm-kind opm-kind-${V.KIND_REMOVED}`,
                   text: 'no kernel (removed by grappler)'})
                   : el('span', {class: 'opm-kernel-name', text: k}));
@@ -168,8 +186,12 @@ export const CompareSection = /** @satisfies {ThisType<App>} */ ({
           'data-compare-op': r.op_type},
         el('td', {class: 'opm-op', text: r.op_type}),
         modeCell(V.EAGER, r.eager), modeCell(V.GRAPH, r.graph),
-        el('td', {}, r.changes.map((ch) => el('span', {class: ch.endsWith(' kernel')
-          ? 'opm-tag opm-tag-strong' : 'opm-tag', text: ch}))))))));
+        el('td', {}, r.changes.map((ch) => ch.endsWith(' kernel evidence')
+          ? el('span', {class: 'opm-tag opm-tag-evidence', text: `${ch.split(' ')[0]}: evidence differs`,
+            title: 'Not a kernel change: the kernels both runs saw run are the same; what ' +
+              'differs is what only one run\u2019s evidence attributes'})
+          : el('span', {class: ch.endsWith(' kernel')
+            ? 'opm-tag opm-tag-strong' : 'opm-tag', text: ch}))))))));
     if (c.total > c.rows.length) {
       parts.push(el('p', {class: 'opm-muted', text: `Showing the first ${fmtInt(c.rows.length)}.`}));
     }

@@ -157,7 +157,7 @@ export class Store {
  * @typedef {{run: string, status: string, reloading?: boolean,
  *   tensorflow_version?: ?string, onednn_enabled?: ?boolean, onednn_state?: string,
  *   counts_from?: string, op_types?: number, executions?: number, has_profile?: boolean,
- *   warnings?: number, loaded_at?: number, error?: string}} RunEntry
+ *   command?: string, warnings?: number, loaded_at?: number, error?: string}} RunEntry
  */
 
 /**
@@ -283,8 +283,18 @@ export class Store {
 /**
  * How `tb-opmode record` made a run, and whether its kernels are the job's
  * (present/recording.recording_doc).
- * @typedef {{evidence: string, dump_mode: ?string, command: !Array<string>, note: string,
+ * @typedef {{evidence: string, dump_mode: ?string, command: !Array<string>,
+ *   exit_status: ?number, signal: ?string, ended: string, note: string,
  *   compared_with: string, fused_kernels: !Array<string>}} RecordingDoc
+ */
+
+/**
+ * The overview's tf.functions as the Functions card counts them (tab/overview._tf_functions):
+ * the ledger's Python functions, their traces and calls, and the graphs called that are
+ * no trace of it (TF's own).
+ * @typedef {{name: string, traces: number, calls: number, nested: boolean}} FunctionBrief
+ * @typedef {{python_functions: number, traces: number, calls: number,
+ *   functions: !Array<FunctionBrief>, other_graphs: !Array<{name: string, calls: number}>}} FunctionsBrief
  */
 
 /**
@@ -295,7 +305,7 @@ export class Store {
  *   recording: ?RecordingDoc, sources: !Object<string, !Array<string>>,
  *   warnings: !Array<string>, warnings_total: number,
  *   functions: !Array<{name: string, calls: number}>, functions_total: number,
- *   op_types_total: number,
+ *   tf_functions: FunctionsBrief, op_types_total: number,
  *   onednn_verbose: ?{primitives: !Array<{kind: string, implementation: string,
  *     prop_kind: string, count: number, time_ms: number}>, primitives_total: number,
  *     note: string},
@@ -361,13 +371,14 @@ export class Store {
 /**
  * A run as the comparison names it (tab/compare).
  * @typedef {{run: string, tensorflow_version: ?string, onednn_enabled: ?boolean,
- *   onednn_source: string, onednn_state: string, onednn_reason: string}} RunBrief
+ *   onednn_source: string, onednn_state: string, onednn_reason: string, evidence: string,
+ *   command: !Array<string>, ended: string}} RunBrief
  */
 
 /**
  * One run's side of an op type in a mode (tab/compare).
  * @typedef {{executions: number, kernels: !Array<string>, classes: !Array<string>,
- *   time_ns: ?number}} CompareSide
+ *   seen: !Array<boolean>, time_ns: ?number}} CompareSide
  * @typedef {{a: !CompareSide, b: !CompareSide, time_delta_ns: ?number}} CompareMode
  * @typedef {{op_type: string, eager: !CompareMode, graph: !CompareMode,
  *   changes: !Array<string>, kernel_changed: boolean}} CompareRow
@@ -375,8 +386,8 @@ export class Store {
 
 /**
  * Two runs compared (the compare route, tab/compare.compare).
- * @typedef {{a: !RunBrief, b: !RunBrief, total: number, kernel_changes: number,
- *   page: number, page_size: number, rows: !Array<CompareRow>}} Comparison
+ * @typedef {{a: !RunBrief, b: !RunBrief, evidence_note: string, total: number,
+ *   kernel_changes: number, evidence_changes: number, page: number, page_size: number, rows: !Array<CompareRow>}} Comparison
  */
 
 /**
@@ -396,7 +407,7 @@ export class Store {
 
 /**
  * The Functions section (the functions route, tab/functions.functions).
- * @typedef {{run: string, total: number, functions: !Array<TfFunction>}} FunctionsPayload
+ * @typedef {{run: string, total: number, functions: !Array<TfFunction>, empty: string}} FunctionsPayload
  */
 
 /**

@@ -132,8 +132,9 @@ export function kernelChip(mode, kernel, showCount) {
   return el('span', {class: `opm-chip opm-chip-${key}` + (kernel.fused ? ' opm-chip-fused' : ''),
     title: [removed || unknown ? kindWord(kind) : `${kernel.name}: ${kindWord(kind)}`,
       ...notes].join('\n'), 'data-kind': kind},
-  swatch(key, kernel.fused),
-  removed ? null : el('span', {class: 'opm-kernel-name'}, unknown ? 'kernel ?' : breakable(kernel.name)),
+  // The swatch and the name keep together on one line; the words after them may wrap.
+  el('span', {class: 'opm-chip-head'}, swatch(key, kernel.fused),
+      removed ? null : el('span', {class: 'opm-kernel-name'}, unknown ? 'kernel ?' : breakable(kernel.name))),
   el('span', {class: `opm-kind opm-kind-${kind}`, text: kindWord(kind)}),
   kernel.fused ? el('span', {class: 'opm-tag opm-tag-fused', text: 'fused'}) : null,
   kernel.folded ? el('span', {class: 'opm-tag', title: 'constant-folded by grappler',
@@ -186,7 +187,8 @@ export function uncountedCell(u, withNote = true) {
       el('div', {class: 'opm-chips'}, u.kernels.map((k) => el('span', {
         class: `opm-chip opm-chip-graph_${k.kind}`, 'data-kind': k.kind,
         title: `${k.name}: ${kindWord(k.kind)}, seen in the profile`},
-      swatch(kindKey(V.GRAPH, k.kind)), el('span', {class: 'opm-kernel-name'}, breakable(k.name)),
+      el('span', {class: 'opm-chip-head'}, swatch(kindKey(V.GRAPH, k.kind)),
+          el('span', {class: 'opm-kernel-name'}, breakable(k.name))),
       el('span', {class: `opm-kind opm-kind-${k.kind}`, text: kindWord(k.kind)}),
       evidenceBadge(V.PROFILE),
       el('span', {class: 'opm-count', text: `×${fmtInt(k.events)} events`})))),

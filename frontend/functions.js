@@ -149,7 +149,7 @@ export const FunctionsSection = /** @satisfies {ThisType<App>} */ ({
       'Open one for its traces; a trace\u2019s name shows only its op types in the op table.'});
     this.functionsBody.replaceChildren(hint, ...(payload.functions.length ?
       payload.functions.map((f) => functionBlock(f, (id, name) => this.showGraph(id, name))) :
-      [message('No tf.function traces in the dump.', 'empty')]),
+      [message(payload.empty, 'empty')]),
     payload.total > payload.functions.length ?
       el('p', {class: 'opm-muted', text: `and ${fmtInt(payload.total - payload.functions.length)} more`}) : '');
     this.functionsBody.dataset.run = run;

@@ -34,6 +34,12 @@ function recordingFacts(o) {
     out.push(el('dt', {text: 'Recorded with'}),
         el('dd', {id: 'opm-recorded', text: `--evidence ${r.evidence} (${r.dump_mode || 'no dump'})`}));
   }
+  if (r && r.command.length) {
+    out.push(el('dt', {text: 'Command'}), el('dd', {id: 'opm-command'},
+        el('code', {text: r.command.join(' ')}),
+        el('span', {class: jobFailed(r) ? 'opm-job-failed' : 'opm-muted',
+          text: ` — ${r.ended || 'its manifest does not say how it ended'}`})));
+  }
   const graph = (o.count_basis || {}).graph || '';
   if (graph.startsWith('per call')) {
     out.push(el('dt', {text: 'Graph counts'}), el('dd', {id: 'opm-count-basis', text: graph}));
@@ -42,6 +48,29 @@ function recordingFacts(o) {
     out.push(el('dt', {text: 'Kernels'}), el('dd', {id: 'opm-fusion-note', class: 'opm-hint', text: r.note}));
   }
   return out;
+}
+
+/**
+ * Whether a recorded job failed: a non-zero exit status, or a signal ended it.
+ * @param {!import('./data.js').RecordingDoc} r
+ * @return {boolean}
+ */
+function jobFailed(r) {
+  return Boolean(r.signal) || (r.exit_status !== null && r.exit_status !== 0);
+}
+
+/**
+ * The line over the overview of a run whose recorded job failed: its command and how it
+ * ended (null for any other run).
+ * @param {!Overview} o
+ * @return {?HTMLElement}
+ */
+function failedJobNote(o) {
+  const r = o.recording;
+  if (!r || !r.command.length || !jobFailed(r)) return null;
+  return el('div', {class: 'opm-message opm-message-warn', id: 'opm-job-failed', role: 'note'},
+      el('strong', {text: 'The recorded job failed. '}), el('code', {text: r.command.join(' ')}),
+      ` ${r.ended}: this run holds only what it wrote before it ended (see its stderr.log).`);
 }
 
 // `this` in each method is the App these methods are mixed into (views.js).
@@ -272,19 +301,35 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
         unattributed.map((m) => `${m}: ${fmtNs(o.modes[m].time_unattributed_ns)} of op time ` +
           'went to no kernel the counts name (e.g. the profile ran longer than the dump)').join('; ')) : null;
 
-    const functions = el('div', {class: 'opm-functions'},
-        el('h3', {text: `tf.functions called (${fmtInt(o.functions_total)})`}),
-        o.functions.length ? el('ul', {},
-            o.functions.slice(0, 12).map((f) => el('li', {},
-                el('code', {text: f.name}), el('span', {class: 'opm-muted', text: ` × ${fmtInt(f.calls)}`}))))
+    // As the Functions card counts them: Python functions, their traces (one graph each)
+    // and calls from Python; the graphs called that are no trace of theirs, apart.
+    const fns = o.tf_functions;
+    const plural = (/** @type {number} */ n, /** @type {string} */ word) =>
+      `${fmtInt(n)} ${word}${n === 1 ? '' : 's'}`;
+    const fnCounts = `${plural(fns.python_functions, 'Python function')}, ` +
+      `${plural(fns.traces, 'trace')}, ${plural(fns.calls, 'call')} from Python`;
+    const functions = el('div', {class: 'opm-functions', id: 'opm-overview-functions'},
+        el('p', {class: 'opm-hint', text: 'As the Functions card counts them: each Python ' +
+          'function run as a tf.function, its traces (one graph each) and its calls from Python ' +
+          '(a function called only inside another tf.function has none).'}),
+        fns.functions.length ? el('ul', {},
+            fns.functions.slice(0, 12).map((f) => el('li', {},
+                el('strong', {text: f.name}), el('span', {class: 'opm-muted',
+                  text: ` · ${plural(f.traces, 'trace')} · ` +
+                    (f.nested ? 'called inside another tf.function' : plural(f.calls, 'call'))}))))
           : el('p', {class: 'opm-muted', text: 'none recorded'}),
-        o.functions.length > 12 ? el('p', {class: 'opm-muted',
-          text: `and ${fmtInt(o.functions_total - 12)} more`}) : null);
+        fns.functions.length > 12 ? el('p', {class: 'opm-muted',
+          text: `and ${fmtInt(fns.python_functions - 12)} more`}) : null,
+        fns.other_graphs.length ? el('p', {class: 'opm-muted', id: 'opm-other-graphs'},
+            `Also called: ${plural(fns.other_graphs.length, 'function graph')} TensorFlow made itself, no ` +
+            'tf.function of yours (not in the Functions card): ',
+            fns.other_graphs.slice(0, 6).map((f, i) => [i ? ', ' : '', el('code', {text: f.name}),
+              ` ×${fmtInt(f.calls)}`])) : null);
 
-    const parts = [this.lowerBoundNote(o, 'opm-lower-bound'),
+    const parts = [failedJobNote(o), this.lowerBoundNote(o, 'opm-lower-bound'),
       el('div', {class: 'opm-overview-grid'}, facts, shares), matrix, matrixNote,
       this.unknownsBlock(o), this.dtypesBlock(o), this.devicesBlock(o),
-      el('details', {class: 'opm-more'}, el('summary', {text: `tf.functions (${fmtInt(o.functions_total)})`}),
+      el('details', {class: 'opm-more'}, el('summary', {text: `tf.functions: ${fnCounts}`}),
           functions)];
     if (o.onednn_verbose && o.onednn_verbose.primitives.length) {
       const v = o.onednn_verbose;

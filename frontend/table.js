@@ -183,19 +183,23 @@ export const TableSection = /** @satisfies {ThisType<App>} */ ({
           onclick: () => this.showOp(row.op_type),
           onkeydown: (/** @type {!KeyboardEvent} */ e) => { if (e.key === 'Enter') this.showOp(row.op_type); }},
         el('td', {class: 'opm-op'},
-            el('span', {class: 'opm-op-name'}, breakable(row.op_type)),
+            el('span', {class: 'opm-op-name', title: row.op_type}, breakable(row.op_type)),
             row.kernel_differs ? el('span', {class: 'opm-tag opm-tag-strong',
               title: row.kernel_differs_why || 'the kernels differ between the modes',
               text: 'kernel differs'}) : null),
         el('td', {class: 'opm-num', text: `${atLeast(row.eager)}${fmtInt(row.eager.executions)}`}),
         el('td', {}, kernelCell(V.EAGER, row.eager),
             row.low_precision || row.dtypes_differ ? dtypeLine(row.eager) : null),
+        // A graph count the dump could not make: a dash in the count column (the tag
+        // itself, wider than any count, leads the graph kernels it describes).
         row.graph.uncounted
-          ? el('td', {class: 'opm-num', 'data-uncounted': '1'},
-              el('span', {class: 'opm-tag opm-tag-uncounted', title: row.graph.uncounted.note,
-                text: 'not counted'}))
+          ? el('td', {class: 'opm-num', 'data-uncounted': '1', title: row.graph.uncounted.note},
+              el('span', {class: 'opm-muted', 'aria-hidden': 'true', text: '–'}),
+              el('span', {class: 'opm-sr-only', text: 'not counted'}))
           : el('td', {class: 'opm-num', text: `${atLeast(row.graph)}${fmtInt(row.graph.executions)}`}),
-        el('td', {}, row.graph.uncounted ? uncountedCell(row.graph.uncounted)
+        el('td', {}, row.graph.uncounted ? [el('span', {class: 'opm-tag opm-tag-uncounted',
+          title: row.graph.uncounted.note, text: 'graph count: not counted by the dump'}),
+        uncountedCell(row.graph.uncounted)]
           : kernelCell(V.GRAPH, row.graph),
         row.low_precision || row.dtypes_differ ? dtypeLine(row.graph) : null),
         devices.map((d) => el('td', {class: 'opm-num opm-muted opm-device', 'data-device': d},
@@ -204,9 +208,11 @@ export const TableSection = /** @satisfies {ThisType<App>} */ ({
                 fmtInt(((ofMode(row, mode).devices || {})[d]) || 0))))),
         el('td', {class: 'opm-num opm-muted opm-time'},
             el('div', {title: 'eager: EagerExecute time in the profile, including dispatch'},
-                el('span', {class: 'opm-time-label', text: 'eager '}), profiledTime(row.eager)),
+                el('span', {class: 'opm-time-label', text: 'eager '}),
+                el('span', {class: 'opm-time-value', text: profiledTime(row.eager)})),
             el('div', {title: 'graph: the kernel\u2019s compute time in the profile'},
-                el('span', {class: 'opm-time-label', text: 'graph '}), profiledTime(row.graph))));
+                el('span', {class: 'opm-time-label', text: 'graph '}),
+                el('span', {class: 'opm-time-value', text: profiledTime(row.graph)}))));
         return tr;
       }));
     }

@@ -13,6 +13,7 @@ import ctypes
 import io
 import json
 import os
+import shlex
 import shutil
 import socket
 import sys
@@ -37,6 +38,7 @@ from .present.eager_text import render_hot_spots
 from .present.glance import glance_lines
 from .present.lead import lead
 from .present.ledger import functions_line, functions_text
+from .present.recording import ended_text
 from .present.report import DEFAULT_FOCUS, FORMATS, MAX_SITES, Redaction, focus_ops, render, report_blocks
 from .present.tab import build_view
 from .present.workers import render_workers
@@ -104,6 +106,9 @@ def _recording_lines(run: dict[str, Any]) -> list[str]:
         dump = recording["dump_mode"] or "no dump"
         lines.append(f"  recorded with: tb-opmode record --evidence {display(recording['evidence'])} "
                      f"({display(dump)})")
+    if recording and recording["command"]:
+        ended = recording.get("ended") or "ended without an exit status in its manifest"
+        lines.append(f"  command: {display(shlex.join(recording['command']))} ({display(ended)})")
     basis = run.get("count_basis") or {}
     if basis.get("graph", "").startswith("per call"):
         lines.append(f"  counts: eager ops and tf.function calls {display(basis.get('eager', ''))}; "
@@ -139,7 +144,8 @@ def _recorded_nothing(model: RunModel) -> str:
     recorded = model.recorded
     if recorded is None or any(model.sources.get(k) for k in ("debugger", "profile", "logs")):
         return ""
-    ended = "" if recorded.exit_status is None else f"it exited {recorded.exit_status}"
+    ended = ended_text(recorded.exit_status, recorded.signal)
+    ended = f"it {ended}" if ended else ""
     took = "" if recorded.duration_s is None else f"after {recorded.duration_s:.1f} s"
     how = " ".join(filter(None, (ended, took)))
     return (f"run {display(model.run)}: the recorded job wrote no TensorFlow evidence "

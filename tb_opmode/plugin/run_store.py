@@ -90,6 +90,8 @@ def _listing(run: PublishedRun) -> dict[str, Any]:
                 op_types=len(view.rows),
                 executions=sum(r["total"] for r in view.rows.values()),
                 has_profile=bool(view.model.profiles),
+                # a recorded run's command, so that the comparison pairs runs of one command
+                command=" ".join(view.model.recorded.command) if view.model.recorded else "",
                 warnings=len(doc["warnings"]),
                 loaded_at=run.loaded_at)
 

@@ -3,12 +3,14 @@
 In: a ``RunModel`` (``analyze.traces_logged.run_ledger``) or a run of the summary JSON. Out:
 ``tf_functions``: ``runs[].tf_functions`` of the contract (``payloads.TfFunction``), and
 the text of ``tb-opmode functions`` and of the summary's ``tf.function calls:`` line,
-grouped by Python function.
+grouped by Python function; ``no_traces_text``, what a run without traces lacks, by the
+sources it has (a dump, a log, nothing: a recorded job that wrote no TensorFlow evidence).
 """
 from __future__ import annotations
 
 import os
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 from ..analyze.traces import FunctionLedger, TraceEntry
@@ -17,7 +19,7 @@ from ..analyze.traces_logged import run_ledger
 from ..model import RunModel
 from .payloads import TfFunction, TraceDoc
 
-__all__ = ["tf_functions", "functions_text", "functions_line"]
+__all__ = ["tf_functions", "functions_text", "functions_line", "no_traces_text"]
 
 _WIDTH = 100
 
@@ -112,11 +114,28 @@ def _function_lines(f: dict[str, Any]) -> list[str]:
     return lines
 
 
+def no_traces_text(run: Mapping[str, Any]) -> str:
+    """Why a run lists no tf.function trace, by what it has to find them in: its dump,
+    its log (a run without a dump), or nothing at all (and then, for a recorded job, how
+    it ended)."""
+    sources = run.get("sources") or {}
+    if sources.get("debugger"):
+        return "No tf.function traces in the dump."
+    if sources.get("logs"):
+        return "No tf.function traces in the log (this run has no dump)."
+    recording = run.get("recording") or {}
+    if recording.get("command"):
+        ended = f" {recording['ended']} and" if recording.get("ended") else ""
+        return (f"No tf.function traces to show: the recorded job{ended} wrote no TensorFlow "
+                "evidence (no dump, no log, no profile).")
+    return "No tf.function traces to show: this run has no dump and no log to find them in."
+
+
 def functions_text(run: dict[str, Any]) -> str:
     """``tb-opmode functions``: each Python function, then each of its traces indented."""
     fns = run.get("tf_functions") or []
     if not fns:
-        return f"{run['run']}: no tf.function traces in the dump or the log\n"
+        return f"{run['run']}: {no_traces_text(run)}\n"
     lines = [f"{run['run']}: {len(fns)} Python functions run as tf.functions"]
     for f in fns:
         lines += _function_lines(f)

@@ -51,7 +51,8 @@ __all__ = [
     "Lead", "OpDetailOptional", "OpDetail",
     "ModeTotals", "MatrixCell", "KindCell", "Glance", "DumpCoverage", "CpuFacts", "CutModes",
     "DtypeCount", "DtypeTotals", "DeviceTotals", "UnknownOp", "UnknownGroup", "Unknowns",
-    "CappedVerbose", "ProfileFacts", "Overview", "RunBrief", "CompareSide", "CompareMode",
+    "CappedVerbose", "ProfileFacts", "FunctionBrief", "FunctionsBrief", "Overview", "RunBrief",
+    "CompareSide", "CompareMode",
     "CompareRow", "Comparison", "Nearest", "TimelineEvents", "TimelineBins",
     "TimelineWindow", "of_mode", "EagerSiteDoc", "HotSpot", "HotSpots",
 ]
@@ -380,6 +381,28 @@ class ProfileFacts(TypedDict):
     time_source: list[str]
 
 
+class FunctionBrief(TypedDict):
+    """A Python function of the trace ledger, in brief: its traces and its calls."""
+
+    name: str
+    traces: int
+    calls: int
+    nested: bool
+
+
+class FunctionsBrief(TypedDict):
+    """The overview's tf.functions, as the Functions card counts them: ``python_functions``
+    of the ledger, their ``traces`` (one graph each) and ``calls`` from Python; and the
+    ``other_graphs`` called that are no trace of the ledger (TF's own, such as
+    ``initialize_variables``), which ``functions`` (every graph called) also holds."""
+
+    python_functions: int
+    traces: int
+    calls: int
+    functions: list[FunctionBrief]
+    other_graphs: list[FunctionCalls]
+
+
 class Overview(TypedDict):
     """The run at a glance and in full (the overview route)."""
 
@@ -398,6 +421,7 @@ class Overview(TypedDict):
     warnings_total: int
     functions: list[FunctionCalls]
     functions_total: int
+    tf_functions: FunctionsBrief
     op_types_total: int
     onednn_verbose: Optional[CappedVerbose]
     modes: dict[str, ModeTotals]
@@ -418,18 +442,28 @@ class Overview(TypedDict):
 # ---------------------------------------------------------------- the comparison
 
 class RunBrief(TypedDict):
+    """A run as the comparison names it: ``evidence``, what it was made from, in words;
+    a recorded run's ``command`` and how it ``ended`` (else [] and "")."""
+
     run: str
     tensorflow_version: str
     onednn_enabled: Optional[bool]
     onednn_source: str
     onednn_state: str
     onednn_reason: str
+    evidence: str
+    command: list[str]
+    ended: str
 
 
 class CompareSide(TypedDict):
+    """``seen``, per kernel: whether a log line or profile event shows it run (False for
+    no kernel, a folded node, an unknown or inferred kernel)."""
+
     executions: int
     kernels: list[str]
     classes: list[str]
+    seen: list[bool]
     time_ns: Optional[int]
 
 
@@ -452,8 +486,10 @@ class Comparison(TypedDict):
 
     a: RunBrief
     b: RunBrief
+    evidence_note: str
     total: int
     kernel_changes: int
+    evidence_changes: int
     page: int
     page_size: int
     rows: list[CompareRow]

@@ -1,8 +1,9 @@
 """A run's recording, as the summary and the tab say it, and two runs of one command compared.
 
 In: ``RunModel``s (``model.recorded``, ``model.reads_tensors``, their graph kernels). Out:
-``recording_doc``, a run's ``RecordingDoc`` (the evidence level that made it; for a run
-whose dump reads tensors, the note that its fusions differ from the job's), and
+``recording_doc``, a run's ``RecordingDoc`` (the evidence level that made it, the command
+and how it ended, in words by ``ended_text``; for a run whose dump reads tensors, the note
+that its fusions differ from the job's), and
 ``compare_fusions``, which names, in that note, the fused kernels a ``kernels`` run of
 the same command in the same logdir ran: the job's own kernels.
 """
@@ -16,7 +17,15 @@ from ..analyze.recording import FUSION_NOTE
 from ..model import RunModel
 from .payloads import RecordingDoc, RunDoc
 
-__all__ = ["recording_doc", "compare_fusions", "fused_kernels"]
+__all__ = ["recording_doc", "ended_text", "compare_fusions", "fused_kernels"]
+
+
+def ended_text(exit_status: Optional[int], signal: Optional[str]) -> str:
+    """How a recorded job ended, in words ("" where its manifest does not say)."""
+    if signal:
+        status = f" (exit status {exit_status})" if exit_status is not None else ""
+        return f"was killed by signal {signal}{status}"
+    return "" if exit_status is None else f"exited with status {exit_status}"
 
 
 def recording_doc(m: RunModel) -> Optional[RecordingDoc]:
@@ -27,6 +36,8 @@ def recording_doc(m: RunModel) -> Optional[RecordingDoc]:
     return {"evidence": r.evidence if r else "",
             "dump_mode": r.dump_mode if r else (m.reads_tensors or None),
             "command": list(r.command) if r else [],
+            "exit_status": r.exit_status if r else None, "signal": r.signal if r else None,
+            "ended": ended_text(r.exit_status, r.signal) if r else "",
             "note": FUSION_NOTE.format(mode=m.reads_tensors) if m.reads_tensors else "",
             "compared_with": "", "fused_kernels": []}
 

@@ -102,11 +102,13 @@ class TfFunction(TypedDict):
 
 
 class FunctionsPayload(TypedDict):
-    """The Functions section (the functions route, ``tab/functions.functions``)."""
+    """The Functions section (the functions route, ``tab/functions.functions``); ``empty``:
+    what to say where the run lists no trace (``ledger.no_traces_text``), else ""."""
 
     run: str
     total: int
     functions: list[TfFunction]
+    empty: str
 
 
 class Primitive(TypedDict):
@@ -183,11 +185,16 @@ class HotSpots(TypedDict):
 class RecordingDoc(TypedDict):
     """How ``tb-opmode record`` made a run (its manifest), and whether its kernels are
     the job's: ``note`` says where a tensor-reading dump changed them, ``fused_kernels``
-    the fused kernels the ``kernels`` run ``compared_with`` of the same command ran."""
+    the fused kernels the ``kernels`` run ``compared_with`` of the same command ran; how
+    the job ended: ``exit_status``, ``signal`` (None where unknown) and ``ended``, the two
+    in words ("exited with status 1"; "" where the manifest does not say)."""
 
     evidence: str
     dump_mode: Optional[str]
     command: list[str]
+    exit_status: Optional[int]
+    signal: Optional[str]
+    ended: str
     note: str
     compared_with: str
     fused_kernels: list[str]

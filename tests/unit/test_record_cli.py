@@ -13,6 +13,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -237,5 +238,38 @@ def test_a_job_that_never_ran_tensorflow_states_no_onednn_and_says_so(tmp_path: 
     assert main(["summary", str(tmp_path / "logs"), "--run", "t1"], out, err) == 2
     assert err.getvalue().count("\n") == 1, err.getvalue()
     assert err.getvalue().startswith("tb-opmode: error: run t1: the recorded job wrote no TensorFlow "
-                                     "evidence (it exited 4 after "), err.getvalue()
+                                     "evidence (it exited with status 4 after "), err.getvalue()
     assert "see its stderr.log" in err.getvalue()
+
+
+def test_a_failed_job_says_its_command_and_how_it_ended(tmp_path: Path, record_kernels: Any) -> None:
+    """A recorded job that failed (exit status 3) or died of a signal: the summary's
+    recording lines, the tab's run facts and its Functions card say the command and how it
+    ended, and the card says the run has nothing to find traces in, not "no traces in the
+    dump" (it has no dump)."""
+    from tb_opmode.present.tab import build_view, functions, overview
+    logs = tmp_path / "logs"
+    shutil.copytree(record_kernels.directory, logs / "ok")   # a run with evidence beside them
+    assert _record(str(logs), "--name", "failed", "--", PY, JOBS, "streams", "3").returncode == 3
+    proc = subprocess.Popen([PY, "-m", "tb_opmode.cli", "record", str(logs), "--name", "killed", "--",
+                             PY, JOBS, "sleep"], env=_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().startswith("ready ")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["summary", str(logs)], out, err) == 0, err.getvalue()
+    text = out.getvalue()
+    failed = text[text.index("run failed"):text.index("run killed")]
+    assert f"  command: {PY} {JOBS} streams 3 (exited with status 3)\n" in failed, failed
+    assert "(was killed by signal SIGTERM (exit status 143))" in text[text.index("run killed"):]
+    models = {m.run: m for m in load(str(logs))}
+    view = build_view(models["failed"], str(logs), timeline=False)
+    recording = overview(view)["recording"]
+    assert recording is not None
+    assert (recording["exit_status"], recording["signal"], recording["ended"]) == (3, None, "exited with status 3")
+    assert recording["command"] == [PY, JOBS, "streams", "3"]
+    empty = functions(view)["empty"]
+    assert "dump" not in empty.replace("no dump", "") and "exited with status 3" in empty, empty
+    ok = functions(build_view(models["ok"], str(logs), timeline=False))
+    assert ok["functions"] and ok["empty"] == ""

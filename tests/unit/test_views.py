@@ -124,13 +124,16 @@ def test_compare_with_itself_changes_nothing(view: RunView) -> None:
 
 def test_compare_full_health_with_no_tensor(view: RunView, nt_view: RunView) -> None:
     """Same workload: eager counts agree; where NO_TENSOR cannot tell the dtype, eager
-    Transpose's kernels change to (unknown)."""
+    Transpose's kernels are (unknown): a difference of evidence, not a kernel change."""
     doc = compare(view, nt_view)
     rows = {r["op_type"]: r for r in doc["rows"]}
     t = rows["Transpose"]["eager"]
     assert t["a"]["executions"] == t["b"]["executions"]
     assert set(t["a"]["kernels"]) == {"Transpose", "_MklTranspose"} and t["b"]["kernels"] == ["(unknown)"]
-    assert "eager kernel" in rows["Transpose"]["changes"]
+    assert t["b"]["seen"] == [False] and all(t["a"]["seen"])
+    assert "eager kernel evidence" in rows["Transpose"]["changes"]
+    assert "eager kernel" not in rows["Transpose"]["changes"]
+    assert "a FULL_HEALTH dump, a profile, the log" in doc["evidence_note"]
     everything = compare(view, nt_view, changed_only=False)
     assert everything["total"] >= doc["total"] and len(everything["rows"]) >= len(doc["rows"])
 
@@ -170,3 +173,40 @@ def test_counts_of_a_full_circular_buffer_are_a_lower_bound(
     rows = view.rows.values()
     assert all(r["graph"].get("lower_bound", False) == bool(r["graph"]["executions"]) for r in rows)
     assert not any(r["eager"].get("lower_bound") for r in rows)
+
+
+def test_compare_runs_of_different_evidence_says_so(view: RunView, record_kernels: Fixture) -> None:
+    """A dump's run against a ``record --evidence kernels`` run (no dump) of a like fit:
+    the comparison says first that the evidence differs, and a graph op whose only
+    difference is the node grappler removed (which only a dump attributes) is an evidence
+    difference, not a kernel change; runs of the same evidence have no such note."""
+    (kernels_model,) = load(str(record_kernels.directory))
+    other = build_view(kernels_model, str(record_kernels.directory), timeline=False)
+    doc = compare(view, other)
+    assert doc["a"]["evidence"] == "made by hand: a FULL_HEALTH dump, a profile, the log"
+    assert doc["b"]["evidence"].startswith("tb-opmode record --evidence kernels: no dump")
+    assert doc["b"]["command"] and doc["b"]["ended"] == "exited with status 0"
+    assert "different evidence" in doc["evidence_note"] and "not a kernel change" in doc["evidence_note"]
+    rows = {r["op_type"]: r for r in doc["rows"]}
+    mul = rows["Mul"]
+    assert "(optimized away)" in mul["graph"]["a"]["kernels"] and mul["graph"]["b"]["kernels"] == ["Mul"]
+    assert "graph kernel evidence" in mul["changes"] and not mul["kernel_changed"]
+    assert doc["evidence_changes"] >= 1
+    assert doc["kernel_changes"] == sum(1 for r in doc["rows"] if r["kernel_changed"])
+    assert compare(other, other)["evidence_note"] == ""
+
+
+def test_overview_counts_tf_functions_as_the_functions_card(record_kernels: Fixture) -> None:
+    """The overview's tf.functions are the Functions card's: its Python functions, their
+    traces and calls; a graph TF made itself (``initialize_variables``), which the card
+    leaves out, is listed apart, not among them."""
+    from tb_opmode.present.tab import functions
+    (model,) = load(str(record_kernels.directory))
+    run = build_view(model, str(record_kernels.directory), timeline=False)
+    fns, card = overview(run)["tf_functions"], functions(run)
+    assert fns["python_functions"] == card["total"] == 3
+    assert [f["name"] for f in fns["functions"]] == [f["name"] for f in card["functions"]]
+    assert fns["traces"] == sum(f["traces"] for f in card["functions"]) == 6
+    assert [g["name"].split("_")[3] for g in fns["other_graphs"]] == ["initialize"]
+    traced = {t["graph"] for f in card["functions"] for t in f["trace_list"]}
+    assert not traced & {g["name"] for g in fns["other_graphs"]}

@@ -3,12 +3,14 @@
 In: a ``RunView`` (its ``doc``: the contract's ``tf_functions``). Out: ``functions``,
 a ``FunctionsPayload``: the Python functions run as tf.functions, the most traced first
 (at most ``MAX_FUNCTIONS``, each with at most ``MAX_TRACES`` of its traces; ``total``
-and each function's ``traces`` say how many there are).
+and each function's ``traces`` say how many there are; ``empty``, where it has none, says
+why by what the run holds: ``ledger.no_traces_text``).
 """
 from __future__ import annotations
 
 from typing import cast
 
+from ..ledger import no_traces_text
 from ..payloads import FunctionsPayload, TfFunction
 from .view import RunView
 
@@ -26,4 +28,5 @@ def functions(view: RunView) -> FunctionsPayload:
     """The run's trace ledger, capped."""
     fns = view.doc.get("tf_functions", [])
     return {"run": view.model.run, "total": len(fns),
-            "functions": [_capped(f) for f in fns[:MAX_FUNCTIONS]]}
+            "functions": [_capped(f) for f in fns[:MAX_FUNCTIONS]],
+            "empty": "" if fns else no_traces_text(view.doc)}

@@ -3,7 +3,8 @@
 In: a ``view.RunView``. Out: ``overview``, the ``payloads.Overview``: the run's facts
 (TensorFlow, oneDNN and how we know, the CPU), per mode its totals and shares, the mode
 x kernel class matrix and the mode x kind cells, the answer at a glance, what the dump
-counts, dtypes, devices, unknown kernels grouped by why (``unknowns``), tf.functions,
+counts, dtypes, devices, unknown kernels grouped by why (``unknowns``), tf.functions
+(every graph called, and the trace ledger's counts, as the Functions card has them),
 ONEDNN_VERBOSE primitives, XLA functions and the profile's span. Each is made by a
 builder of its own below; the payload lists them in the order the tab shows them.
 """
@@ -27,6 +28,8 @@ from ..payloads import (
     DtypeSplit,
     DtypeTotals,
     DumpCoverage,
+    FunctionCalls,
+    FunctionsBrief,
     Glance,
     KindCell,
     MatrixCell,
@@ -371,6 +374,21 @@ def unknowns(view: RunView, limit: int = MAX_UNKNOWN_GROUPS) -> Unknowns:
             "without_reason_how": _WITHOUT_REASON_HOW if bare else ""}
 
 
+# ---------------------------------------------------------------- tf.functions
+
+def _tf_functions(view: RunView) -> FunctionsBrief:
+    """The trace ledger's counts (the Functions card's), and the graphs called that are no
+    trace of it (TF's own, e.g. ``initialize_variables``)."""
+    ledger = view.doc["tf_functions"]
+    traced = {t["graph"] for f in ledger for t in f["trace_list"]}
+    other: list[FunctionCalls] = [f for f in view.doc["functions"] if f["name"] not in traced]
+    return {"python_functions": len(ledger), "traces": sum(f["traces"] for f in ledger),
+            "calls": sum(f["calls"] for f in ledger if not f["nested"]),
+            "functions": [{"name": f["name"], "traces": f["traces"], "calls": f["calls"],
+                           "nested": f["nested"]} for f in ledger[:MAX_FUNCTIONS]],
+            "other_graphs": other[:MAX_FUNCTIONS]}
+
+
 # ---------------------------------------------------------------- the payload
 
 def overview(view: RunView) -> Overview:
@@ -400,6 +418,7 @@ def overview(view: RunView) -> Overview:
         "warnings_total": len(doc["warnings"]),
         "functions": doc["functions"][:MAX_FUNCTIONS],
         "functions_total": len(doc["functions"]),
+        "tf_functions": _tf_functions(view),
         "op_types_total": len(view.rows),
         "onednn_verbose": _capped_verbose(doc["onednn_verbose"]),
         "modes": _modes(view, counts),
