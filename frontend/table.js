@@ -232,6 +232,7 @@ export const TableSection = /** @satisfies {ThisType<App>} */ ({
     this.graphFilter.hidden = !graph;
     this.graphFilter.replaceChildren(...(graph ? [
       el('span', {text: 'only the op types of trace '}), el('code', {text: graphName || graph}),
+      el('span', {text: ' (their counts are the whole run\u2019s)'}),
       el('button', {type: 'button', class: 'opm-graph-filter-clear', 'aria-label': 'Show every op type',
         title: 'Show every op type (and the whole timeline)', text: '×',
         onclick: () => this.clearGraph()}),
