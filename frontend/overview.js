@@ -489,6 +489,7 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
       const part = el('span', {class: `opm-share opm-share-${mode}`,
         text: share >= 0.12 ? `${mode} ${fmtPct(share)}` : ''});
       part.style.flexGrow = String(share);
+      part.hidden = !share;  // a mode with none takes no room (a run of nothing: an empty bar)
       bar.append(part);
     }
     return el('div', {class: 'opm-share-block', 'data-field': field},

@@ -114,6 +114,11 @@ def test_a_failed_job_says_its_command_and_status(browser: Any, tensorboard: str
         assert "failed" in failed and "exited with status 3" in failed
         empty = p.frame.inner_text("#opm-functions-card .opm-message")
         assert "in the dump" not in empty and "exited with status 3" in empty
+        # nothing executed: the executions bar is empty, no mode's segment drawn
+        shown = p.frame.eval_on_selector_all(
+            ".opm-share-block[data-field='executions'] .opm-share",
+            "parts => parts.filter(e => e.getBoundingClientRect().width > 0).length")
+        assert shown == 0
         p.card_shot("failed_overview", "#opm-overview")
         assert p.errors == []
     finally:
