@@ -225,7 +225,10 @@ _STARTUP_LINES = 50
 # The lines ``tb-opmode record`` has TF write (TF_CPP_VMODULE=execute=1,op_kernel=1: the
 # eager dispatches and each kernel's instantiation, no line per node execution), and the
 # start-up lines TF writes at any level: a line of one of these files, or the CPU line.
-_RECORD_LOG_LINE = re.compile(rb"^\S+ \S+ +\d+ (?:execute|op_kernel|port|cpu_feature_guard)\.cc:\d+\] ")
+# TF 2.21 writes "I0000 00:00:... 123 execute.cc:1775] ", TF 2.13 "2026-... .. I tensorflow/
+# core/common_runtime/eager/execute.cc:1247] ".
+_RECORD_LOG_LINE = re.compile(
+    rb"^\S+ \S+(?: +\d+ |: \w \S*/)(?:execute|op_kernel|port|cpu_feature_guard)\.cc:\d+\] ")
 
 
 def _record_log_logdir(logdir: Path, out: Path) -> Path:

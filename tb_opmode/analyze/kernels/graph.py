@@ -98,20 +98,57 @@ class _InstantiationsOnly:
     instantiates a node's kernel to evaluate it when it folds it into a constant, so an
     op the dump's graph shows computed from constants only may never have run; and they
     leave out every _Arg, so a node named like a function's argument (args_0) is another
-    function's. For those ops the rules decide, not the log."""
+    function's. And node names repeat across functions: where the log shows the nodes a
+    graph's function instantiated while it ran, a node outside them is another function's
+    (a tf.data function's ``Reshape``). For those ops the rules decide, not the log."""
 
     def __init__(self, model: RunModel) -> None:
         self.model = model
         self.only = bool(model.logs) and not any(log.graph_executions for log in model.logs)
         self.memo: FoldingMemo = {}
+        self.scopes = _function_scopes(model) if self.only else {}
 
     def prove_nothing_of(self, index: int, op: OpKernel) -> bool:
         if not self.only or op.evidence != "log" or op.op_type == "Const":
             return False
         if op.op_type == "Placeholder":
             return True
+        scope = self._scope(index, op.graph_id)
+        if scope is not None and (op.node or op.op_name) not in scope:
+            return True
         graph = self.model.dumps[index].graphs.get(op.graph_id)
         return graph is not None and all_inputs_constant(graph.ops, op.op_name, self.memo)
+
+    def _scope(self, index: int, graph_id: str) -> set[str] | None:
+        """The nodes of the function called from Python whose graph is ``graph_id`` or
+        holds it (a nested tf.function's, a branch's); None if no such function ran."""
+        return next((self.scopes[(index, g)] for g in _graph_and_outers(self.model.dumps[index], graph_id)
+                     if (index, g) in self.scopes), None)
+
+
+def _function_scopes(model: RunModel) -> dict[tuple[int, str], set[str]]:
+    """(dump index, graph id) -> the nodes the logs saw instantiated while that graph's
+    function (its concrete function, called from Python) ran."""
+    nodes_of: dict[str, set[str]] = {}
+    for log in model.logs:
+        for function, nodes in log.function_nodes.items():
+            nodes_of.setdefault(function, set()).update(nodes)
+    scopes: dict[tuple[int, str], set[str]] = {}
+    for i, dump in enumerate(model.dumps):
+        for (op_type, graph_id), _n in dump.executions.items():
+            if graph_id and op_type in nodes_of:
+                scopes.setdefault((i, graph_id), set()).update(nodes_of[op_type])
+    return scopes
+
+
+def _graph_and_outers(dump: DumpSet, graph_id: str) -> list[str]:
+    """``graph_id`` and the graphs around it, innermost first."""
+    out = [graph_id]
+    graph = dump.graphs.get(graph_id)
+    while graph is not None and graph.outer_id in dump.graphs and graph.outer_id not in out:
+        out.append(graph.outer_id)
+        graph = dump.graphs[graph.outer_id]
+    return out
 
 
 def _forget(op: OpKernel) -> None:
