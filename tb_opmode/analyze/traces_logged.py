@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from ..model import RunModel
 from ..read.trace_log import TraceLine
-from .traces import FunctionLedger, TraceEntry, args_of_key, ledger
+from .traces import KERAS_STEP_NAMES, FunctionLedger, TraceEntry, args_of_key, ledger
 from .traces_causes import CauseContext, changed_of
 
 __all__ = ["run_ledger", "logged_ledger"]
@@ -63,10 +63,27 @@ def _entries(lines: list[TraceLine], functions: Counter[str]) -> list[TraceEntry
             for i, (line, (graph, calls)) in enumerate(zip(lines, named))]
 
 
+# Keras's step functions, by the method that made them (its qualified name holds it),
+# else as a step of unknown kind: the log prints no path to tell Keras from the user.
+_KERAS_MAKERS = (("make_train_function", "Keras train step"), ("make_test_function", "Keras evaluate step"),
+                 ("make_predict_function", "Keras predict step"))
+_KERAS_OWNERS = ("Trainer.", "Model.")
+
+
+def _display_name(line: TraceLine) -> str:
+    """A Keras step function as the dump's ledger calls it ("Keras train step"), with its
+    Python name; any other function by its Python name."""
+    name, qualname = line.name, line.qualname
+    if name not in KERAS_STEP_NAMES or not any(o in qualname for o in _KERAS_OWNERS):
+        return name
+    words = next((w for maker, w in _KERAS_MAKERS if maker in qualname), "Keras step")
+    return f"{words} ({name})"
+
+
 def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger:
     """The ledger of one Python function's traces (``lines``, in order)."""
     name = lines[0].name
-    fn = FunctionLedger(name, name, "")
+    fn = FunctionLedger(name, _display_name(lines[0]), "")
     seen: set[str] = set()
     for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions))):
         entry.first_of_object = line.address not in seen and line.scope != "NO_VARIABLE_CREATION"

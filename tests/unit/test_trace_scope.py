@@ -73,3 +73,21 @@ def test_a_key_that_stopped_creating_variables_says_the_first_trace_created_them
         else:
             assert trace.changed and trace.changed[0]["cause"] in ("shape", "dtype", "python_value"), \
                 (fn.name, trace.changed)
+
+
+def test_keras_steps_are_named_as_the_dumps_ledger_names_them(kernels_run: RunModel,
+                                                              record_kernels: Fixture) -> None:
+    """Keras's step functions by what they are, with their Python names (a dump's ledger
+    says "Keras train step"); the user's own function by its Python name."""
+    text = (record_kernels.directory / "tf_python.log").read_text(errors="replace")
+    qualnames = {m.group(1).rsplit(".", 1)[-1]: m.group(1) for m in _MESSAGE.finditer(text)}
+    functions = run_ledger(kernels_run)
+    assert functions
+    for fn in functions:
+        keras = ("Trainer." in qualnames[fn.python_name] or "Model." in qualnames[fn.python_name])
+        if keras:
+            assert fn.name.startswith("Keras ") and fn.name.endswith(f"({fn.python_name})"), fn.name
+        else:
+            assert fn.name == fn.python_name
+    assert any(fn.name.startswith("Keras ") for fn in functions)
+    assert any(fn.name == fn.python_name for fn in functions)  # the job's own step
