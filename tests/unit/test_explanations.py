@@ -243,13 +243,3 @@ def test_a_folded_op_runs_no_kernel_of_its_own(full_model: RunModel, no_tensor_m
         sentence = re.sub(r"^\d+ of \d+: ", "", text)  # one kernel of several
         assert sentence.startswith("No kernel of its own ran"), (op_type, text)
         assert "stock kernel Const" not in text, (op_type, text)
-
-
-def test_a_const_op_is_never_said_to_be_constant_folded(full_model: RunModel,
-                                                        no_tensor_model: RunModel) -> None:
-    """A Const's value is a constant already: folding is what grappler does to other ops."""
-    texts = [(mode, r["text"]) for model in (full_model, no_tensor_model)
-             for op_type, mode, r in _texts(model, "kernel") if op_type == "Const"]
-    assert texts
-    for mode, text in texts:
-        assert "onstant-folded" not in text, (mode, text)

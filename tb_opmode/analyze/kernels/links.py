@@ -305,12 +305,10 @@ _CONSTANT_FOLDED = ("constant-folded by grappler: its value was computed once, w
 
 
 def _constant_folded(op: OpKernel, link: LogLink) -> Optional[Verdict]:
-    """The debug node read a Const, and the op's own node did not run: the op was folded
-    into it; a Const op's value is that Const's (grappler renamed or merged the node)."""
+    """The debug node read a Const, and the op's own node did not run."""
     if link.producer_kernel != "Const":
         return None
-    note = "" if op.op_type == "Const" else _CONSTANT_FOLDED
-    return Verdict("Const", note, "log", node=link.producer)
+    return Verdict("Const", _CONSTANT_FOLDED, "log", node=link.producer)
 
 
 _REMOVED_READ_INPUT = ("removed by grappler (it did nothing, e.g. an identity transpose or "
