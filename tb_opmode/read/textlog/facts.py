@@ -166,7 +166,7 @@ def _unknown_where_keyless_kernels_differ(state: StepFiling) -> None:
     instantiated several kernels (not only one kernel for several dtypes): which one each
     used is unknown."""
     for (dispatch, device, kernel, dtype), n in list(state.keyless_runs.items()):
-        if len({k for k, _t in state.keyless_kernels.get((dispatch, device), ())}) > 1:
+        if len(state.keyless_kernels.get((dispatch, device), ())) > 1:
             state.eager_kernels[(dispatch, kernel, dtype)] -= n
             state.eager_kernels[(dispatch, AMBIGUOUS_WRAPPER, b"")] += n
             del state.keyless_runs[(dispatch, device, kernel, dtype)]

@@ -156,7 +156,7 @@ class LineHandlers(StepFiling):
             key = op.key if op.key is not None else (op.dispatch, op.device)
             self.wrapper_kernels[key] = (kernel, dtype)
             if op.key is None:
-                self.keyless_kernels.setdefault(key, set()).add((kernel, dtype))
+                self.keyless_kernels.setdefault(key, set()).add(kernel)
             return
         self.instantiated[name] = (kernel, dtype)
         self._file_function_node(line, at, tid, name, kernel, dtype)

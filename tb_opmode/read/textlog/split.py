@@ -54,7 +54,7 @@ _TAIL_FIELDS = ("tf_format", "first_time", "last_prefixed", "last_matched", "one
                 "function_nodes", "fused_ops", "traces", "keyless_kernels", "keyless_runs")
 # Counters the merge adds up.
 _SUMMED = ("dispatch", "eager_kernels", "xla_launches", "graph_executions", "kernel_executions",
-           "primitives")
+           "primitives", "keyless_runs")
 
 
 def read_log(path: str) -> LogFacts:
@@ -188,7 +188,6 @@ def merge_tail(parser: LogParser, tail: dict[str, Any]) -> None:
     parser.wrapper_kernels.update(tail["wrapper_kernels"])
     for key, kernels in tail["keyless_kernels"].items():
         parser.keyless_kernels.setdefault(key, set()).update(kernels)
-    parser.keyless_runs.update(tail["keyless_runs"])
     parser.folded |= tail["folded"]
     parser.run_ids |= tail["run_ids"]
     for context, nodes in tail["context_kernels"].items():

@@ -155,7 +155,7 @@ class ParseState:
         # kernels each such key instantiated, and the runs credited to one of them without
         # an instantiation of their own. A key that instantiated several kernels
         # (Transpose of int32, stock; of float, oneDNN) cannot tell which its other runs used.
-        self.keyless_kernels: dict[tuple[bytes, bytes], set[tuple[bytes, bytes]]] = {}
+        self.keyless_kernels: dict[tuple[bytes, bytes], set[bytes]] = {}
         self.keyless_runs: Counter[tuple[bytes, bytes, bytes, bytes]] = Counter()
 
         # Executor steps, and the nodes filed per dump graph (tfdbg context id).
