@@ -56,15 +56,13 @@ _ONES = re.compile(r"(?:^|/)ones(?:_\d+)?$")
 _SHAPE_READERS = frozenset(("Shape", "ShapeN", "Size", "Rank"))
 
 # Ops grappler's constant folding never folds although their inputs may be constants:
-# stateful ones, and those whose value is not a function of their inputs' values.
+# stateful ones, and those whose value is not a function of their inputs' values (besides
+# the families ``_NOT_FOLDED_PARTS`` names: ReadVariableOp, RandomUniform, ...).
 _NOT_FOLDED = frozenset((
-    "Placeholder", "PlaceholderWithDefault", "VarHandleOp", "ReadVariableOp", "VariableV2",
-    "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp", "RandomUniform",
-    "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "StatelessRandomUniformV2",
-    "StatelessRandomNormalV2", "StatelessRandomGetKeyCounter", "Identity", "IdentityN",
-    "NoOp", "StopGradient", "PreventGradient", "Snapshot", "Enter", "Exit", "Merge", "Switch",
-    "NextIteration", "LoopCond", "While", "StatelessWhile", "If", "StatelessIf",
-    "PartitionedCall", "StatefulPartitionedCall", "Print", "PrintV2", "Assert"))
+    "Placeholder", "PlaceholderWithDefault", "VarHandleOp", "TruncatedNormal", "Identity",
+    "IdentityN", "NoOp", "StopGradient", "PreventGradient", "Snapshot", "Enter", "Exit", "Merge",
+    "Switch", "NextIteration", "LoopCond", "While", "StatelessWhile", "If", "StatelessIf",
+    "PartitionedCall", "Print", "PrintV2", "Assert"))
 # Families of stateful ops (random draws, iterators, queues, resources, I/O) named by a
 # part of their type: constant folding skips every stateful op, and a random op whose
 # inputs are constants (Keras shuffles ``range(n)``) still draws at every run.
