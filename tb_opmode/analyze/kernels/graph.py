@@ -70,6 +70,7 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
     # Ops whose debug node ran (so their graph ran) while no node of their own did.
     no_node: set[tuple[str, str]] = set()
     instantiations = _InstantiationsOnly(model)
+    context_nodes: dict[str, set[str]] = {}  # per graph, made once
     for (i, graph_id, op_name), (slot, n) in counts.items():
         op = _graph_op(model.dumps[i], graph_id, op_name, slot, n)
         if op is None:
@@ -79,7 +80,8 @@ def assign_graph(model: RunModel) -> list[OpKernel]:
         if not op.kernel:
             # Names repeat across functions (args_0): where the log shows which nodes ran
             # in the op's own graph, only those are its.
-            within = _context_nodes(model, graph_id) if (graph_id, op_name) in no_node else None
+            within = (_context_nodes(model, graph_id, context_nodes)
+                      if (graph_id, op_name) in no_node else None)
             _from_executed_node(op, by_suffix, nodes, within)
         if op.kernel and instantiations.prove_nothing_of(i, op):
             _forget(op)
@@ -191,9 +193,14 @@ def _from_log_link(op: OpKernel, link: LogLink | None) -> bool:
     return not op.kernel and not link.producer and (link.per_step or op.op_type != "Placeholder")
 
 
-def _context_nodes(model: RunModel, graph_id: str) -> set[str]:
-    """The nodes the logs saw run in the steps of graph ``graph_id``."""
-    return {node for log in model.logs for node in log.context_kernels.get(graph_id, {})}
+def _context_nodes(model: RunModel, graph_id: str, made: dict[str, set[str]]) -> set[str]:
+    """The nodes the logs saw run in the steps of graph ``graph_id`` (kept in ``made``:
+    asked again for each op of the graph)."""
+    found = made.get(graph_id)
+    if found is None:
+        found = made[graph_id] = {node for log in model.logs
+                                  for node in log.context_kernels.get(graph_id, {})}
+    return found
 
 
 def _from_executed_node(op: OpKernel, by_suffix: dict[str, list[str]], nodes: NodeKernels,
