@@ -288,6 +288,34 @@ def test_a_kernels_run_counts_per_call_times_calls_as_tf_ran_them(
     assert fused & set(truth), (fused, truth)
 
 
+_DATA_SEEN = re.compile(r"the profile saw (.+?) there in its window")
+
+
+def _op_of_kernel(kernel: str) -> str:
+    return kernel.removeprefix("_MklNative").removeprefix("_Mkl")
+
+
+@pytest.mark.parametrize("job", ["fit", "loop"])
+def test_a_kernels_run_names_the_tf_data_ops_it_does_not_count(
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str) -> None:
+    """tf.data runs a dataset's functions per element on its own threads, outside
+    ``execute``: a kernels run cannot count them, and says so, naming the op types the
+    profile saw there; each is one TF's log of the same job shows tf.data running. The
+    loop has no dataset: nothing is named."""
+    (run,) = _summary(recorded[job, "kernels"][0])["runs"]
+    runs = parse_log([recorded[job, "calls"][0] / "stderr.log"])
+    tf_data = {_op_of_kernel(node.kernel) for nodes in runs.steps.values()
+               if _takes_star_args(nodes) for node in nodes.values()} - _NOT_OPS
+    found = _DATA_SEEN.search(run["count_basis"]["graph"])
+    if job == "loop":
+        assert found is None and not tf_data, (run["count_basis"], tf_data)
+        return
+    assert found is not None, run["count_basis"]
+    named = {part.split(" x")[0] for part in found.group(1).split(", ")}
+    assert named and named <= tf_data, (named, tf_data)
+    assert "record --evidence calls" in run["count_basis"]["graph"]
+
+
 @pytest.mark.parametrize(("job", "level"), CELLS)
 def test_each_run_says_its_evidence_level(recorded: dict[tuple[str, str], tuple[Path, Any]],
                                           job: str, level: str) -> None:

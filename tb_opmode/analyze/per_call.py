@@ -16,7 +16,8 @@ events in the window over its function's calls there; a node the profile does no
 A graph event belongs to the call whose span holds its start (calls of one thread do not
 overlap; an inner ``tf.function`` is inlined, no call of its own), unless tf.data ran it
 on one of its threads: a dataset's functions are not called through ``execute`` and are
-not counted here.
+not counted here; ``count_basis`` names the ops of theirs the profile saw, so that a row
+of an op that also ran in a dataset function is not taken for all its runs.
 """
 from __future__ import annotations
 
@@ -29,13 +30,20 @@ from ..model import RunModel
 from ..read.xtypes import Profile
 from .events import is_user_op, row_op
 
-__all__ = ["PerCall", "per_call", "count_per_call", "BASIS_EXACT_LOG", "BASIS_PER_CALL"]
+__all__ = ["PerCall", "per_call", "count_per_call", "data_function_ops", "BASIS_EXACT_LOG",
+           "BASIS_PER_CALL", "BASIS_DATA_UNCOUNTED"]
 
 BASIS_EXACT_LOG = "exact: one execute line per dispatch in the log"
 BASIS_PER_CALL = ("per call x calls: the nodes each call runs (the profile of {calls} calls; "
                   "nodes it does not show, and functions outside its window, once per call, "
                   "from the log's instantiation lines) x the calls of its function (the "
                   "log's execute lines, exact)")
+BASIS_DATA_UNCOUNTED = ("; not counted: the ops of tf.data functions (Dataset.map and the like), "
+                        "which run once per element on tf.data's threads, not per call (the "
+                        "profile saw {ops} there in its window); `tb-opmode record --evidence "
+                        "calls` counts them")
+# How many op types the basis names; the rest are "and N more".
+_NAMED_DATA_OPS = 6
 
 
 @dataclass
@@ -66,6 +74,29 @@ def _add_profile(out: PerCall, prof: Profile) -> None:
         if i < 0 or start > calls[i][1] or not is_user_op(kernel):
             continue
         out.nodes[calls[i][2]][(node, kernel)] += 1
+
+
+def data_function_ops(model: RunModel) -> Counter[str]:
+    """Op type -> the events of tf.data functions' ops in the profiles' windows: what a
+    per call count leaves out."""
+    out: Counter[str] = Counter()
+    for prof in model.profiles:
+        for first, end in prof.data_thread_ops:
+            for _node, kernel, _start, _dur in prof.graph_ops[first:end]:
+                if is_user_op(kernel):
+                    out[row_op(kernel)] += 1
+    return out
+
+
+def _data_uncounted(model: RunModel) -> str:
+    """The count basis's clause on tf.data functions' ops, or "" when the profile saw none."""
+    seen = data_function_ops(model)
+    if not seen:
+        return ""
+    named = [f"{op} x{n:,}" for op, n in seen.most_common(_NAMED_DATA_OPS)]
+    more = len(seen) - len(named)
+    return BASIS_DATA_UNCOUNTED.format(
+        ops=", ".join(named) + (f" and {more} more op type(s)" if more else ""))
 
 
 def per_call(model: RunModel) -> PerCall:
@@ -129,7 +160,8 @@ def count_per_call(model: RunModel) -> list[tuple[str, str, int, str]]:
         return []
     for (op_type, _kernel, _evidence), n in booked.items():
         model.row(op_type).graph.executions += n
-    model.count_basis["graph"] = BASIS_PER_CALL.format(calls=sum(seen.window_calls.values()))
+    model.count_basis["graph"] = (BASIS_PER_CALL.format(calls=sum(seen.window_calls.values()))
+                                  + _data_uncounted(model))
     if unseen:
         model.problems.append(Problem(model.directory, 0, (
             f"graph counts are per call x calls; {len(unseen)} function(s) neither the profile "
