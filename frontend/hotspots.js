@@ -142,7 +142,8 @@ export const HotspotsSection = /** @satisfies {ThisType<App>} */ ({
     const head = el('p', {class: 'opm-hot-summary'},
         `${fmtInt(h.executions)} eager executions from ${fmtInt(h.total)} line(s) of your code` +
         (h.time_ns !== null ? `, ${fmtNs(h.time_ns)} of profiled eager time` : '') +
-        `; ${shown}lines ranked by time where the profile covers them, then by executions.`);
+        `; ${shown}lines ranked ` +
+        (h.time_ns !== null ? 'by time where the profile covers them, then by executions.' : 'by executions.'));
     const table = el('table', {class: 'opm-small-table opm-hot-table', id: 'opm-hotspots'},
         el('thead', {}, el('tr', {},
             el('th', {class: 'opm-num', text: '#'}),

@@ -99,3 +99,20 @@ def test_an_argument_not_recorded_is_said_so_once(browser: Any, tensorboard: str
         assert p.errors == []
     finally:
         p.close()
+
+
+def test_a_run_without_a_profile_says_so(browser: Any, tensorboard: str) -> None:
+    """No profile: oneDNN's share by time is "no profile in this run", not "not in the
+    profiled window" (there is no window), and the hot spots are ranked by executions."""
+    p = RunPage(browser, tensorboard, 1000, 700, run="a_no_profile")
+    try:
+        p.frame.wait_for_selector(".opm-hot-summary", timeout=30000)
+        coverage = p.frame.inner_text("#opm-overview .opm-coverage")
+        assert coverage.count("by time: no profile in this run") == 2, coverage
+        assert "profiled window" not in coverage, coverage
+        summary = p.frame.inner_text(".opm-hot-summary")
+        assert "ranked by executions" in summary and "profile" not in summary, summary
+        p.card_shot("no_profile_overview", "#opm-overview")
+        assert p.errors == []
+    finally:
+        p.close()
