@@ -116,3 +116,27 @@ def test_a_run_without_a_profile_says_so(browser: Any, tensorboard: str) -> None
         assert p.errors == []
     finally:
         p.close()
+
+
+def test_hot_spots_say_the_eager_time_no_line_issued(browser: Any, tensorboard: str) -> None:
+    """The shares of the lines' times are of all the profiled eager time, part of it in
+    ops the dump records no execution of (_EagerConst): the summary says how much, so the
+    shares need not add up to 100% unexplained, and the total matches the overview's."""
+    data = get_json(f"{tensorboard}/data/plugin/opmode/hotspots?run=b_retrace")
+    overview = get_json(f"{tensorboard}/data/plugin/opmode/overview?run=b_retrace")
+    eager = overview["modes"]["eager"]
+    assert data["time_ns"] is not None and data["joined_ns"] is not None
+    unjoined = data["time_ns"] - data["joined_ns"]
+    assert unjoined > 0 and unjoined == eager["time_outside_table_ns"], (data, eager)
+    assert data["joined_ns"] == sum(s["time_ns"] or 0 for s in data["sites"])
+    p = RunPage(browser, tensorboard, 1400, 900, run="b_retrace")
+    try:
+        p.frame.wait_for_selector(".opm-hot-summary", timeout=30000)
+        summary = p.frame.inner_text(".opm-hot-summary")
+        shown = p.frame.evaluate("(ns) => ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms` : "
+                                 "`${(ns / 1e3).toFixed(1)} µs`", unjoined)
+        assert f"{shown} of it" in summary and "joined to no line" in summary, summary
+        p.card_shot("hot_spots_unjoined", "#opm-hotspots-card")
+        assert p.errors == []
+    finally:
+        p.close()
