@@ -345,7 +345,7 @@ export class Store {
 /**
  * The eager hot spots (the hotspots route, tab/hotspots.hot_spots): the first lines, ranked.
  * @typedef {{run: string, sites: !Array<HotSpot>, total: number, executions: number,
- *   time_ns: ?number, note: string}} HotSpots
+ *   time_ns: ?number, joined_ns: ?number, note: string}} HotSpots
  */
 
 /**

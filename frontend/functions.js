@@ -51,7 +51,8 @@ function argText(a) {
   }
   const shape = Array.isArray(a.shape) ?
     `[${a.shape.map((d) => (d === null ? 'None' : String(d))).join(', ')}]` : String(a.shape);
-  return `${a.name}: ${a.dtype} ${shape}`;
+  // one "not recorded" where the dump recorded neither dtype nor shape (as the CLI says it)
+  return shape === a.dtype ? `${a.name}: ${shape}` : `${a.name}: ${a.dtype} ${shape}`;
 }
 
 /**

@@ -139,10 +139,17 @@ export const HotspotsSection = /** @satisfies {ThisType<App>} */ ({
         'the run has no tfdbg2 dump, or nothing ran eagerly.'})];
     }
     const shown = h.sites.length < h.total ? `the first ${fmtInt(h.sites.length)} of ` : '';
+    // The lines' time shares are of all the profiled eager time: say how much of it no line
+    // issued (ops the dump records no execution of), or the shares seem not to add up.
+    const unjoined = h.time_ns !== null && h.joined_ns !== null ? h.time_ns - h.joined_ns : 0;
     const head = el('p', {class: 'opm-hot-summary'},
         `${fmtInt(h.executions)} eager executions from ${fmtInt(h.total)} line(s) of your code` +
         (h.time_ns !== null ? `, ${fmtNs(h.time_ns)} of profiled eager time` : '') +
-        `; ${shown}lines ranked by time where the profile covers them, then by executions.`);
+        (unjoined > 0 ? ` (${fmtNs(unjoined)} of it, ${fmtPct(unjoined / /** @type {number} */ (h.time_ns))}, ` +
+          'in eager ops the dump records no execution of, so joined to no line: the overview ' +
+          'lists them)' : '') +
+        `; ${shown}lines ranked ` +
+        (h.time_ns !== null ? 'by time where the profile covers them, then by executions.' : 'by executions.'));
     const table = el('table', {class: 'opm-small-table opm-hot-table', id: 'opm-hotspots'},
         el('thead', {}, el('tr', {},
             el('th', {class: 'opm-num', text: '#'}),

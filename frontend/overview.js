@@ -187,6 +187,10 @@ export const OverviewSection = /** @satisfies {ThisType<App>} */ ({
     };
     const onednn = time(V.KIND_ONEDNN);
     const all = onednn + time(V.KIND_STOCK);
+    // A run without a profile has no window to be outside of (its time_ns is null).
+    if (o.modes[mode].time_ns === null) {
+      return el('span', {class: 'opm-muted', text: '; by time: no profile in this run'});
+    }
     if (!all) return el('span', {class: 'opm-muted', text: '; by time: not in the profiled window'});
     if (!onednn && o.modes[mode].onednn_executions) {
       return el('span', {class: 'opm-muted', text: '; by time: its oneDNN executions were not in the profiled window'});

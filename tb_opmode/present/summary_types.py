@@ -174,13 +174,16 @@ class HotSpot(EagerSiteDoc):
 
 class HotSpots(TypedDict):
     """The eager hot spots section (``tab.hot_spots``): the run's lines ranked, the first
-    ones; the run's eager executions and profiled eager time (null: no profile joined)."""
+    ones; the run's eager executions and profiled eager time (null: no profile joined), and
+    how much of that time is joined to a line (``joined_ns``; the rest is of eager ops the
+    dump records no execution of, which no line can be found for)."""
 
     run: str
     sites: list[HotSpot]
     total: int
     executions: int
     time_ns: Optional[int]
+    joined_ns: Optional[int]
     note: str
 class RecordingDoc(TypedDict):
     """How ``tb-opmode record`` made a run (its manifest), and whether its kernels are

@@ -3,7 +3,9 @@
 In: a ``RunView`` (its contract document's ``eager_sites``, ranked by
 ``analyze.eager_sites``). Out: ``hot_spots``, the payload of the hot spots route
 (``payloads.HotSpots``): the first lines with their executions, time, shares, op types and
-advice, the run's eager totals, and a note saying what the times cover. Its JavaScript is
+advice, the run's eager totals (its profiled eager time, and the part of it joined to a
+line: the shares of the lines' times are of the whole), and a note saying what the times
+cover. Its JavaScript is
 ``frontend/hotspots.js``.
 """
 from __future__ import annotations
@@ -40,6 +42,8 @@ def hot_spots(view: RunView, limit: int = MAX_HOT_SPOTS) -> HotSpots:
     timed = any(s["time_ns"] is not None for s in sites)
     eager_ns = sum(ns for (_op, mode, _kernel), (_n, ns) in view.model.times.items()
                    if mode == EAGER)
+    joined_ns = sum(s["time_ns"] or 0 for s in sites)
     return {"run": view.model.run, "sites": [_capped(s) for s in sites[:limit]],
             "total": len(sites), "executions": sum(s["executions"] for s in sites),
-            "time_ns": eager_ns if timed else None, "note": times_note(sites, timed)}
+            "time_ns": eager_ns if timed else None, "joined_ns": joined_ns if timed else None,
+            "note": times_note(sites, timed)}
