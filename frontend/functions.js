@@ -67,7 +67,7 @@ function changedText(t) {
     if (c.before !== undefined && c.after !== undefined) words += `: ${JSON.stringify(c.before)} → ${JSON.stringify(c.after)}`;
     if (c.cause === 'unknown' && c.why) words += `: ${c.why}`;
     return words;
-  }).join('; ');
+  }).join('; ') + (t.note ? ` (${t.note})` : '');  // which earlier trace the causes are told against
 }
 
 /**

@@ -26,7 +26,7 @@ from ..read.tfdbg import DEBUG_MODE_NAMES, DumpSet, HealthSpec
 from ..read.trace_log import TraceLine, TraceParam, tensor_specs
 from .capture_frames import is_capture_frame
 from .trace_stacks import TraceFacts, parameters_of, trace_facts
-from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, changed_of
+from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, EarlierTrace, changed_of
 
 __all__ = ["TraceEntry", "FunctionLedger", "ledger", "traces_per_graph", "KERAS_STEP_NAMES", "display_name",
            "args_of_key"]
@@ -83,8 +83,9 @@ class FunctionLedger:
 
     @property
     def causes(self) -> dict[str, int]:
-        """Traces per cause word (the first named change of each trace)."""
-        return dict(Counter(t.changed[0]["cause"] for t in self.traces if t.changed))
+        """Traces per cause word: a trace told against its nearest earlier traces may have
+        more than one (a new shape and a new Python value), each of which traced it."""
+        return dict(Counter(cause for t in self.traces for cause in dict.fromkeys(c["cause"] for c in t.changed)))
 
     @property
     def advice(self) -> list[str]:
@@ -288,6 +289,8 @@ class _Builder:
         self.building = _building(model)
         self.functions: dict[tuple[str, str, str], FunctionLedger] = {}
         self.last: dict[tuple[str, str, str], tuple[TraceFacts, TraceEntry, list[ArgSpec] | None]] = {}
+        # per Python function, the traces of its current tf.function object, oldest first
+        self.earlier: dict[tuple[str, str, str], list[EarlierTrace]] = {}
 
     def _function(self, facts: TraceFacts) -> tuple[tuple[str, str, str], FunctionLedger]:
         location = f"{facts.path}:{facts.line}" if facts.path else ""
@@ -336,7 +339,8 @@ class _Builder:
                            key=logged.params if logged else None,
                            previous_key=logged_before.params if logged_before else None,
                            scope=logged.scope if logged else "",
-                           previous_scope=logged_before.scope if logged_before else "")
+                           previous_scope=logged_before.scope if logged_before else "",
+                           earlier=self.earlier.get(key, []))
         verdict = changed_of(ctx)
         args = args_of_key(logged.params) if logged is not None else _args(facts, python_args, specs)
         entry = TraceEntry(name, facts.graph_id, calls, _call_sites(self.dump, name) if calls else [],
@@ -345,6 +349,8 @@ class _Builder:
         fn.traces.append(entry)
         fn.objects += int(facts.first_of_object or before is None)
         self.last[key] = (facts, entry, specs)
+        mine = [] if facts.first_of_object else self.earlier.get(key, [])
+        self.earlier[key] = [*mine, EarlierTrace(name, logged.params if logged else None, specs)]
 
 
 def ledger(model: RunModel) -> list[FunctionLedger]:

@@ -1,7 +1,7 @@
 """Why a tf.function traced again: the cause of each trace after a function's first, and
 the advice each cause calls for.
 
-In: ``CauseContext`` (a trace, the trace of the same Python function before it, and
+In: ``CauseContext`` (a trace, the earlier traces of the same tf.function object, and
 what the run records of their arguments). Out: ``changed_of``: the trace's ``changed``
 list (``{"cause": word, ...}``; the words are ``CAUSES``) and a note; ``ADVICE``: what
 to change for each cause, said at the call site.
@@ -23,12 +23,18 @@ that decides wins:
 - the second trace of a first call that created variables (the first trace never
   called, its object's next trace made in the same call) changed nothing: a note says
   so, and it is no cause;
-- where TF's log printed both traces' keys (its line per new trace): what differs, a
-  ``dtype``, a ``shape`` (argument and dimension) or a ``python_value`` (before, after);
-- where both traces' tensor arguments are recorded: a ``dtype`` changed, a ``shape``
-  changed (which argument; which dimension where the shapes are recorded, not only
-  the sizes), or, the same tensors and a Python argument, a ``python_value``;
+- where TF's log printed the keys (its line per new trace): what differs, each
+  ``dtype``, ``shape`` (argument and dimension) and ``python_value`` (before, after);
+- where the tensor arguments are recorded: a ``dtype`` changed, a ``shape`` changed
+  (which argument; which dimension where the shapes are recorded, not only the sizes),
+  or, the same tensors and a Python argument, a ``python_value``;
 - else ``unknown``, with why and how to find out.
+
+A call traces when its arguments match none of its tf.function's traces, not only when
+they differ from the last one's: the changes are told against the *nearest* earlier
+trace of the same object (the fewest differences; of equals, the latest). A call with a
+batch size traced before and a new Python value changed the value, not the shape, though
+the trace before had another batch size; a note names that nearest trace.
 """
 from __future__ import annotations
 
@@ -39,8 +45,8 @@ from typing import Any
 from ..read.trace_log import TraceParam, tensor_specs
 from ..vocab import NOT_RECORDED
 
-__all__ = ["CAUSES", "ADVICE", "ArgSpec", "CauseContext", "Verdict", "CAUSE_RULES", "changed_of",
-           "NOT_RECORDED", "VARIABLES_NOTE"]
+__all__ = ["CAUSES", "ADVICE", "ArgSpec", "EarlierTrace", "CauseContext", "Verdict", "CAUSE_RULES",
+           "changed_of", "NOT_RECORDED", "VARIABLES_NOTE"]
 
 CAUSES = ("shape", "dtype", "python_value", "new_function_object", "unknown")
 
@@ -66,9 +72,18 @@ class ArgSpec:
     size: int | None = None               # elements, where recorded
 
 
+@dataclass(frozen=True)
+class EarlierTrace:
+    """An earlier trace of the same tf.function object, as the run records it."""
+
+    name: str                                     # its graph's name
+    key: tuple[TraceParam, ...] | None = None     # its key in TF's log (None: no line)
+    specs: list[ArgSpec] | None = None            # its tensor arguments (None: not recorded)
+
+
 @dataclass
 class CauseContext:
-    """One trace and the one before it (of the same Python function)."""
+    """One trace and the ones before it (of the same Python function)."""
 
     first: bool                         # the Python function's first trace
     first_of_object: bool               # made under ``_initialize``
@@ -88,6 +103,9 @@ class CauseContext:
     # the keys' ScopeType names ("VARIABLE_CREATION"; "": not printed, as in TF 2.13)
     scope: str = ""
     previous_scope: str = ""
+    # every earlier trace of the same tf.function object, oldest first, the one before
+    # last; empty: only the one before is known (``previous_key``, ``previous_specs``)
+    earlier: list[EarlierTrace] = field(default_factory=list)
 
 
 @dataclass
@@ -150,9 +168,66 @@ def _variable_creation(ctx: CauseContext) -> Verdict | None:
     return Verdict([], VARIABLES_NOTE)
 
 
-def _by_argument(ctx: CauseContext) -> list[tuple[ArgSpec, ArgSpec]]:
-    before = {a.name: a for a in ctx.previous_specs or []}
-    return [(before[a.name], a) for a in ctx.specs or [] if a.name in before]
+def _candidates(ctx: CauseContext) -> list[EarlierTrace]:
+    """The earlier traces to compare with, oldest first."""
+    return ctx.earlier or [EarlierTrace("", ctx.previous_key, ctx.previous_specs)]
+
+
+Changes = list[dict[str, Any]]
+
+
+def _nearest(ctx: CauseContext, changes_of: Callable[[EarlierTrace], Changes | None],
+             ) -> tuple[list[EarlierTrace], Changes] | None:
+    """The earlier traces this one differs from least (``changes_of``: what differs; None:
+    not comparable), and their changes together, one per cause and argument (the latest
+    trace's first): to match none of them, the call differed from each. The traces are
+    those the changes are told against. None: no trace to compare with."""
+    scored = [(trace, changes) for trace in reversed(_candidates(ctx))
+              if (changes := changes_of(trace)) is not None]
+    if not scored:
+        return None
+    fewest = min(len(changes) for _t, changes in scored)
+    union: dict[tuple[str, str], tuple[EarlierTrace, dict[str, Any]]] = {}
+    for trace, changes in scored:
+        for c in changes if len(changes) == fewest else []:
+            union.setdefault((c["cause"], str(c.get("arg", ""))), (trace, c))
+    told = list({id(t): t for t, _c in union.values()}.values())
+    if not union:  # equal to an earlier trace: that one
+        told = [next(t for t, changes in scored if not changes)]
+    return told, [c for _t, c in union.values()]
+
+
+def _nearest_note(ctx: CauseContext, nearest: list[EarlierTrace]) -> str:
+    """Where the nearest earlier traces are not just the one before: which they are."""
+    if not ctx.earlier or [t.name for t in nearest] == [ctx.earlier[-1].name]:
+        return ""
+    names = [t.name for t in reversed(nearest) if t.name]
+    if not names:
+        return ""
+    which = "the earlier trace" if len(names) == 1 else "the earlier traces"
+    return f"compared with {' and '.join(names)}, {which} nearest to this call's arguments"
+
+
+def _spec_changes(ctx: CauseContext, trace: EarlierTrace) -> Changes | None:
+    """Per tensor argument of both traces that differs: its dtype change, else its shape's."""
+    if trace.specs is None or ctx.specs is None:
+        return None
+    was = {a.name: a for a in trace.specs}
+    out: Changes = []
+    for now in ctx.specs:
+        before = was.get(now.name)
+        if before is None:
+            continue
+        if before.dtype and now.dtype and before.dtype != now.dtype:
+            out.append({"cause": "dtype", "arg": now.name, "before": before.dtype, "after": now.dtype})
+        elif (change := _shape_change(before, now)) is not None:
+            out.append(change)
+    return out
+
+
+def _recorded(ctx: CauseContext) -> bool:
+    """Whether this trace's tensors and an earlier trace's are recorded."""
+    return ctx.specs is not None and any(t.specs is not None for t in _candidates(ctx))
 
 
 def _tensor_change(name: str, was: tuple[str, Shape], now: tuple[str, Shape]) -> dict[str, Any] | None:
@@ -189,23 +264,37 @@ def _key_changes(previous: tuple[TraceParam, ...], key: tuple[TraceParam, ...]) 
     return [c for now in key if now.name in before for c in _key_change(before[now.name], now)]
 
 
+_ORDER = ("dtype", "shape", "python_value")
+
+
+def _key_changes_of(ctx: CauseContext) -> Callable[[EarlierTrace], Changes | None]:
+    key = ctx.key
+    return lambda trace: None if trace.key is None or key is None else _key_changes(trace.key, key)
+
+
 def _from_log(ctx: CauseContext) -> Verdict | None:
-    """TF's log printed both traces' keys: what differs is the cause (a dtype first, then
-    a shape, then a Python value: the order the dump's rules decide in)."""
-    if ctx.key is None or ctx.previous_key is None:
+    """TF's log printed the keys: what differs from the nearest earlier traces' keys is the
+    cause, every change (dtypes, then shapes, then Python values). An earlier key equal to
+    this one explains nothing: the rules after decide."""
+    found = _nearest(ctx, _key_changes_of(ctx)) if ctx.key is not None else None
+    if found is None or not found[1]:
         return None
-    changed = _key_changes(ctx.previous_key, ctx.key)
-    first = next((cause for cause in ("dtype", "shape", "python_value")
-                  if any(c["cause"] == cause for c in changed)), None)
-    return Verdict([c for c in changed if c["cause"] == first]) if first else None
+    nearest, changed = found
+    return Verdict(sorted(changed, key=lambda c: _ORDER.index(c["cause"])), _nearest_note(ctx, nearest))
+
+
+def _from_specs(ctx: CauseContext, cause: str) -> Verdict | None:
+    """The recorded tensors' changes of one kind against the nearest earlier traces."""
+    found = _nearest(ctx, lambda trace: _spec_changes(ctx, trace))
+    if found is None:
+        return None
+    nearest, changed = found
+    mine = [c for c in changed if c["cause"] == cause]
+    return Verdict(mine, _nearest_note(ctx, nearest)) if mine else None
 
 
 def _dtype(ctx: CauseContext) -> Verdict | None:
-    if ctx.specs is None or ctx.previous_specs is None:
-        return None
-    changed = [{"cause": "dtype", "arg": now.name, "before": was.dtype, "after": now.dtype}
-               for was, now in _by_argument(ctx) if was.dtype and now.dtype and was.dtype != now.dtype]
-    return Verdict(changed) if changed else None
+    return _from_specs(ctx, "dtype")
 
 
 def _shape_change(was: ArgSpec, now: ArgSpec) -> dict[str, Any] | None:
@@ -226,23 +315,24 @@ def _shape_change(was: ArgSpec, now: ArgSpec) -> dict[str, Any] | None:
 
 
 def _shape(ctx: CauseContext) -> Verdict | None:
-    if ctx.specs is None or ctx.previous_specs is None:
-        return None
-    changed = [c for was, now in _by_argument(ctx) if (c := _shape_change(was, now)) is not None]
-    return Verdict(changed) if changed else None
+    return _from_specs(ctx, "shape")
 
 
 def _python_value(ctx: CauseContext) -> Verdict | None:
-    if ctx.specs is None or ctx.previous_specs is None or not ctx.python_args:
+    """The tensors equal an earlier trace's, and the function has Python arguments."""
+    found = _nearest(ctx, lambda trace: _spec_changes(ctx, trace)) if ctx.python_args else None
+    if found is None or found[1]:
         return None
+    nearest, _same = found
     return Verdict([{"cause": "python_value", "arg": name,
-                     "why": "the tensors are the same as in the trace before; a Python argument is "
-                            "part of the trace's key"} for name in ctx.python_args])
+                     "why": "the tensors are the same as in an earlier trace; a Python argument is "
+                            "part of the trace's key"} for name in ctx.python_args],
+                   _nearest_note(ctx, nearest))
 
 
 def _unknown(ctx: CauseContext) -> Verdict | None:
-    why = ctx.unrecorded_why if ctx.specs is None or ctx.previous_specs is None else (
-        "the recorded tensor arguments are the same and the function has no Python argument: "
+    why = ctx.unrecorded_why if not _recorded(ctx) else (
+        "the recorded tensor arguments are an earlier trace's and the function has no Python argument: "
         "a captured Python object or a tf.function option may have changed")
     return Verdict([{"cause": "unknown", "why": why}])
 

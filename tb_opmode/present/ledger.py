@@ -80,7 +80,8 @@ def _changed_text(changed: list[dict[str, Any]], note: str) -> str:
         what = c["cause"] + (f" of {c['arg']}" if c.get("arg") else "")
         what += f" (dimension {c['dim']})" if c.get("dim") is not None else ""
         parts.append(what + (f": {c['why']}" if c["cause"] == "unknown" and c.get("why") else ""))
-    return "; ".join(parts)
+    # a note beside causes says which earlier trace they are told against
+    return "; ".join(parts) + (f" ({note})" if note else "")
 
 
 def _args_text(args: list[dict[str, Any]]) -> str:

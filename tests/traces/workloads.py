@@ -18,7 +18,8 @@ with the classic ``tf.function`` mistakes, each trace's cause constructed and ch
 against the concrete functions TF made:
 
 - ``step(x, lr)``: batch size and a Python float change in turn (every call traces:
-  ``shape`` of ``x`` dimension 0, then ``python_value`` of ``lr``);
+  ``shape`` of ``x`` dimension 0, then ``python_value`` of ``lr``), then the first batch
+  size again with a new ``lr`` (``python_value``: told against the nearest earlier trace);
 - ``tf.function(lambda t: ...)`` made anew in the loop (``new_function_object``);
 - ``project`` with an ``input_signature`` (one trace);
 - ``normalize`` with ``reduce_retracing=True`` (two traces: the second relaxes dim 0);
@@ -55,7 +56,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["CELLS", "MODES", "ITERATIONS", "PROFILED", "HOT_OPS", "CellFailed", "make_cell",
+__all__ = ["CELLS", "MODES", "ITERATIONS", "STEP_RETURN", "PROFILED", "HOT_OPS", "CellFailed", "make_cell",
            "ddr_facts", "main", "TRUTH_DOC"]
 
 MODES = ("FULL_HEALTH", "SHAPE", "CURT_HEALTH", "CONCISE_HEALTH", "NO_TENSOR")
@@ -66,6 +67,10 @@ VMODULE = "execute=1,op_kernel=1"
 # The schedule of step's calls: (batch size, lr). Each call changes one thing from the
 # call before, so each traces once for one cause.
 STEP_SCHEDULE = [(4 + 2 * (i // 2), round(0.1 / (1 + (i + 1) // 2), 6)) for i in range(ITERATIONS)]
+# After the loop, step once more with the first batch size and a new lr: the trace before
+# had another batch size, but the call differs from the first traces in lr alone, so its
+# cause is python_value (a call traces when it matches none of the traces, not the last).
+STEP_RETURN = (STEP_SCHEDULE[0][0], 0.5)
 KERAS_BATCHES = (4, 8, 16)
 KERAS_SAMPLES = 32
 
@@ -516,6 +521,8 @@ class _Scenario:
             if self.params["profile"] and i == PROFILED[-1]:
                 self.profile_stop(tf)
         self.iteration = None
+        batch, lr = STEP_RETURN
+        t_step(self, "python_value", tf.random.stateless_normal([batch, 8], seed=[ITERATIONS, 0]), lr)
 
     def profile_start(self, tf: Any) -> None:
         self.window = [time.time_ns(), 0]

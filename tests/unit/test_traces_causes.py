@@ -14,8 +14,10 @@ from tb_opmode.analyze.traces_causes import (
     CAUSES,
     ArgSpec,
     CauseContext,
+    EarlierTrace,
     changed_of,
 )
+from tb_opmode.read.trace_log import TraceParam
 
 X_4_8 = [ArgSpec("x", "float32", (4, 8), 32)]
 X_6_8 = [ArgSpec("x", "float32", (6, 8), 48)]
@@ -105,3 +107,45 @@ def test_keras_functions_nested_in_another_have_their_own_label() -> None:
     outer = display_name("multi_step_on_iterator", "train", path)
     inner = display_name("one_step_on_data", "train", path, nested=True)
     assert outer != inner and "one_step_on_data" in inner
+
+
+def _key(rows: int, lr: str) -> tuple[TraceParam, ...]:
+    return (TraceParam("x", "tensor", "float32", (rows, 4)), TraceParam("lr", "python", value=lr))
+
+
+def test_a_call_is_told_against_the_nearest_earlier_trace_not_the_one_before() -> None:
+    """step(x, lr) traced for 1 row and lr 0.1, then 2 rows and 0.2: a call with 1 row and
+    0.4 matched neither; it differs from the first in lr alone, from the one before in
+    both. Its cause is the Python value, and a note names the trace it is told against."""
+    earlier = [EarlierTrace("__inference_step_1", _key(1, "0.1")),
+               EarlierTrace("__inference_step_2", _key(2, "0.2"))]
+    verdict = changed_of(_later(key=_key(1, "0.4"), previous_key=earlier[-1].key, earlier=earlier))
+    assert [(c["cause"], c["arg"], c["before"], c["after"]) for c in verdict.changed] == [
+        ("python_value", "lr", "0.1", "0.4")]
+    assert "__inference_step_1" in verdict.note and "__inference_step_2" not in verdict.note
+
+
+def test_a_call_differing_from_its_nearest_traces_in_different_ways_says_each() -> None:
+    """Equally near traces: 1 row and lr 0.1, 2 rows and 0.2; a call with 2 rows and 0.1
+    differs from each in one way. Both are why it traced: fixing one alone still retraces."""
+    earlier = [EarlierTrace("__inference_step_1", _key(1, "0.1")),
+               EarlierTrace("__inference_step_2", _key(2, "0.2"))]
+    verdict = changed_of(_later(key=_key(2, "0.1"), previous_key=earlier[-1].key, earlier=earlier))
+    assert sorted(c["cause"] for c in verdict.changed) == ["python_value", "shape"]
+
+
+def test_the_trace_before_alone_gets_no_note() -> None:
+    earlier = [EarlierTrace("__inference_step_1", _key(1, "0.1")),
+               EarlierTrace("__inference_step_2", _key(2, "0.1"))]
+    verdict = changed_of(_later(key=_key(3, "0.1"), previous_key=earlier[-1].key, earlier=earlier))
+    assert [c["cause"] for c in verdict.changed] == ["shape"] and verdict.note == ""
+    assert verdict.changed[0]["before"] == [2, 4]
+
+
+def test_recorded_tensors_equal_to_an_earlier_trace_are_a_python_value() -> None:
+    """A dump's specs: x [4, 8], then [6, 8], then [4, 8] again with a Python argument: the
+    third call's tensors are the first's, so the Python value changed, not the shape."""
+    earlier = [EarlierTrace("__inference_step_1", specs=X_4_8), EarlierTrace("__inference_step_2", specs=X_6_8)]
+    verdict = changed_of(_later(specs=X_4_8, previous_specs=X_6_8, python_args=["lr"], earlier=earlier))
+    assert [(c["cause"], c["arg"]) for c in verdict.changed] == [("python_value", "lr")]
+    assert "__inference_step_1" in verdict.note
