@@ -32,7 +32,7 @@ from .capture.command import USAGE as RECORD_USAGE
 from .capture.command import record_main
 from .errors import DaskError, LogdirError, PublicError, ReportOutputError, UnknownOpType, did_you_mean
 from .model import RunModel
-from .present.contract import run_json, summary
+from .present.contract import run_json, run_warnings, summary
 from .present.csv import render_csv
 from .present.eager_text import render_hot_spots
 from .present.glance import glance_lines
@@ -300,6 +300,9 @@ def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.op_type not in model.op_types:
         hint = did_you_mean(args.op_type, model.op_types)
         raise UnknownOpType(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
+    # Its counts are the summary's: what they leave out (a cut file) is said here too.
+    for warning in run_warnings(model, fs.absolute(args.logdir)):
+        stderr.write(f"tb-opmode: warning: {display(model.run)}: {warning}\n")
     stdout.write(f"{display(args.op_type)} in run {display(model.run)} "
                  f"(TensorFlow {display(model.tensorflow_version) or '?'})\n\n")
     _write_lead(model, args.logdir, args.op_type, stdout)
