@@ -23,7 +23,7 @@ from ..analyze.traces_logged import run_ledger
 from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
-from ..read.discover import problem_text, relpath
+from ..read.discover import display, problem_text, relpath
 from .ledger import tf_functions
 from .payloads import (
     EagerSiteDoc,
@@ -160,7 +160,10 @@ def eager_sites_doc(m: RunModel) -> list[EagerSiteDoc]:
 def run_warnings(m: RunModel, logdir: str) -> list[str]:
     """The run's warnings, one line each: what could not be read, what a count leaves out
     (every command that answers from the run says them: ``explain`` too)."""
-    return [problem_text(p, logdir) for p in m.problems]
+    # A problem of the run as a whole (its directory: a count it could not make) has no
+    # file nor byte to name, and the run's name already leads each warning.
+    return [display(p.message) if p.path == m.directory else problem_text(p, logdir)
+            for p in m.problems]
 
 
 def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
