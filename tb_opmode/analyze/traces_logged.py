@@ -103,10 +103,18 @@ def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger
 
 def logged_ledger(lines: list[TraceLine], functions: Counter[str]) -> list[FunctionLedger]:
     """Every Python function TF's log says was traced (tf.data's and TF's own left out),
-    the most traced first; ``functions``: the run's calls per concrete function."""
+    the most traced first; ``functions``: the run's calls per concrete function.
+
+    One whose traces Python never called, where the log does count calls, is nested: a
+    tf.function called inside another is traced, and runs inlined in the outer graph,
+    never through ``execute`` (Keras 3's ``one_step_on_data``). The log cannot tell it
+    from a function only traced (``get_concrete_function``), a rarity; its "0 calls" was
+    false for the common case."""
     by_function: dict[str, list[TraceLine]] = {}
     for line in filter(_users, lines):
         by_function.setdefault(line.qualname, []).append(line)
     out = [_function(mine, functions) for mine in by_function.values()]
+    for fn in out:
+        fn.nested = bool(functions) and fn.calls == 0
     out.sort(key=lambda f: (-len(f.traces), -f.calls, f.name))
     return out

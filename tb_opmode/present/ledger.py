@@ -108,7 +108,10 @@ def _function_lines(f: dict[str, Any]) -> list[str]:
         lines += textwrap.wrap("advice: " + advice, _WIDTH, initial_indent="  ", subsequent_indent="    ")
     for t in f["trace_list"]:
         where = f" from {_where(t['call_sites'][0])}" if t["call_sites"] else ""
-        text = (f"{t['graph']}: {_plural(t['calls'], 'call')}{where}, {_seconds(t['tracing_s'], t['tracing_from'])}; "
+        # A nested function's traces run inside the outer graph: "0 calls" (from Python)
+        # would contradict the line above, which says it was called.
+        calls = "" if f.get("nested") else f"{_plural(t['calls'], 'call')}{where}, "
+        text = (f"{t['graph']}: {calls}{_seconds(t['tracing_s'], t['tracing_from'])}; "
                 f"args {_args_text(t['args']) or 'none'}; {_changed_text(t['changed'], t['note'])}")
         lines += textwrap.wrap(text, _WIDTH, initial_indent="    ", subsequent_indent="        ")
     return lines

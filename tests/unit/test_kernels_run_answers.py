@@ -67,3 +67,29 @@ def test_a_count_the_run_could_not_make_is_one_sentence(unseen: tuple[Path, str]
     assert "byte" not in warning and str(logdir) not in warning
     (run,) = doc["runs"]
     assert [w for w in run["warnings"] if function in w] == [warning.removeprefix(".: ")]
+
+
+def test_a_function_python_never_called_is_said_to_run_inside_another(record_kernels: Fixture) -> None:
+    """Keras traced ``one_step_on_data`` and ran it inside ``multi_step_on_iterator``'s
+    graph: TF's log has its trace lines and not one call of it from Python. The dump's
+    ledger says "called inside another tf.function"; so does the log's (it said 0 calls)."""
+    called = _executed_functions(record_kernels.directory / "stderr.log")
+    qualnames = re.findall(r"Creating new FuncGraph for Python function <function (\S+) at ",
+                           (record_kernels.directory / "tf_python.log").read_text())
+    # tf.data's wrapper of a dataset's function is TF's, not the user's (no ledger lists it)
+    traced = {q.rpartition(".")[2] for q in qualnames if not q.startswith("StructuredFunctionWrapper.")}
+    never_called = {name for name in traced if not any(f.startswith(f"__inference_{name}_") for f in called)}
+    assert "one_step_on_data" in never_called and "step" not in never_called
+    code, out, err = _run("functions", str(record_kernels.directory), "--format", "json")
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    nested = {f["python_name"] for f in run["tf_functions"] if f["nested"]}
+    assert nested == never_called
+    code, out, err = _run("functions", str(record_kernels.directory))
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "(one_step_on_data): 2 traces, called inside another tf.function" in text
+    assert "0 calls" not in text
+    code, out, err = _run("summary", str(record_kernels.directory))
+    assert code == 0, err
+    assert "one_step_on_data" not in out  # the summary lists what Python called, as with a dump
