@@ -139,7 +139,8 @@ def functions_text(run: dict[str, Any]) -> str:
     fns = run.get("tf_functions") or []
     if not fns:
         return f"{run['run']}: {no_traces_text(run)}\n"
-    lines = [f"{run['run']}: {len(fns)} Python functions run as tf.functions"]
+    lines = [f"{run['run']}: {_plural(len(fns), 'Python function')} run as "
+             f"{'a tf.function' if len(fns) == 1 else 'tf.functions'}"]
     for f in fns:
         lines += _function_lines(f)
     return "\n".join(lines) + "\n"

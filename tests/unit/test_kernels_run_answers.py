@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tb_opmode.cli import main
+from tb_opmode.present.ledger import functions_text
 
 from .conftest import Fixture
 
@@ -93,3 +94,13 @@ def test_a_function_python_never_called_is_said_to_run_inside_another(record_ker
     code, out, err = _run("summary", str(record_kernels.directory))
     assert code == 0, err
     assert "one_step_on_data" not in out  # the summary lists what Python called, as with a dump
+
+
+def test_one_function_is_one(record_kernels: Fixture) -> None:
+    code, out, err = _run("functions", str(record_kernels.directory), "--format", "json")
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    assert len(run["tf_functions"]) > 1
+    assert functions_text(run).startswith(f".: {len(run['tf_functions'])} Python functions run as tf.functions")
+    one = {**run, "tf_functions": run["tf_functions"][:1]}
+    assert functions_text(one).splitlines()[0] == ".: 1 Python function run as a tf.function"
