@@ -1,0 +1,108 @@
+"""``tb-opmode record`` of jobs a new user writes first (``tests/record_jobs.py``, this venv's
+TF): tf.functions traced again (a changed Python number, a new shape, a new function
+object; one with an input_signature), and a job of eager ops only.
+
+The truth is the job's own: each tf.function's ``experimental_get_tracing_count()`` and the
+calls it made, printed by the job; TF's log of the run, for the nodes a function's
+executor instantiated. Out: ``functions`` names each function's traces, calls and causes;
+a function grappler emptied (``x * 1``) is counted (it ran no op), not warned about as
+uncounted; a dump of a job that built no graph is not warned about as still being written.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tb_opmode.cli import main
+
+from .conftest import needs_tensorflow
+
+ROOT = Path(__file__).resolve().parent.parent
+JOBS = str(ROOT / "tests" / "record_jobs.py")
+PY = sys.executable
+
+
+def _record(logdir: Path, name: str, level: str, job: str) -> subprocess.CompletedProcess[str]:
+    needs_tensorflow()
+    path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
+    return subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", name,
+                           "--evidence", level, "--", PY, JOBS, job], env=env,
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+
+
+def _cli(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(list(args), out, err) == 0, err.getvalue()
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
+    """(run directory, the job's stdout) of ``retrace`` at ``kernels`` and ``calls`` and of
+    ``eager`` at ``calls``, each recorded once."""
+    logdir = tmp_path_factory.mktemp("record") / "logs"
+    runs = {}
+    for job, level in (("retrace", "kernels"), ("retrace", "calls"), ("eager", "calls")):
+        proc = _record(logdir, f"{job}-{level}", level, job)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs[f"{job}-{level}"] = (logdir / f"{job}-{level}", proc.stdout)
+    return runs
+
+
+def _truth(stdout: str) -> dict[str, list[int]]:
+    """Python function -> [traces, calls], as the job counted them."""
+    (line,) = [x for x in stdout.splitlines() if x.startswith("traces and calls ")]
+    truth: dict[str, list[int]] = json.loads(line.removeprefix("traces and calls "))
+    return truth
+
+
+@pytest.mark.parametrize("level", ["kernels", "calls"])
+def test_functions_has_each_functions_traces_calls_and_causes(
+        recorded: dict[str, tuple[Path, str]], level: str) -> None:
+    rundir, stdout = recorded[f"retrace-{level}"]
+    out, _err = _cli("functions", str(rundir), "--format", "json")
+    (run,) = json.loads(out)["runs"]
+    got = {f["python_name"]: [f["traces"], f["calls"]] for f in run["tf_functions"]}
+    assert got == _truth(stdout)
+    causes = {f["python_name"]: f["causes"] for f in run["tf_functions"]}
+    assert causes == {"scale": {"python_value": 3}, "shapes": {"shape": 3},
+                      "inner": {"new_function_object": 2}, "signed": {}}
+
+
+def _emptied(rundir: Path) -> list[str]:
+    """The functions whose executor, as TF's log says, instantiated only plumbing."""
+    log = (rundir / "stderr.log").read_text(errors="replace")
+    out = []
+    for function, body in re.findall(r"Entering eager executing local operation '(__inference_\w+)'(.*?)"
+                                     r"Exiting eager executing local operation", log, re.S):
+        kernels = set(re.findall(r"Instantiating kernel for node: \{\{node [^}]+\}\} = (\w+)\[", body))
+        if kernels and kernels <= {"NoOp", "_Arg", "_Retval"}:
+            out.append(function)
+    return out
+
+
+def test_a_function_grappler_emptied_is_counted_not_warned_about(
+        recorded: dict[str, tuple[Path, str]]) -> None:
+    """``scale(t, 1)``: grappler removes ``x * 1``, and TF's log shows that trace's executor
+    instantiating its argument and its return value only. It ran no op of ours: its graph
+    count is known (none), not "not counted"."""
+    rundir, stdout = recorded["retrace-kernels"]
+    (emptied,) = _emptied(rundir)
+    assert emptied.startswith("__inference_scale_")
+    out, err = _cli("summary", str(rundir), "--format", "json")
+    (run,) = json.loads(out)["runs"]
+    assert not [w for w in run["warnings"] if emptied in w], run["warnings"]
+    # the other calls of scale ran their Mul, and each call of shapes its own
+    truth = _truth(stdout)
+    (mul,) = [r for r in run["op_types"] if r["op_type"] == "Mul"]
+    assert mul["graph"]["executions"] == truth["scale"][1] - 1 + truth["shapes"][1]
+
