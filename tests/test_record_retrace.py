@@ -106,3 +106,16 @@ def test_a_function_grappler_emptied_is_counted_not_warned_about(
     (mul,) = [r for r in run["op_types"] if r["op_type"] == "Mul"]
     assert mul["graph"]["executions"] == truth["scale"][1] - 1 + truth["shapes"][1]
 
+
+def test_an_eager_only_jobs_dump_is_not_said_to_be_still_writing(
+        recorded: dict[str, tuple[Path, str]]) -> None:
+    rundir, _stdout = recorded["eager-calls"]
+    (traces,) = rundir.glob("tfdbg_events.*.graph_execution_traces")
+    assert traces.stat().st_size == 0  # no graph ran
+    out, err = _cli("summary", str(rundir), "--format", "json")
+    doc: dict[str, Any] = json.loads(out)
+    assert doc["warnings"] == [] and err == ""
+    (run,) = doc["runs"]
+    assert {r["op_type"]: r["eager"]["executions"] for r in run["op_types"]
+            if r["op_type"] in ("MatMul", "Relu")} == {"MatMul": 5, "Relu": 5}
+    assert "No tf.function traces in the dump." in _cli("functions", str(rundir))[0]
