@@ -91,6 +91,8 @@ def test_a_logdir_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     code, _out, err = _record_in_process(str(blocker / "logs"), "--", PY, "-c", "pass")
     assert code == 2 and err.count("\n") == 1, err
     assert f"{blocker / 'logs'}: cannot create LOGDIR" in err
+    code, _out, err = _record_in_process(str(blocker), "--", PY, "-c", "pass")  # LOGDIR is the file
+    assert code == 2 and err == f"tb-opmode: error: {blocker}: LOGDIR is a file, not a directory\n", err
     code, _out, err = _record_in_process("s3://bucket/logs", "--", PY, "-c", "pass")
     assert code == 2 and "record writes a local directory" in err
 
