@@ -104,3 +104,18 @@ def test_one_function_is_one(record_kernels: Fixture) -> None:
     assert functions_text(run).startswith(f".: {len(run['tf_functions'])} Python functions run as tf.functions")
     one = {**run, "tf_functions": run["tf_functions"][:1]}
     assert functions_text(one).splitlines()[0] == ".: 1 Python function run as a tf.function"
+
+
+def test_the_reports_functions_name_no_def_line_the_log_does_not_give(record_kernels: Fixture) -> None:
+    """TF's trace line names a function, not where it is defined: the report shows none
+    (it showed "(`?`)"), as ``functions`` does."""
+    code, out, err = _run("functions", str(record_kernels.directory), "--format", "json")
+    (run,) = json.loads(out)["runs"]
+    called = [f for f in run["tf_functions"] if not f["nested"]]
+    assert called and all(f["location"] == "" for f in called)
+    code, out, err = _run("report", str(record_kernels.directory))
+    assert code == 0, err
+    section = out[out.index("### Functions"):]
+    for f in called:
+        assert f"- `{f['name']}`: {f['traces']} trace" in section, section
+    assert "`?`" not in out
