@@ -12,7 +12,9 @@ functions as it makes them). Where fewer of them ran than were traced, the calls
 the last traces: the trace never called is the first one, which created variables (TF
 traces such a first call again). A trace whose key's scope is ``NO_VARIABLE_CREATION`` is
 that second trace, of the same tf.function object as the one before, though TF's line
-names another function object (TF 2.21 traces each scope through its own wrapper).
+names another function object (TF 2.21 traces each scope through its own wrapper); TF 2.13
+prints no scope: there, a trace with the key of the trace before, which was never called,
+is that second trace.
 tf.data's wrappers and TF's own variable initializer are not the user's tf.functions
 (the dump's ledger leaves them out too).
 """
@@ -80,15 +82,26 @@ def _display_name(line: TraceLine) -> str:
     return f"{words} ({name})"
 
 
+def _unscoped_variables_retrace(line: TraceLine, previous: TraceLine | None,
+                                before: TraceEntry | None) -> bool:
+    """TF 2.13 prints no scope, and traces a first call that created variables again
+    through another wrapper (another address): the same key right after a trace never
+    called is that second trace, not a new tf.function object (a new object's trace is
+    the one its call made, so it is called)."""
+    return (previous is not None and before is not None and not line.scope and not previous.scope
+            and line.address != previous.address and before.calls == 0 and line.params == previous.params)
+
+
 def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger:
     """The ledger of one Python function's traces (``lines``, in order)."""
     name = lines[0].name
     fn = FunctionLedger(name, _display_name(lines[0]), "")
     seen: set[str] = set()
     for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions))):
-        entry.first_of_object = line.address not in seen and line.scope != "NO_VARIABLE_CREATION"
-        seen.add(line.address)
         before = fn.traces[-1] if i else None
+        entry.first_of_object = (line.address not in seen and line.scope != "NO_VARIABLE_CREATION"
+                                 and not _unscoped_variables_retrace(line, lines[i - 1] if i else None, before))
+        seen.add(line.address)
         verdict = changed_of(CauseContext(
             first=before is None, first_of_object=entry.first_of_object,
             previous_first_of_object=bool(before and before.first_of_object),
