@@ -32,13 +32,13 @@ from .capture.command import USAGE as RECORD_USAGE
 from .capture.command import record_main
 from .errors import DaskError, LogdirError, PublicError, ReportOutputError, UnknownOpType, did_you_mean
 from .model import RunModel
-from .present.contract import run_json, summary
+from .present.contract import run_json, run_warnings, summary
 from .present.csv import render_csv
 from .present.eager_text import render_hot_spots
 from .present.glance import glance_lines
 from .present.lead import lead
 from .present.ledger import functions_line, functions_text
-from .present.recording import ended_text
+from .present.recording import recorded_nothing
 from .present.report import DEFAULT_FOCUS, FORMATS, MAX_SITES, Redaction, focus_ops, render, report_blocks
 from .present.tab import build_view
 from .present.workers import render_workers
@@ -138,24 +138,10 @@ def _op_table(run: dict[str, Any], first: Optional[int] = None) -> str:
     return "".join(out)
 
 
-def _recorded_nothing(model: RunModel) -> str:
-    """Why a run ``record`` made holds nothing to read ("" if it holds sources): the job
-    wrote no TensorFlow evidence, how it ended, and where its own words are."""
-    recorded = model.recorded
-    if recorded is None or any(model.sources.get(k) for k in ("debugger", "profile", "logs")):
-        return ""
-    ended = ended_text(recorded.exit_status, recorded.signal)
-    ended = f"it {ended}" if ended else ""
-    took = "" if recorded.duration_s is None else f"after {recorded.duration_s:.1f} s"
-    how = " ".join(filter(None, (ended, took)))
-    return (f"run {display(model.run)}: the recorded job wrote no TensorFlow evidence "
-            f"({how + '; ' if how else ''}see its stderr.log)")
-
-
 def _nothing_readable(logdir: str, models: list[RunModel]) -> LogdirError:
     """The one-line error for a logdir whose files hold nothing we could read: for a run
     ``record`` made whose job never ran TensorFlow, that run and why."""
-    recorded = [text for text in map(_recorded_nothing, models) if text]
+    recorded = [text for text in map(recorded_nothing, models) if text]
     if recorded and len(recorded) == len(models):
         more = f" (and {len(recorded) - 1} more run(s) like it)" if len(recorded) > 1 else ""
         return LogdirError(recorded[0] + more)
@@ -300,6 +286,9 @@ def _explain(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.op_type not in model.op_types:
         hint = did_you_mean(args.op_type, model.op_types)
         raise UnknownOpType(f"run {model.run!r} has no op type {args.op_type!r}{hint}")
+    # Its counts are the summary's: what they leave out (a cut file) is said here too.
+    for warning in run_warnings(model, fs.absolute(args.logdir)):
+        stderr.write(f"tb-opmode: warning: {display(model.run)}: {warning}\n")
     stdout.write(f"{display(args.op_type)} in run {display(model.run)} "
                  f"(TensorFlow {display(model.tensorflow_version) or '?'})\n\n")
     _write_lead(model, args.logdir, args.op_type, stdout)

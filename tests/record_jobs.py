@@ -9,6 +9,10 @@ status; the TF jobs train for a few steps (seconds on two cores).
 - ``api LOGDIR early|late``: the loop in ``with tb_opmode.record(LOGDIR, evidence="calls")``,
   TensorFlow imported before the block or inside it;
 - ``forever``: a ``tf.function`` called until the job is interrupted, printing each step;
+- ``retrace``: ``tf.function``s traced again for a changed Python number (one a product by 1,
+  which grappler empties), a new shape, a new function object; one with an input_signature;
+  prints each one's ``experimental_get_tracing_count()`` and calls as JSON;
+- ``eager``: eager ops only, no ``tf.function``;
 - ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
   stderr (is it a terminal), then exit N;
 - ``sleep``: no TF: prints ``ready PID`` and sleeps until a signal ends it.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Any
 
 __all__ = ["main"]
 
@@ -90,6 +95,55 @@ def _forever() -> None:
         time.sleep(0.05)
 
 
+def _retrace() -> None:
+    import json
+
+    import tensorflow as tf
+
+    @tf.function
+    def scale(x: tf.Tensor, k: int) -> tf.Tensor:
+        return x * k  # k == 1: grappler removes the product, the graph runs no op
+
+    @tf.function
+    def shapes(x: tf.Tensor) -> tf.Tensor:
+        return tf.reduce_sum(x * 2.0)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def signed(x: tf.Tensor) -> tf.Tensor:
+        return tf.reduce_sum(x + 1.0)
+
+    def make() -> Any:
+        @tf.function
+        def inner(x: tf.Tensor) -> tf.Tensor:
+            return x + 1.0
+        return inner
+
+    t = tf.ones([3])
+    for k in range(4):
+        scale(t, k)
+    for n in range(1, 5):
+        shapes(tf.ones([n]))
+        signed(tf.ones([n]))
+    inner_traces = 0
+    for _ in range(3):
+        fn = make()
+        fn(t)
+        inner_traces += fn.experimental_get_tracing_count()
+    truth = {"scale": [scale.experimental_get_tracing_count(), 4],
+             "shapes": [shapes.experimental_get_tracing_count(), 4],
+             "signed": [signed.experimental_get_tracing_count(), 4], "inner": [inner_traces, 3]}
+    print("traces and calls " + json.dumps(truth), flush=True)
+
+
+def _eager() -> None:
+    import tensorflow as tf
+
+    a = tf.random.normal([8, 8], seed=4)
+    for _ in range(5):
+        a = tf.nn.relu(tf.matmul(a, a)) / 8.0
+    print("eager done", flush=True)
+
+
 def _streams(status: str = "0") -> None:
     print(f"out {os.isatty(1)} {os.getcwd()}", flush=True)
     print(f"err {os.isatty(2)}", file=sys.stderr, flush=True)
@@ -102,7 +156,7 @@ def _sleep() -> None:
 
 
 JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
-        "streams": _streams, "sleep": _sleep}
+        "retrace": _retrace, "eager": _eager, "streams": _streams, "sleep": _sleep}
 
 
 def main(argv: list[str]) -> None:

@@ -150,8 +150,8 @@ def count_per_call(model: RunModel) -> list[tuple[str, str, int, str]]:
     unseen = []
     for function, calls in model.functions.items():
         nodes = _per_call_nodes(model, seen, function)
-        if not nodes:
-            unseen.append(function)
+        if not nodes and not any(function in log.function_nodes for log in model.logs):
+            unseen.append(function)  # a function instantiated with no op of ours ran none
         for node, kernel, per, evidence in nodes:
             n = round(per * calls)
             for op_type in (row_op(kernel), *fused.get(node, ())):

@@ -12,7 +12,9 @@ functions as it makes them). Where fewer of them ran than were traced, the calls
 the last traces: the trace never called is the first one, which created variables (TF
 traces such a first call again). A trace whose key's scope is ``NO_VARIABLE_CREATION`` is
 that second trace, of the same tf.function object as the one before, though TF's line
-names another function object (TF 2.21 traces each scope through its own wrapper).
+names another function object (TF 2.21 traces each scope through its own wrapper); TF 2.13
+prints no scope: there, a trace with the key of the trace before, which was never called,
+is that second trace.
 tf.data's wrappers and TF's own variable initializer are not the user's tf.functions
 (the dump's ledger leaves them out too).
 """
@@ -80,15 +82,26 @@ def _display_name(line: TraceLine) -> str:
     return f"{words} ({name})"
 
 
+def _unscoped_variables_retrace(line: TraceLine, previous: TraceLine | None,
+                                before: TraceEntry | None) -> bool:
+    """TF 2.13 prints no scope, and traces a first call that created variables again
+    through another wrapper (another address): the same key right after a trace never
+    called is that second trace, not a new tf.function object (a new object's trace is
+    the one its call made, so it is called)."""
+    return (previous is not None and before is not None and not line.scope and not previous.scope
+            and line.address != previous.address and before.calls == 0 and line.params == previous.params)
+
+
 def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger:
     """The ledger of one Python function's traces (``lines``, in order)."""
     name = lines[0].name
     fn = FunctionLedger(name, _display_name(lines[0]), "")
     seen: set[str] = set()
     for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions))):
-        entry.first_of_object = line.address not in seen and line.scope != "NO_VARIABLE_CREATION"
-        seen.add(line.address)
         before = fn.traces[-1] if i else None
+        entry.first_of_object = (line.address not in seen and line.scope != "NO_VARIABLE_CREATION"
+                                 and not _unscoped_variables_retrace(line, lines[i - 1] if i else None, before))
+        seen.add(line.address)
         verdict = changed_of(CauseContext(
             first=before is None, first_of_object=entry.first_of_object,
             previous_first_of_object=bool(before and before.first_of_object),
@@ -103,10 +116,18 @@ def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger
 
 def logged_ledger(lines: list[TraceLine], functions: Counter[str]) -> list[FunctionLedger]:
     """Every Python function TF's log says was traced (tf.data's and TF's own left out),
-    the most traced first; ``functions``: the run's calls per concrete function."""
+    the most traced first; ``functions``: the run's calls per concrete function.
+
+    One whose traces Python never called, where the log does count calls, is nested: a
+    tf.function called inside another is traced, and runs inlined in the outer graph,
+    never through ``execute`` (Keras 3's ``one_step_on_data``). The log cannot tell it
+    from a function only traced (``get_concrete_function``), a rarity; its "0 calls" was
+    false for the common case."""
     by_function: dict[str, list[TraceLine]] = {}
     for line in filter(_users, lines):
         by_function.setdefault(line.qualname, []).append(line)
     out = [_function(mine, functions) for mine in by_function.values()]
+    for fn in out:
+        fn.nested = bool(functions) and fn.calls == 0
     out.sort(key=lambda f: (-len(f.traces), -f.calls, f.name))
     return out

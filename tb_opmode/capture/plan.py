@@ -90,6 +90,10 @@ def check_name(name: Optional[str]) -> Optional[str]:
 def _make_logdir(logdir: str) -> None:
     if "://" in logdir:
         raise CannotRecord(f"{logdir}: record writes a local directory; record locally, then copy it")
+    # A file where LOGDIR should be makes makedirs fail with "File exists", which reads as
+    # if a directory were in the way: say what is there.
+    if os.path.exists(logdir) and not os.path.isdir(logdir):
+        raise CannotRecord(f"{logdir}: LOGDIR is a file, not a directory")
     try:
         os.makedirs(logdir, exist_ok=True)
     except OSError as err:

@@ -23,7 +23,7 @@ from ..analyze.traces_logged import run_ledger
 from ..analyze.workers import collectives_across
 from ..model import ModeStats, OpTypeRow, RunModel
 from ..read import fs
-from ..read.discover import problem_text, relpath
+from ..read.discover import display, problem_text, relpath
 from .ledger import tf_functions
 from .payloads import (
     EagerSiteDoc,
@@ -41,7 +41,7 @@ from .payloads import (
 )
 from .recording import compare_fusions, recording_doc
 
-__all__ = ["summary", "run_json", "summary_doc", "run_doc", "eager_site_doc", "eager_sites_doc",
+__all__ = ["summary", "run_json", "summary_doc", "run_doc", "run_warnings", "eager_site_doc", "eager_sites_doc",
            "onednn_primitives", "xla_functions",
            "MAX_KERNEL_NOTES", "MAX_FUSED_NODES"]
 
@@ -157,9 +157,18 @@ def eager_sites_doc(m: RunModel) -> list[EagerSiteDoc]:
     return [eager_site_doc(s) for s in eager_sites(m)]
 
 
+def run_warnings(m: RunModel, logdir: str) -> list[str]:
+    """The run's warnings, one line each: what could not be read, what a count leaves out
+    (every command that answers from the run says them: ``explain`` too)."""
+    # A problem of the run as a whole (its directory: a count it could not make) has no
+    # file nor byte to name, and the run's name already leads each warning.
+    return [display(p.message) if p.path == m.directory else problem_text(p, logdir)
+            for p in m.problems]
+
+
 def run_doc(m: RunModel, logdir: str, explanations: bool = True) -> RunDoc:
     """One run of the summary contract."""
-    warnings = [problem_text(p, logdir) for p in m.problems]
+    warnings = run_warnings(m, logdir)
     rows = sorted(m.op_types.values(),
                   key=lambda r: (-(r.eager.executions + r.graph.executions), r.op_type))
     op_types: list[OpTypeDoc] = []

@@ -109,7 +109,10 @@ def _function_lines(f: dict[str, Any]) -> list[str]:
         lines += textwrap.wrap("advice: " + advice, _WIDTH, initial_indent="  ", subsequent_indent="    ")
     for t in f["trace_list"]:
         where = f" from {_where(t['call_sites'][0])}" if t["call_sites"] else ""
-        text = (f"{t['graph']}: {_plural(t['calls'], 'call')}{where}, {_seconds(t['tracing_s'], t['tracing_from'])}; "
+        # A nested function's traces run inside the outer graph: "0 calls" (from Python)
+        # would contradict the line above, which says it was called.
+        calls = "" if f.get("nested") else f"{_plural(t['calls'], 'call')}{where}, "
+        text = (f"{t['graph']}: {calls}{_seconds(t['tracing_s'], t['tracing_from'])}; "
                 f"args {_args_text(t['args']) or 'none'}; {_changed_text(t['changed'], t['note'])}")
         lines += textwrap.wrap(text, _WIDTH, initial_indent="    ", subsequent_indent="        ")
     return lines
@@ -137,7 +140,8 @@ def functions_text(run: dict[str, Any]) -> str:
     fns = run.get("tf_functions") or []
     if not fns:
         return f"{run['run']}: {no_traces_text(run)}\n"
-    lines = [f"{run['run']}: {len(fns)} Python functions run as tf.functions"]
+    lines = [f"{run['run']}: {_plural(len(fns), 'Python function')} run as "
+             f"{'a tf.function' if len(fns) == 1 else 'tf.functions'}"]
     for f in fns:
         lines += _function_lines(f)
     return "\n".join(lines) + "\n"

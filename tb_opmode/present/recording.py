@@ -3,7 +3,8 @@
 In: ``RunModel``s (``model.recorded``, ``model.reads_tensors``, their graph kernels). Out:
 ``recording_doc``, a run's ``RecordingDoc`` (the evidence level that made it, the command
 and how it ended, in words by ``ended_text``; for a run whose dump reads tensors, the note
-that its fusions differ from the job's), and
+that its fusions differ from the job's); ``recorded_nothing``, what ``summary`` and
+``record``'s screen say of a recorded run whose job wrote no TensorFlow evidence; and
 ``compare_fusions``, which names, in that note, the fused kernels a ``kernels`` run of
 the same command in the same logdir ran: the job's own kernels.
 """
@@ -15,9 +16,10 @@ from typing import Optional
 from ..analyze.kernels.remapper import is_fused
 from ..analyze.recording import FUSION_NOTE
 from ..model import RunModel
+from ..read.discover import display
 from .payloads import RecordingDoc, RunDoc
 
-__all__ = ["recording_doc", "ended_text", "compare_fusions", "fused_kernels"]
+__all__ = ["recording_doc", "ended_text", "recorded_nothing", "compare_fusions", "fused_kernels"]
 
 
 def ended_text(exit_status: Optional[int], signal: Optional[str]) -> str:
@@ -26,6 +28,21 @@ def ended_text(exit_status: Optional[int], signal: Optional[str]) -> str:
         status = f" (exit status {exit_status})" if exit_status is not None else ""
         return f"was killed by signal {signal}{status}"
     return "" if exit_status is None else f"exited with status {exit_status}"
+
+
+def recorded_nothing(model: RunModel, name: Optional[str] = None) -> str:
+    """Why a run ``record`` made holds nothing to read ("" if it holds sources): the job
+    wrote no TensorFlow evidence, how it ended, and where its own words are. ``name``:
+    the run as the reader knows it, where not as its logdir names it (``.``)."""
+    recorded = model.recorded
+    if recorded is None or any(model.sources.get(k) for k in ("debugger", "profile", "logs")):
+        return ""
+    ended = ended_text(recorded.exit_status, recorded.signal)
+    ended = f"it {ended}" if ended else ""
+    took = "" if recorded.duration_s is None else f"after {recorded.duration_s:.1f} s"
+    how = " ".join(filter(None, (ended, took)))
+    return (f"run {display(model.run if name is None else name)}: the recorded job wrote no TensorFlow evidence "
+            f"({how + '; ' if how else ''}see its stderr.log)")
 
 
 def recording_doc(m: RunModel) -> Optional[RecordingDoc]:

@@ -493,8 +493,10 @@ def _function_item(f: dict[str, Any], red: Redaction) -> Inline:
     path, _, line = f["location"].rpartition(":")
     tracing = "tracing time not recorded" if f["tracing_s"] is None else (
         f"tracing {'at least ' if f['tracing_from'] == 'op_creations' else ''}{f['tracing_s'] * 1e3:.1f} ms")
-    out: Inline = [Code(red.name(f["name"])), " (", Code(f"{red.path(path)}:{line}" if path else "?"),
-                   f"): {_n(f['traces'], 'trace')}, {_n(f['calls'], 'call')}, {tracing}"]
+    # A function known from TF's log alone has no def line: none shown (as `functions`).
+    where: Inline = [" (", Code(f"{red.path(path)}:{line}"), ")"] if path else []
+    out: Inline = [Code(red.name(f["name"])), *where,
+                   f": {_n(f['traces'], 'trace')}, {_n(f['calls'], 'call')}, {tracing}"]
     if f["causes"]:
         out.append("; traced again for: " + ", ".join(f"{k} x{n}" for k, n in f["causes"].items()))
     if f["advice"]:

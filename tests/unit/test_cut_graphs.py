@@ -89,3 +89,15 @@ def test_no_kernel_sentence_calls_an_op_eager_only_that_ran_in_graphs_uncounted(
             assert "uncounted by the dump" in lead["kernel"], lead["kernel"]
     assert checked  # the cut left some op types counted eagerly only
     assert disagreements(cut) == []
+
+
+def test_explain_says_what_its_counts_leave_out(cut: Path) -> None:
+    """``explain`` answers from the counts ``summary`` warns about: it warns the same."""
+    summary_warnings = json.loads(_summary(cut)[1])["warnings"]
+    assert any("graph executions" in w for w in summary_warnings)
+    (model,) = load(str(cut))
+    op_type = next(t for t, row in model.op_types.items() if row.eager.executions or row.graph.executions)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["explain", str(cut), op_type], stdout=out, stderr=err) == 0
+    said = [line.removeprefix("tb-opmode: warning: ") for line in err.getvalue().splitlines()]
+    assert said == summary_warnings

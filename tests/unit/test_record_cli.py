@@ -91,6 +91,8 @@ def test_a_logdir_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     code, _out, err = _record_in_process(str(blocker / "logs"), "--", PY, "-c", "pass")
     assert code == 2 and err.count("\n") == 1, err
     assert f"{blocker / 'logs'}: cannot create LOGDIR" in err
+    code, _out, err = _record_in_process(str(blocker), "--", PY, "-c", "pass")  # LOGDIR is the file
+    assert code == 2 and err == f"tb-opmode: error: {blocker}: LOGDIR is a file, not a directory\n", err
     code, _out, err = _record_in_process("s3://bucket/logs", "--", PY, "-c", "pass")
     assert code == 2 and "record writes a local directory" in err
 
@@ -240,6 +242,20 @@ def test_a_job_that_never_ran_tensorflow_states_no_onednn_and_says_so(tmp_path: 
     assert err.getvalue().startswith("tb-opmode: error: run t1: the recorded job wrote no TensorFlow "
                                      "evidence (it exited with status 4 after "), err.getvalue()
     assert "see its stderr.log" in err.getvalue()
+
+
+def test_records_screen_says_why_a_run_has_nothing_as_summary_does(tmp_path: Path) -> None:
+    """The job ended without running TensorFlow: record's screen says so, and how it ended,
+    in summary's words, naming the run's directory (it said "nothing ... gives counts yet")."""
+    logs = tmp_path / "logs"
+    proc = _record(str(logs), "--name", "t1", "--", PY, JOBS, "streams", "5")
+    assert proc.returncode == 5, proc.stderr
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["summary", str(logs)], out, err) == 2
+    said = err.getvalue().removeprefix("tb-opmode: error: run t1: ").rstrip("\n")
+    assert said.startswith("the recorded job wrote no TensorFlow evidence (it exited with status 5")
+    assert f"tb-opmode record: run {logs / 't1'}: {said}\n" in proc.stdout, proc.stdout
+    assert "yet" not in proc.stdout
 
 
 def test_a_failed_job_says_its_command_and_how_it_ended(tmp_path: Path, record_kernels: Any) -> None:

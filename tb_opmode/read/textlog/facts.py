@@ -85,7 +85,8 @@ class LogFacts:
     xla_launches: Counter[str] = field(default_factory=Counter)
     graph_executions: Counter[str] = field(default_factory=Counter)
     # tf.function (``__inference_...``) -> the nodes its executor instantiated, node ->
-    # (kernel, dtype); plumbing left out. TF 2.21 logs the end of each function's
+    # (kernel, dtype); plumbing left out (a function that instantiated only plumbing has
+    # no node: it is here, ran nothing of ours). TF 2.21 logs the end of each function's
     # execution: without that line a function also takes the kernels grappler's constant
     # folding instantiates before the thread's next function.
     function_nodes: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)

@@ -148,6 +148,12 @@ class LineHandlers(StepFiling):
             return
         parsed = self._node_of_kernel_line(line, at, off)
         if parsed is None:
+            # Still a node of the running function, which TF instantiated: one whose other
+            # nodes grappler all removed (x * 1) runs nothing but its plumbing, and its
+            # graph ops are known (none), not unknown.
+            function = self.open_functions.get(tid)
+            if function is not None:
+                self.function_nodes.setdefault(function, {})
             return
         name, kernel, dtype = parsed
         op = self.eager_ops.get(tid)
