@@ -27,7 +27,7 @@ from collections.abc import Callable
 from ..model import RunModel
 from ..read.trace_log import TraceLine
 from .traces import KERAS_STEP_NAMES, FunctionLedger, TraceEntry, args_of_key, ledger
-from .traces_causes import CauseContext, changed_of
+from .traces_causes import CauseContext, EarlierTrace, changed_of
 
 __all__ = ["run_ledger", "logged_ledger"]
 
@@ -97,6 +97,7 @@ def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger
     name = lines[0].name
     fn = FunctionLedger(name, _display_name(lines[0]), "")
     seen: set[str] = set()
+    earlier: list[EarlierTrace] = []  # of the current tf.function object
     for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions))):
         before = fn.traces[-1] if i else None
         entry.first_of_object = (line.address not in seen and line.scope != "NO_VARIABLE_CREATION"
@@ -107,8 +108,9 @@ def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger
             previous_first_of_object=bool(before and before.first_of_object),
             previous_calls=before.calls if before else 0, unrecorded_why=_SAME_KEY,
             key=line.params, previous_key=lines[i - 1].params if i else None,
-            scope=line.scope, previous_scope=lines[i - 1].scope if i else ""))
+            scope=line.scope, previous_scope=lines[i - 1].scope if i else "", earlier=earlier))
         entry.changed, entry.note = verdict.changed, verdict.note
+        earlier = [*([] if entry.first_of_object else earlier), EarlierTrace(entry.graph, line.params)]
         fn.traces.append(entry)
         fn.objects += int(entry.first_of_object)
     return fn
