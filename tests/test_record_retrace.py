@@ -124,8 +124,31 @@ def test_an_eager_only_jobs_dump_is_not_said_to_be_still_writing(
     assert doc["warnings"] == [] and err == ""
     (run,) = doc["runs"]
     assert {r["op_type"]: r["eager"]["executions"] for r in run["op_types"]
-            if r["op_type"] in ("MatMul", "Relu")} == {"MatMul": 5, "Relu": 5}
+            if r["op_type"] in ("MatMul", "Relu")} == {"MatMul": 12, "Relu": 12}
     assert "No tf.function traces in the dump." in _cli("functions", str(rundir))[0]
+
+
+def test_a_line_of_few_eager_ops_called_many_times_is_told_to_move_its_loop_into_a_graph(
+        recorded: dict[str, tuple[Path, str]]) -> None:
+    """The eager job's helper issues 3 ops per call and is called 12 times from a loop: too
+    few ops for a tf.function around the helper alone; the advice is the loop that calls it,
+    with the helper's calls and ops per call as the job counted them."""
+    rundir, stdout = recorded["eager-calls"]
+    (line,) = [x for x in stdout.splitlines() if x.startswith("eager layer ")]
+    truth = json.loads(line.removeprefix("eager layer "))
+    (run,) = json.loads(_cli("summary", str(rundir), "--format", "json")[0])["runs"]
+    top = run["eager_sites"][0]
+    assert top["user_location"].endswith("record_jobs.py:" + str(_line_of("few eager ops, called from a loop")))
+    assert top["executions"] == truth["calls"] * truth["ops_per_call"]
+    (advice,) = [a for a in top["advice"] if "runs all those calls as one graph" in a]
+    assert f"issues {truth['ops_per_call']} eager op(s) per call and ran {truth['calls']} times" in advice
+    assert "the code that calls layer" in advice
+
+
+def _line_of(marker: str) -> int:
+    """The line of tests/record_jobs.py that holds ``marker``."""
+    lines = Path(JOBS).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if marker in text)
 
 
 def _step_keys(rundir: Path) -> list[str]:

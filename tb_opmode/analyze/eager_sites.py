@@ -235,6 +235,7 @@ def _measured(ctx: _AdviceContext, site: EagerSite) -> str:
 
 _MANY_OPS = 8  # ops per call from which a line's dispatch overhead is worth a graph
 _FEW_CALLS = 3  # calls under which op counts say nothing of a line's calls
+_MANY_CALLS = 10  # calls of a line of few ops from which its caller's loop is worth a graph
 # The library frame of a line that calls TensorFlow's ops itself (not through Keras or
 # another library, whose own code a tf.function around the user's line would not help).
 _TF_DIRECT = re.compile(r"(^|[/\\])(tensorflow|tensorflow_core)[/\\]python[/\\]")
@@ -252,6 +253,28 @@ def _many_small_ops(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
     return (f"This line issues {per_call} eager ops per call ({site.calls} calls, as its op "
             f"counts tell): each is dispatched from Python one by one. A tf.function around "
             f"{site.scope} runs them as one graph." + _measured(ctx, site))
+
+
+def _around(site: EagerSite) -> str:
+    """What a tf.function would wrap to hold this line's calls: the loop that calls its
+    function, or, for a line at module level, the loop around it moved into a function."""
+    if site.scope in ("", "<module>"):
+        return "the loop around this line, moved into a function decorated with @tf.function"
+    return f"the code that calls {site.scope} (its loop, or the step that holds it)"
+
+
+def _few_ops_many_calls(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
+    """A line of few ops run many times: a tf.function around it alone would cost about
+    what it saves (a call of a tf.function costs about as much as a few eager ops); the
+    loop that calls it is what to put in a graph."""
+    per_call = site.ops_per_call()
+    if per_call is None or per_call >= _MANY_OPS or (site.calls or 0) < _MANY_CALLS \
+            or not _calls_tf(site):
+        return None
+    return (f"This line issues {per_call} eager op(s) per call and ran {site.calls} times (as "
+            f"its op counts tell), each op dispatched from Python one by one. Too few per call "
+            f"for a tf.function around the line alone to gain much: a tf.function around "
+            f"{_around(site)} runs all those calls as one graph." + _measured(ctx, site))
 
 
 def _summary_ops(_ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
@@ -274,6 +297,7 @@ def _repeated_ops(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
 # Ordered rules (context, site) -> advice | None; every rule that answers is kept.
 ADVICE_RULES: list[tuple[str, Callable[[_AdviceContext, EagerSite], Optional[str]]]] = [
     ("many_small_ops", _many_small_ops),
+    ("few_ops_many_calls", _few_ops_many_calls),
     ("summary_ops", _summary_ops),
     ("repeated_ops", _repeated_ops),
 ]
