@@ -116,7 +116,8 @@ def test_a_function_grappler_emptied_is_counted_not_warned_about(
 
 def test_an_eager_only_jobs_dump_is_not_said_to_be_still_writing(
         recorded: dict[str, tuple[Path, str]]) -> None:
-    rundir, _stdout = recorded["eager-calls"]
+    rundir, stdout = recorded["eager-calls"]
+    calls = _eager_truth(stdout)["calls"]
     (traces,) = rundir.glob("tfdbg_events.*.graph_execution_traces")
     assert traces.stat().st_size == 0  # no graph ran
     out, err = _cli("summary", str(rundir), "--format", "json")
@@ -124,7 +125,7 @@ def test_an_eager_only_jobs_dump_is_not_said_to_be_still_writing(
     assert doc["warnings"] == [] and err == ""
     (run,) = doc["runs"]
     assert {r["op_type"]: r["eager"]["executions"] for r in run["op_types"]
-            if r["op_type"] in ("MatMul", "Relu")} == {"MatMul": 12, "Relu": 12}
+            if r["op_type"] in ("MatMul", "Relu")} == {"MatMul": calls, "Relu": calls}
     assert "No tf.function traces in the dump." in _cli("functions", str(rundir))[0]
 
 
@@ -134,8 +135,7 @@ def test_a_line_of_few_eager_ops_called_many_times_is_told_to_move_its_loop_into
     few ops for a tf.function around the helper alone; the advice is the loop that calls it,
     with the helper's calls and ops per call as the job counted them."""
     rundir, stdout = recorded["eager-calls"]
-    (line,) = [x for x in stdout.splitlines() if x.startswith("eager layer ")]
-    truth = json.loads(line.removeprefix("eager layer "))
+    truth = _eager_truth(stdout)
     (run,) = json.loads(_cli("summary", str(rundir), "--format", "json")[0])["runs"]
     top = run["eager_sites"][0]
     assert top["user_location"].endswith("record_jobs.py:" + str(_line_of("few eager ops, called from a loop")))
@@ -143,6 +143,25 @@ def test_a_line_of_few_eager_ops_called_many_times_is_told_to_move_its_loop_into
     (advice,) = [a for a in top["advice"] if "runs all those calls as one graph" in a]
     assert f"issues {truth['ops_per_call']} eager op(s) per call and ran {truth['calls']} times" in advice
     assert "the code that calls layer" in advice
+
+
+def test_a_job_that_calls_no_tf_function_has_its_eager_work_profiled(
+        recorded: dict[str, tuple[Path, str]]) -> None:
+    """No step to count: the recording profiles a window of the job's eager work instead,
+    so its eager lines are ranked by time, the helper's line first with its profiled ops."""
+    rundir, _stdout = recorded["eager-calls"]
+    assert list(rundir.glob("plugins/profile/*/*.xplane.pb")), sorted(p.name for p in rundir.rglob("*"))
+    (run,) = json.loads(_cli("summary", str(rundir), "--format", "json")[0])["runs"]
+    top = run["eager_sites"][0]
+    assert top["user_location"].endswith("record_jobs.py:" + str(_line_of("few eager ops, called from a loop")))
+    assert top["time_ns"] and top["profiled_executions"] > 0, top
+
+
+def _eager_truth(stdout: str) -> dict[str, int]:
+    """The eager job's helper: its calls and ops per call, as the job counted them."""
+    (line,) = [x for x in stdout.splitlines() if x.startswith("eager layer ")]
+    truth: dict[str, int] = json.loads(line.removeprefix("eager layer "))
+    return truth
 
 
 def _line_of(marker: str) -> int:

@@ -27,7 +27,7 @@ from typing import NoReturn, Optional, TextIO
 
 from ..errors import BadParameter, CannotRecord
 from . import manifest
-from .inprocess import DEFAULT_STEPS, LEVELS
+from .inprocess import DEFAULT_STEPS, EAGER_WINDOW_S, LEVELS
 from .job import JobEnd, run_job
 from .plan import Plan, check_level, check_name, check_steps, make_plan
 from .summary import Render, print_summary
@@ -106,7 +106,9 @@ def _die_as(returncode: int) -> int:
 
 def _started(plan: Plan, stderr: TextIO) -> None:
     settings = plan.settings
-    window = f"; profiling steps {settings.steps[0]}:{settings.steps[1]}"
+    a, b = EAGER_WINDOW_S
+    window = (f"; profiling steps {settings.steps[0]}:{settings.steps[1]} (a job with no tf.function "
+              f"call yet: its eager work {a:g} to {b:g} s after TF's import)")
     stderr.write(f"tb-opmode record: evidence {settings.evidence} into {plan.rundir}{window}\n")
     stderr.flush()
 

@@ -7,7 +7,9 @@ In: a recording's settings (``Settings``): from the environment variable
 
 - a Debugger V2 dump (levels ``calls`` and ``full``), enabled right after TF's import;
 - a profile of a window of steps, a step being a call of an outermost ``tf.function``
-  (Keras ``fit``'s train function and a custom loop's step alike);
+  (Keras ``fit``'s train function and a custom loop's step alike); a job that has called
+  no tf.function a second after TF's import (an eager loop) gets a profile of its next
+  second of eager work instead (``EAGER_WINDOW_S``), ended by its first tf.function call;
 - TF's own Python line for each new trace ("Creating new FuncGraph for Python function
   ... (key: ...)"), in ``TRACE_LOG``, formatted as TF's default handler formats it;
 - ``job.<pid>.json``: what only the job knows (TF version, the steps it ran, the window
@@ -40,7 +42,7 @@ from typing import Any, Callable, Optional
 
 __all__ = ["ENV_VAR", "TRACE_LOG", "JOB_FACTS", "Level", "LEVELS", "Settings", "Recording",
            "environment", "parse_steps", "attach_when_imported", "start_from_environment",
-           "DEFAULT_STEPS"]
+           "DEFAULT_STEPS", "EAGER_WINDOW_S"]
 
 # The variable that carries a recording's settings into the job (JSON).
 ENV_VAR = "TB_OPMODE_RECORD"
@@ -51,6 +53,10 @@ _CLAIM = ".recorded-by"
 # The first call of a step function traces it; the window starts after it, early enough
 # that TF's profiler still records small ops.
 DEFAULT_STEPS = (2, 4)
+# A job with no steps (eager ops only, or none yet): the seconds after TF's import whose
+# eager work is profiled, so that its eager lines can be ranked by time. A tf.function
+# called first ends the window, and its steps have the profile.
+EAGER_WINDOW_S = (1.0, 2.0)
 
 # The modules whose log lines we read: ``execute`` (each eager op and each call of a
 # tf.function, as dispatched) and ``op_kernel`` (each kernel, once, as instantiated).
@@ -164,10 +170,11 @@ class _StepWindow:
     call ``last``."""
 
     def __init__(self, first: int, last: int, start: Callable[[int], None],
-                 stop: Callable[[int], None]) -> None:
+                 stop: Callable[[int], None], on_first_call: Callable[[], None] = lambda: None) -> None:
         self.first, self.last = first, last
         self.calls = 0
         self._start, self._stop = start, stop
+        self._on_first_call = on_first_call
         self._lock = threading.Lock()
         self._inside = threading.local()
 
@@ -193,9 +200,49 @@ class _StepWindow:
         with self._lock:
             self.calls += 1
             step = self.calls
+        if step == 1:
+            self._on_first_call()
         if step == self.first:
             self._start(step)
         return step
+
+
+class _EagerWindow:
+    """The profile of a job with no steps: opened ``EAGER_WINDOW_S[0]`` seconds after TF's
+    import unless a tf.function was called by then, closed a second later, or at once by
+    the first tf.function call (whose steps then have the profile) or by the job's end.
+    Timer threads, daemons: the job never waits for them."""
+
+    def __init__(self, start: Callable[[int], None], stop: Callable[[int], None],
+                 calls: Callable[[], int]) -> None:
+        self._start, self._stop, self._calls = start, stop, calls
+        self._lock = threading.Lock()
+        self._state = "waiting"  # then "open", then "done"
+        self._timers: list[threading.Timer] = []
+
+    def arm(self, seconds: tuple[float, float] = EAGER_WINDOW_S) -> None:
+        for delay, then in ((seconds[0], self._open), (seconds[1], self.close)):
+            timer = threading.Timer(delay, then)
+            timer.daemon = True
+            self._timers.append(timer)
+            timer.start()
+
+    def _open(self) -> None:
+        with self._lock:
+            if self._state != "waiting" or self._calls():
+                self._state = "done"
+                return
+            self._state = "open"
+            self._start(0)
+
+    def close(self) -> None:
+        """End the window (a tf.function call, the job's end, or its time)."""
+        with self._lock:
+            for timer in self._timers:
+                timer.cancel()
+            if self._state == "open":
+                self._stop(0)
+            self._state = "done"
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
@@ -247,6 +294,7 @@ class Recording:
     facts: dict[str, Any] = field(default_factory=dict)
     _undo: list[Callable[[], None]] = field(default_factory=list)
     _window: Optional[_StepWindow] = None
+    _eager_window: Optional[_EagerWindow] = None
     _profiling: bool = False
     _finished: bool = False
     _tf: Any = None
@@ -313,14 +361,18 @@ class Recording:
         function = module.Function
         call = function.__call__
         first, last = self.settings.steps
-        self._window = _StepWindow(first, last, self._start_profile, self._stop_profile)
-        function.__call__ = self._window.wrap(call)
+        eager = _EagerWindow(self._start_profile, self._stop_profile, lambda: window.calls)
+        window = _StepWindow(first, last, self._start_profile, self._stop_profile, eager.close)
+        self._window, self._eager_window = window, eager
+        function.__call__ = window.wrap(call)
         self._undo.append(lambda: setattr(function, "__call__", call))
+        eager.arm()
 
     def _start_profile(self, step: int) -> None:
         def start_profile() -> None:
             self._tf.profiler.experimental.start(self.settings.rundir)
             self._profiling = True
+            # step 0: the eager window (no step had run)
             self.facts["profile"] = {"first_step": step, "last_step": None, "started": time.time()}
         self._attempt(start_profile)
 
@@ -342,6 +394,8 @@ class Recording:
             return
         self._finished = True
         atexit.unregister(self.finish)
+        if self._eager_window is not None:
+            self._eager_window.close()
         if self._window is not None and self._profiling:
             self._stop_profile(self._window.calls)
         while self._undo:
