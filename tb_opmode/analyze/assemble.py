@@ -15,6 +15,7 @@ kernel`` / ``Process node``) first, then the profile's ``<node>:<kernel>`` event
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable
 
 from ..errors import BadParameter, LogdirError, NoSuchRun, Problem
@@ -24,6 +25,7 @@ from ..read.cache import prefetch_files
 from ..read.discover import RunSources, discover, display, dump_location, relpath
 from ..read.manifest import recorded_run
 from ..read.partials import Partial, Unit, read_serial, units_of
+from ..read.tasks import task_of
 from ..read.textlog import LogFacts
 from ..read.tfdbg import DumpSet
 from ..vocab import is_function, is_onednn
@@ -200,6 +202,30 @@ def _dump_checks(dump: DumpSet) -> list[Problem]:
     return out
 
 
+def _shared_directory_checks(dumps: list[DumpSet]) -> list[Problem]:
+    """Dump sets of one task in one directory. Each process writes its own set, so two
+    of one task there (a script run twice with one ``dump_root``) are two runs, which
+    this run sums as if they were the workers of one job (TF's ``DebugDataReader``
+    refuses such a directory); said, naming the sets, so that nobody takes the sum for
+    one run's counts. A job's workers write in directories of their own, or name tasks
+    of their own."""
+    by_directory: dict[str, list[DumpSet]] = {}
+    for dump in dumps:
+        by_directory.setdefault(dump.directory, []).append(dump)
+    out = []
+    for directory, sets in sorted(by_directory.items()):
+        tasks = Counter(t for d in sets for t in {task_of(name) for name in d.devices.values()} if t)
+        shared = sorted(t for t, n in tasks.items() if n > 1)
+        if shared:
+            names = ", ".join(sorted(d.prefix for d in sets))
+            out.append(Problem(directory, 0, (
+                f"{len(sets)} dumps of the same task ({', '.join(shared)}) in one directory "
+                f"({names}): each was written by a process of its own (a script run twice "
+                f"into one dump root?), and their counts are summed here as one run; give "
+                f"each run a directory of its own")))
+    return out
+
+
 def _read_logs(paths: list[str], problems: list[Problem], parts: Partial) -> list[LogFacts]:
     logs = []
     for path in paths:
@@ -270,6 +296,7 @@ def _source_problems(model: RunModel, dumps: list[DumpSet], sources: RunSources,
     for dump in dumps:
         out.extend(dump.problems)
         out.extend(_dump_checks(dump))
+    out.extend(_shared_directory_checks(dumps))
     for prof in model.profiles:
         out.extend(prof.problems)
     for log in model.logs:

@@ -26,6 +26,7 @@ from ..vocab import REMOVED, UNKNOWN, is_onednn
 from .call_sites import call_sites, function_graphs
 from .events import eager_kernels, node_op_types, op_times
 from .kernels import is_fused
+from .kernels.grappler import DATASET_GRAPHS
 from .nodes import canonical_op
 from .rules import NON_FLOAT, matching_rules, stock_reason
 from .times import class_times, kernel_class, time_share
@@ -287,8 +288,18 @@ def _function_groups(graphs: list[dict[str, Any]], traced: Mapping[str, int]
 def _group_words(function: str, graph: str, traces: int, calls: int) -> str:
     """``graph G`` of tf.function F, with its traces and calls."""
     words = f"graph {graph}" + (f" of tf.function {function}" if function != graph else "")
-    called = "called once" if calls == 1 else f"called {calls} times"
-    return f"{words} ({_traced(traces)}, {called})"
+    return f"{words} ({_traced(traces)}, {_called(function, calls)})"
+
+
+def _called(function: str, calls: int) -> str:
+    """How often a function was called. No call recorded is not "called 0 times" beside
+    the executions of its ops: tf.data runs its functions (``Dataset.map``'s) itself, per
+    element, and no Python call of them is recorded."""
+    if calls:
+        return "called once" if calls == 1 else f"called {calls} times"
+    if function.startswith(DATASET_GRAPHS):
+        return "run by tf.data for each element, not called from Python: the dump records no call of it"
+    return "no call of it recorded"
 
 
 def _graph_mode(facts: _OpType, stats: ModeStats) -> _Reason:

@@ -155,6 +155,9 @@ def _load(path: str, key: tuple[str, ...]) -> Any:
         f = open(path, "rb")
     except FileNotFoundError:
         return None
+    except NotADirectoryError as err:
+        _say_unusable(os.path.dirname(path), err)
+        return None
     except OSError as err:
         logger.warning("opmode cache: cannot open %s (%s); reading the files instead", path, err)
         return None
@@ -192,17 +195,44 @@ def _touch(path: str) -> None:
         os.utime(path)
     except FileNotFoundError:
         pass  # evicted meanwhile by another process
-    except OSError as err:
-        logger.warning("opmode cache: cannot mark %s used: %s", path, err)
+    except OSError as err:  # a read-only cache: its entries are still read
+        _say_once(os.path.dirname(path), "touch",
+                  f"cannot mark the entries of {os.path.dirname(path)} used ({err}): "
+                  "eviction cannot tell which were read last")
 
 
 def _usable_dir(directory: str) -> bool:
+    """Whether entries can be written in ``directory`` (made if missing); if not, said
+    once (``_say_unusable``)."""
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         st = os.stat(directory)
-    except OSError:
+    except OSError as err:
+        _say_unusable(directory, err)
         return False
-    return not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        _say_unusable(directory, "not owned by this user")
+        return False
+    return True
+
+
+# What was already said of a cache directory in this process, (directory, what): a
+# read-only home or a TB_OPMODE_CACHE naming a file fails every entry alike, and a line
+# per file read (dozens for a few runs) buried the one thing to do about it.
+_said: set[tuple[str, str]] = set()
+
+
+def _say_once(directory: str, what: str, text: str) -> None:
+    """Warn ``text`` the first time ``what`` goes wrong in ``directory``, then no more."""
+    if (directory, what) not in _said:
+        _said.add((directory, what))
+        logger.warning("opmode cache: %s", text)
+
+
+def _say_unusable(directory: str, why: object) -> None:
+    _say_once(directory, "unusable",
+              f"{directory} is not a usable directory ({why}): nothing cached, every file "
+              f"is read; set {CACHE_ENV} to a writable directory, or to off")
 
 
 # While set (``defer_stores``), what ``_store`` would write now, to write later.
@@ -232,13 +262,16 @@ def _store(directory: str, path: str, key: tuple[str, ...], value: Any,
         _deferred.append((directory, path, key, value, sources))
         return
     if not _usable_dir(directory):
-        logger.warning("opmode cache: %s is not a usable directory: nothing cached", directory)
         return
     header = {"format": _FORMAT, "code": _code_fingerprint(key[0]), "key": key,
               "sources": sources}
     tmp = ""
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=_SUFFIX)
+    except OSError as err:  # a read-only file system, a directory we may not write in
+        _say_unusable(directory, err)
+        return
+    try:
         with os.fdopen(fd, "wb") as f:
             pickle.dump(header, f, protocol=pickle.HIGHEST_PROTOCOL)
             pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)

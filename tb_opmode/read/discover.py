@@ -67,7 +67,9 @@ fs_join = os.path.join  # '/'-joins URLs as it does paths
 __all__ = ["RunSources", "discover", "LOG_SUFFIXES", "relpath", "display", "dump_location",
            "problem_text", "Scan"]
 
-LOG_SUFFIXES = (".txt", ".log", ".out", ".err")
+# A log saved gzip-compressed (`2>&1 | gzip > train.log.gz`, a rotated log) is read as
+# its text (``textlog.read_log``).
+LOG_SUFFIXES = tuple(s + z for s in (".txt", ".log", ".out", ".err") for z in ("", ".gz"))
 
 _Warnings = list[tuple[str, str]]
 _Window = tuple[float, float, str]  # (start, end, host)

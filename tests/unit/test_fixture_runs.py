@@ -7,11 +7,13 @@ the log's ``Executing op`` / ``Instantiating kernel`` lines (parsed here, not by
 """
 from __future__ import annotations
 
+import shutil
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from tb_opmode.analyze.assemble import RunModel, is_function
+from tb_opmode.analyze.assemble import RunModel, is_function, load
 from tb_opmode.analyze.kernels import UNKNOWN
 
 from .conftest import Fixture, log_eager_kernels, tf_dtype
@@ -148,3 +150,27 @@ def test_onednn_verbose_primitives_from_stdout(full_model: RunModel, full_health
         for key, n in log.onednn_primitives.items():
             got[key[0]] += n
     assert want and got == want
+
+
+def test_two_dumps_of_one_process_in_one_directory_are_named(full_health: Fixture, no_tensor: Fixture,
+                                                              tmp_path: Path) -> None:
+    """The same script dumped twice into one directory (each process writes its own set,
+    both of task localhost:0): the run sums them, which TF's DebugDataReader refuses, so
+    the run says so, naming both sets; one dump alone says nothing of the kind."""
+    both = tmp_path / "rerun"
+    both.mkdir()
+    prefixes = set()
+    for fixture in (full_health, no_tensor):
+        for f in fixture.directory.glob("tfdbg_events.*"):
+            shutil.copy(f, both / f.name)
+            prefixes.add(f.name.rsplit(".", 1)[0])
+    assert len(prefixes) == 2
+    (model,) = load(str(both))
+    said = [p.message for p in model.problems if "same task" in p.message]
+    assert len(said) == 1, [str(p) for p in model.problems]
+    assert "localhost:0" in said[0] and all(prefix in said[0] for prefix in prefixes)
+    # the counts are still those of both dumps, as TF recorded them
+    eager = {op: row.eager.executions for op, row in model.op_types.items() if row.eager.executions}
+    assert eager == dict(Counter(full_health.reference["eager"]) + Counter(no_tensor.reference["eager"]))
+    (alone,) = load(str(full_health.directory))
+    assert not [p for p in alone.problems if "same task" in p.message]

@@ -8,6 +8,7 @@ headline's premise lines name only op types that ran a oneDNN kernel in both mod
 """
 from __future__ import annotations
 
+import copy
 import io
 import re
 
@@ -15,7 +16,7 @@ import pytest
 
 from tb_opmode.analyze.assemble import RunModel
 from tb_opmode.cli import main
-from tb_opmode.present.lead import function_words
+from tb_opmode.present.lead import function_words, lead
 from tb_opmode.present.tab import build_view, overview
 
 from ..lead_check import _mode_problems, chip_verdict, disagreements, leads_of
@@ -96,3 +97,24 @@ def test_premises_name_onednn_in_both_modes(full_health: Fixture, full_model: Ru
     rest = [line for line in glance["premises"] if not line.endswith("not graph-only.")]
     assert {line.split(" ", 1)[0] for line in rest} == one_mode and "Softmax" in one_mode
     assert all(" ran only " in line for line in rest)
+
+
+def test_a_kernel_seen_and_inferred_is_named_once(full_health: Fixture, full_model: RunModel) -> None:
+    """A kernel the log names for some executions and the rules infer for the others is
+    two chips (a MirroredStrategy replica's Muls: ``Mul x48 (log)``, ``Mul x8
+    (inferred)``); the kernel sentence named it twice ("stock `Mul`, stock `Mul` in both
+    modes") and the graph sentence's split read as a slip. Here the committed run's Mul
+    row, its graph's stock Mul split so, as that run's was."""
+    model = full_model
+    row = copy.deepcopy(build_view(model, str(full_health.directory), timeline=False).rows["Mul"])
+    graph = row["graph"]["kernels"]
+    (mul,) = [k for k in graph if k["name"] == "Mul" and k["kind"] == "stock"]
+    assert mul["executions"] >= 2 and mul["evidence"] == "log"
+    seen, inferred = mul["executions"] - 1, 1
+    graph.append({**mul, "executions": inferred, "evidence": "inferred"})
+    mul["executions"] = seen
+    said = lead(model, row)
+    assert said["kernel"].count("`Mul`") == 1, said["kernel"]
+    assert f"{seen} ran stock `Mul` [log]" in said["graph"], said["graph"]
+    assert f"{inferred} ran stock `Mul` [inferred]" in said["graph"], said["graph"]
+    assert _mode_problems("Mul", "graph", said["graph"], row["graph"]) == []

@@ -5,6 +5,8 @@ On the committed TF 2.21 run of ``tests/data`` (no TensorFlow needed)."""
 from __future__ import annotations
 
 import io
+import json
+import logging
 import os
 import pickle
 import shutil
@@ -94,3 +96,24 @@ def test_not_kept_for_callers_from_python_nor_for_workers(run_copy: Path, tmp_pa
     _program(run_copy, monkeypatch, "--workers", "1")
     assert spy.calls == 4
     assert "summary" not in _kinds(tmp_path / "cache")
+
+
+def test_an_unusable_cache_directory_is_one_warning(full_health: Fixture, no_tensor: Fixture,
+                                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """A cache that cannot be written (here TB_OPMODE_CACHE names a file; a read-only home
+    alike) is said once, naming it, not once per file read: the summary of two runs gave
+    a line for each of their dump sets, profiles, logs and views."""
+    logdir = tmp_path / "logs"
+    shutil.copytree(full_health.directory, logdir / "full")
+    shutil.copytree(no_tensor.directory, logdir / "no_tensor")
+    not_a_dir = tmp_path / "cache-is-a-file"
+    not_a_dir.write_text("")
+    monkeypatch.setenv("TB_OPMODE_CACHE", str(not_a_dir))
+    with caplog.at_level(logging.WARNING, logger="tb_opmode.read.cache"):
+        document = json.loads(_program(logdir, monkeypatch))
+    said = [r.getMessage() for r in caplog.records if r.name == "tb_opmode.read.cache"]
+    assert len(said) == 1, said
+    assert str(not_a_dir) in said[0] and "TB_OPMODE_CACHE" in said[0]
+    assert [r["run"] for r in document["runs"]] == ["full", "no_tensor"]  # and all was read
+    assert not_a_dir.read_text() == ""

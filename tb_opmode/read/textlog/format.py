@@ -51,6 +51,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
+import zlib
 from typing import Callable, Optional
 
 from .. import fs
@@ -65,8 +66,9 @@ __all__ = [
     "CPU_GUARD", "CPU_FEATURES", "CPU_LINE_BLOCKS", "FOLDED_NODE", "ONEDNN_BANNER", "XLA_LAUNCH",
     "WRAPPED", "DEBUG_OP_NAME", "DEBUG_CONTEXT", "DEBUG_SLOT", "DEBUG_MODE", "DEBUG_BUFFER",
     "DEBUG_RUN_ID", "DEBUG_KERNEL", "HANDLED_LINE", "PROCESS_NODE_LINE", "HANDLED_OR_PROCESS_LINE",
-    "ODD_BYTE", "NON_UTF8", "BINARY", "GARBLED", "LONG_LINES", "NO_LAST_NEWLINE", "PROBLEM_KINDS",
-    "as_text", "prefix_time", "first_input", "node_fields", "runs_eager_op", "looks_like_log"]
+    "ODD_BYTE", "NON_UTF8", "BINARY", "GARBLED", "LONG_LINES", "NO_LAST_NEWLINE", "CUT_STREAM", "PROBLEM_KINDS",
+    "as_text", "prefix_time", "first_input", "node_fields", "runs_eager_op", "looks_like_log",
+    "GZIP_MAGIC", "gunzipped_head"]
 
 # Lines longer than this are cut; only their head is parsed.
 MAX_LINE = 1 << 20
@@ -173,7 +175,9 @@ BINARY = "binary (NUL) bytes"
 GARBLED = "garbled lines (another line written into them, or cut short)"
 LONG_LINES = f"lines longer than {MAX_LINE} bytes (only their head read)"
 NO_LAST_NEWLINE = "last line has no newline (file still being written, or cut)"
-PROBLEM_KINDS = (NON_UTF8, BINARY, GARBLED, LONG_LINES, NO_LAST_NEWLINE)  # in report order
+CUT_STREAM = ("gzip stream ends early (a file still being written, or damaged): its text read "
+              "up to there")
+PROBLEM_KINDS = (NON_UTF8, BINARY, GARBLED, LONG_LINES, NO_LAST_NEWLINE, CUT_STREAM)  # in report order
 
 
 def as_text(b: bytes) -> str:
@@ -240,12 +244,26 @@ def runs_eager_op(fn: bytes, dispatch: bytes) -> bool:
     return fn[len(WRAPPED):].lstrip(b"_").startswith(dispatch.lstrip(b"_") + b"_")
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gunzipped_head(head: bytes) -> bytes:
+    """The text at the start of a file's first bytes: as they are, or, for a gzip stream,
+    as much of its text as they hold (b"" if they are not a gzip stream after all)."""
+    if not head.startswith(GZIP_MAGIC):
+        return head
+    try:
+        return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(head)
+    except zlib.error:
+        return b""
+
+
 def looks_like_log(path: str, head_bytes: int = 65536) -> bool:
     """Whether the first ``head_bytes`` of ``path`` hold a TF log or oneDNN verbose line,
     or TF's Python line for a new trace (a file of those alone, as ``tb-opmode record``
     writes beside the C++ log, is a log of the run's traces)."""
     try:
-        head = fs.head(path, head_bytes)
+        head = gunzipped_head(fs.head(path, head_bytes))
     except OSError:
         return False
     if TRACE_MARK in head:

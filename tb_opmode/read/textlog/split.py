@@ -14,18 +14,24 @@ thread that dispatched no eager op there yet are read after the first half (they
 continue an op dispatched in it), and an eager op whose wrapper the second half did not
 see instantiated takes the kernel the first half saw. A step running across the split
 is filed in two parts. If the child fails, this process reads the second half itself.
+
+A gzip-compressed log is read as its text, in one stream (its offsets are the text's);
+where the stream ends early (still being written, or damaged), what came before is kept.
 """
 from __future__ import annotations
 
+import gzip
+import io
 import logging
 import os
 import pickle
 import threading
+import zlib
 from typing import Any, BinaryIO, Optional
 
 from .. import forks, fs
 from .facts import LogFacts
-from .format import HANDLED_LINE, MAX_LINE, PROCESS_NODE_MARK
+from .format import CUT_STREAM, GZIP_MAGIC, HANDLED_LINE, MAX_LINE, PROCESS_NODE_MARK
 from .scan import CHUNK_BYTES, LogParser, read_file
 
 __all__ = ["read_log", "SPLIT_BYTES", "tail_state", "merge_tail"]
@@ -64,6 +70,11 @@ def read_log(path: str) -> LogFacts:
     Raises OSError if the file cannot be opened or read."""
     parser = LogParser(path)
     with fs.open_read(path) as f:
+        if f.read(len(GZIP_MAGIC)) == GZIP_MAGIC:
+            f.seek(0)
+            read_file(io.BufferedReader(_Gunzipped(f, parser)), parser)
+            return parser.result()
+        f.seek(0)
         split = _split_point(f, path)
         child = _fork_second_half(path, split) if split else None
         if child is None:
@@ -81,6 +92,36 @@ def read_log(path: str) -> LogFacts:
             else:
                 merge_tail(parser, tail)
     return parser.result()
+
+
+class _Gunzipped(io.RawIOBase):
+    """A gzip stream's text; where the stream ends early or is damaged, the text ends
+    there and the parser notes it (a log compressed while written is cut, not lost)."""
+
+    def __init__(self, f: BinaryIO, parser: LogParser) -> None:
+        super().__init__()
+        self._stream = gzip.GzipFile(fileobj=f, mode="rb")
+        self._parser = parser
+        self._at = 0  # offset in the text
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        # read1: what one read of the stream gives; a larger read that meets the cut end
+        # would raise, losing the text it had decompressed before it.
+        if self._ended:
+            return 0
+        try:
+            data = self._stream.read1(len(buffer))
+        except (EOFError, OSError, zlib.error):
+            self._parser.note_problem(CUT_STREAM, self._at)
+            self._ended = True
+            return 0
+        buffer[:len(data)] = data
+        self._at += len(data)
+        return len(data)
 
 
 def _split_point(f: BinaryIO, path: str) -> int:
