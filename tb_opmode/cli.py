@@ -420,6 +420,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
+_LOGDIR_HELP = "TensorBoard logdir (or s3:// URL) holding tfdbg2 dumps, profiles or TF logs"
+_LOG_HELP = ("a TF log kept elsewhere, attached to its run by its content, or to --run RUN "
+             "(repeatable)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tb-opmode",
@@ -427,11 +432,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tb-opmode {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("summary", help="per op type: executions and kernels in each mode")
-    p.add_argument("logdir", help="TensorBoard logdir holding tfdbg2 dumps, profiles or TF logs")
+    p.add_argument("logdir", metavar="LOGDIR", help=_LOGDIR_HELP)
     p.add_argument("--run", help="only this run (its path relative to LOGDIR, '.' for LOGDIR)")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    p.add_argument("--log", action="append", default=[], metavar="FILE",
-                   help="a TF_CPP_MAX_VLOG_LEVEL / ONEDNN_VERBOSE log outside LOGDIR (repeatable)")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                   help="table (default); json: the stable contract; csv: a row per run, op "
+                        "type, mode and kernel")
+    p.add_argument("--log", action="append", default=[], metavar="FILE", help=_LOG_HELP)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive_int, metavar="N",
                        help="read the sources (dumps, profiles, logs) on N local processes")
@@ -441,30 +447,32 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_summary, command_parser=p)
     f = sub.add_parser("functions", help="per Python function run as a tf.function: its traces, "
                                          "calls, tracing time, why it traced again, what to change")
-    f.add_argument("logdir")
+    f.add_argument("logdir", metavar="LOGDIR", help=_LOGDIR_HELP)
     f.add_argument("--run", help="only this run (its path relative to LOGDIR, '.' for LOGDIR)")
-    f.add_argument("--format", choices=("table", "json"), default="table")
-    f.add_argument("--log", action="append", default=[], metavar="FILE")
+    f.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table (default) or json")
+    f.add_argument("--log", action="append", default=[], metavar="FILE", help=_LOG_HELP)
     f.set_defaults(func=_functions, workers=None, dask=None, command_parser=f)
     e = sub.add_parser("explain", help="why an op type ran in each mode with its kernel")
-    e.add_argument("logdir")
-    e.add_argument("op_type", help="op type as the dump names it, e.g. Transpose")
+    e.add_argument("logdir", metavar="LOGDIR", help=_LOGDIR_HELP)
+    e.add_argument("op_type", metavar="OP_TYPE", help="op type as the dump names it, e.g. Transpose")
     e.add_argument("--run", help="the run (default: the first that has the op type)")
     e.add_argument("--top", type=_positive_int, default=5, metavar="N",
-                   help="call sites to show per mode (at least 1)")
-    e.add_argument("--log", action="append", default=[], metavar="FILE")
+                   help="call sites to show per mode (at least 1; default 5)")
+    e.add_argument("--log", action="append", default=[], metavar="FILE", help=_LOG_HELP)
     e.set_defaults(func=_explain, command_parser=e)
     r = sub.add_parser("report", help="one run as Markdown or HTML to paste into an issue")
-    r.add_argument("logdir")
+    r.add_argument("logdir", metavar="LOGDIR", help=_LOGDIR_HELP)
     r.add_argument("--run", help="the run (default: the first, or the first with every --op)")
     r.add_argument("--op", action="append", default=[], metavar="OP",
                    help="op type to explain, always in the table (repeatable; "
                         f"default: {', '.join(DEFAULT_FOCUS)} when present)")
-    r.add_argument("--format", choices=FORMATS, default="md")
+    r.add_argument("--format", choices=FORMATS, default="md",
+                   help="md: Markdown (default); html: one page, its CSS inline")
     r.add_argument("--output", metavar="FILE", help="write the report to FILE, not stdout")
     r.add_argument("--no-redact", action="store_true",
                    help="keep paths and host names (by default: LOGDIR, <path>/file.py, host1)")
-    r.add_argument("--log", action="append", default=[], metavar="FILE")
+    r.add_argument("--log", action="append", default=[], metavar="FILE", help=_LOG_HELP)
     r.set_defaults(func=_report, command_parser=r)
     # Listed for --help only: main() hands `record ...` to capture.command before this parser
     # (everything after its `--` is the user's command, which argparse would parse).

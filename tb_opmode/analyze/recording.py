@@ -2,7 +2,8 @@
 
 In: a ``RunModel`` with its dumps read, and its directory's ``manifest.json`` (``read.
 manifest``). Out: ``model.recorded`` (the evidence level ``tb-opmode record`` used, None
-for a run made by hand) and ``model.reads_tensors``: the ``tensor_debug_mode`` of a dump
+for a run made by hand; the TF version and the host from it where no dump or profile names
+them) and ``model.reads_tensors``: the ``tensor_debug_mode`` of a dump
 whose debug ops read every traced tensor ("" where there is none, or it is NO_TENSOR).
 Such a dump changes what runs: grappler's remapper fuses no op whose output a debug op
 reads, so the run's graph kernels are the debug run's, not the job's (``FUSION_NOTE``).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from ..model import RunModel
 from ..read.manifest import recorded_run
+from ..read.sources import display
 from ..read.tfdbg import DEBUG_MODE_NAMES
 
 __all__ = ["note_recording", "reads_tensors", "FUSION_NOTE"]
@@ -32,9 +34,12 @@ def reads_tensors(model: RunModel) -> str:
 
 def note_recording(model: RunModel) -> None:
     """``model.recorded`` and ``model.reads_tensors``; the TF version from the manifest
-    where no dump gave it."""
+    where no dump gave it, the host where no dump or profile is named after one (a
+    ``kernels`` run of a job that ran no step has neither)."""
     if model.recorded is None:
         model.recorded = recorded_run(model.directory)
     if model.recorded is not None and not model.tensorflow_version:
         model.tensorflow_version = model.recorded.tensorflow_version
+    if model.recorded is not None and not model.hosts and model.recorded.host:
+        model.hosts = [display(model.recorded.host)]
     model.reads_tensors = reads_tensors(model)

@@ -3,7 +3,7 @@
 In: a run's directory; ``tb-opmode record`` writes ``manifest.json`` there beside the dump.
 Out: ``RecordedRun`` (how the run was made: the evidence level, the dump's
 ``tensor_debug_mode``, the command, the TF version, the window of steps, the job's exit
-status (and the signal that ended it, if one did) and wall time; the TF and oneDNN
+status (and the signal that ended it, if one did) and wall time, the host it ran on; the TF and oneDNN
 environment variables the job had, whether set by the recording or by the user; the CPU's
 instruction sets, named as TF's start-up line names them), or None where the directory
 holds no readable manifest (a run made by hand, a damaged file: the run is read all the
@@ -45,6 +45,7 @@ class RecordedRun:
     exit_status: Optional[int] = None     # the job's, None where it did not end (or unknown)
     signal: Optional[str] = None          # the signal that ended the job ("SIGKILL"), if one did
     duration_s: Optional[float] = None    # the job's wall time
+    host: str = ""                        # the host name the job ran on, "" if not recorded
 
 
 def recorded_run(directory: str) -> Optional[RecordedRun]:
@@ -68,7 +69,7 @@ def recorded_run(directory: str) -> Optional[RecordedRun]:
         tensorflow_version=_text(doc, "tensorflow_version"),
         steps=tuple(s for s in steps if isinstance(s, int)) if isinstance(steps, list) else (),
         exit_status=_number(doc, "exit_status", int), signal=_text(doc, "signal") or None,
-        duration_s=_number(doc, "duration_s", float))
+        duration_s=_number(doc, "duration_s", float), host=_text(doc, "host"))
 
 
 def is_recorded(directory: str, filenames: list[str]) -> bool:

@@ -11,6 +11,8 @@ import csv
 import io
 import itertools
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +23,8 @@ from tb_opmode.cli import main
 from tb_opmode.present.csv import CSV_COLUMNS, render_csv
 
 from .conftest import Fixture
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -208,3 +212,42 @@ def test_an_unknown_option_is_told_with_its_commands_usage(
     err = capsys.readouterr().err
     assert err.startswith(f"usage: tb-opmode {command} ")
     assert err.endswith(f"tb-opmode {command}: error: unrecognized arguments: --frobnicate\n")
+
+
+def _help_entries(help_text: str) -> dict[str, str]:
+    """``--help``'s arguments (``-h, --help``, ``--run RUN``, ``LOGDIR``) -> their help text."""
+    entries: dict[str, str] = {}
+    name = ""
+    for line in help_text.splitlines():
+        if line.startswith("  ") and not line.startswith("   "):
+            name, _, rest = line.strip().partition("  ")
+            entries[name] = rest.strip()
+        elif line.startswith("   ") and name:
+            entries[name] = (entries[name] + " " + line.strip()).strip()
+        else:
+            name = ""
+    return entries
+
+
+def _documented_usage(command: str) -> str:
+    """The command's usage line in docs/cli.md's block of usages."""
+    text = (DOCS / "cli.md").read_text()
+    (line,) = [ln for ln in text.splitlines() if ln.startswith(f"tb-opmode {command} LOGDIR")]
+    return line
+
+
+@pytest.mark.parametrize("command", ["summary", "functions", "explain", "report"])
+def test_help_says_what_each_argument_is_and_the_docs_name_the_same_ones(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each argument of ``--help`` has a line saying what it is (``--log``, ``--format`` and
+    LOGDIR of ``functions``, ``explain`` and ``report`` had none), and docs/cli.md's usage
+    of the command names the options ``--help`` lists, no more, no fewer."""
+    with pytest.raises(SystemExit) as stopped:
+        main([command, "--help"])
+    assert stopped.value.code == 0
+    entries = _help_entries(capsys.readouterr().out)
+    assert entries and all(entries.values()), {k: v for k, v in entries.items() if not v}
+    options = {word for name in entries for word in re.findall(r"--[\w-]+", name)} - {"--help"}
+    documented = _documented_usage(command)
+    assert set(re.findall(r"--[\w-]+", documented)) == options, documented
+    assert "LOGDIR" in entries and documented.startswith(f"tb-opmode {command} LOGDIR")

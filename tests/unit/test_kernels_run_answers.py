@@ -119,3 +119,23 @@ def test_the_reports_functions_name_no_def_line_the_log_does_not_give(record_ker
     for f in called:
         assert f"- `{f['name']}`: {f['traces']} trace" in section, section
     assert "`?`" not in out
+
+
+def test_a_run_with_no_dump_nor_profile_names_the_host_its_manifest_names(
+        record_kernels: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``kernels`` run whose job ran no step (an eager loop: no profile) has no file named
+    after its host, but ``record`` wrote the host in its manifest: the summary said
+    "hosts ?"."""
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    logdir = tmp_path / "run"
+    shutil.copytree(record_kernels.directory, logdir)
+    shutil.rmtree(logdir / "plugins")
+    host = json.loads((logdir / "manifest.json").read_text())["host"]
+    assert host
+    code, out, err = _run("summary", str(logdir), "--format", "json")
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    assert run["sources"]["profile"] == [] and run["sources"]["debugger"] == []
+    assert run["hosts"] == [host]
+    code, out, err = _run("summary", str(logdir))
+    assert f"  hosts {host}  " in out.splitlines()[0]
