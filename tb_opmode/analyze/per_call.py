@@ -22,6 +22,7 @@ of an op that also ran in a dataset function is not taken for all its runs.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -39,9 +40,12 @@ BASIS_PER_CALL = ("per call x calls: the nodes each call runs (the profile of {c
                   "from the log's instantiation lines) x the calls of its function (the "
                   "log's execute lines, exact)")
 BASIS_DATA_UNCOUNTED = ("; not counted: the ops of tf.data functions (Dataset.map and the like), "
-                        "which run once per element on tf.data's threads, not per call (the "
-                        "profile saw {ops} there in its window); `tb-opmode record --evidence "
-                        "calls` counts them")
+                        "which run once per element on tf.data's threads, not per call ({seen}); "
+                        "`tb-opmode record --evidence calls` counts them")
+# Dataset ops that run a function per element (Dataset.map, filter, interleave, from a
+# generator...): a run that made one ran tf.data functions, whether the profile saw them or
+# not (tf.data may have run them all before its window).
+_DATASET_WITH_FUNCTION = re.compile(r"(Map|Filter|FlatMap|Interleave|Scan|Generator|GroupBy|TakeWhile)\w*Dataset")
 # How many op types the basis names; the rest are "and N more".
 _NAMED_DATA_OPS = 6
 
@@ -88,15 +92,27 @@ def data_function_ops(model: RunModel) -> Counter[str]:
     return out
 
 
+def _datasets_with_functions(model: RunModel) -> list[str]:
+    """The op types of the run's datasets that run a function per element."""
+    return sorted(op for op, row in model.op_types.items() if _DATASET_WITH_FUNCTION.search(op)
+                  and (row.eager.executions or row.graph.executions))
+
+
 def _data_uncounted(model: RunModel) -> str:
-    """The count basis's clause on tf.data functions' ops, or "" when the profile saw none."""
+    """The count basis's clause on tf.data functions' ops: the ones the profile saw, else
+    the datasets that ran such functions; "" when the run shows none."""
     seen = data_function_ops(model)
-    if not seen:
+    if seen:
+        named = [f"{op} x{n:,}" for op, n in seen.most_common(_NAMED_DATA_OPS)]
+        more = len(seen) - len(named)
+        ops = ", ".join(named) + (f" and {more} more op type(s)" if more else "")
+        return BASIS_DATA_UNCOUNTED.format(seen=f"the profile saw {ops} there in its window")
+    datasets = _datasets_with_functions(model)
+    if not datasets:
         return ""
-    named = [f"{op} x{n:,}" for op, n in seen.most_common(_NAMED_DATA_OPS)]
-    more = len(seen) - len(named)
     return BASIS_DATA_UNCOUNTED.format(
-        ops=", ".join(named) + (f" and {more} more op type(s)" if more else ""))
+        seen=f"the run made {', '.join(datasets[:_NAMED_DATA_OPS])}; the profile's window saw none "
+             f"of their ops")
 
 
 def per_call(model: RunModel) -> PerCall:

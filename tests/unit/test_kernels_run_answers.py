@@ -139,3 +139,35 @@ def test_a_run_with_no_dump_nor_profile_names_the_host_its_manifest_names(
     assert run["hosts"] == [host]
     code, out, err = _run("summary", str(logdir))
     assert f"  hosts {host}  " in out.splitlines()[0]
+
+
+def _dispatched_datasets(log: Path) -> set[str]:
+    """The Dataset ops TF's log says Python dispatched eagerly."""
+    return set(re.findall(r"Executing op (\w+Dataset\w*) in device", log.read_text()))
+
+
+@pytest.mark.parametrize("profiled", [True, False])
+def test_the_tf_data_functions_a_kernels_run_does_not_count_are_said(
+        record_kernels: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profiled: bool) -> None:
+    """Keras's fit feeds its steps through tf.data, whose map functions run per element on
+    tf.data's threads, never through execute: the count basis says they are not counted,
+    with the ops of theirs the profile saw, or, the profile taken away, the datasets that
+    ran them (each one the log shows dispatched, a mapping one among them)."""
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    logdir = tmp_path / "run"
+    shutil.copytree(record_kernels.directory, logdir)
+    if not profiled:
+        for xplane in logdir.rglob("*.xplane.pb"):
+            xplane.unlink()
+    code, out, _err = _run("summary", str(logdir), "--format", "json")
+    assert code == 0
+    (run,) = json.loads(out)["runs"]
+    basis = run["count_basis"]["graph"]
+    assert "not counted: the ops of tf.data functions" in basis and "--evidence calls" in basis
+    made = re.search(r"the run made (.+?); the profile's window saw none", basis)
+    if profiled and made is None:  # the window saw some of their ops: those are named
+        assert re.search(r"the profile saw \w+ x\d+", basis), basis
+        return
+    datasets = set(made.group(1).split(", ")) if made else set()
+    assert datasets and datasets <= _dispatched_datasets(logdir / "stderr.log"), basis
+    assert any("Map" in d for d in datasets), datasets
