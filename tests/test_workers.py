@@ -95,6 +95,17 @@ def test_job_is_one_run_with_a_worker_per_task(job_dir: Path) -> None:
         assert devices and all(f"/task:{w['task'].split(':')[1]}/" in d for d in devices)
 
 
+def test_each_workers_functions_say_whose_they_are(job_dir: Path) -> None:
+    """Each worker traced the job's train_step: one ledger entry per worker, named with its
+    task (the same function twice, unnamed, read as two); the strategy's own iterator
+    functions (_init_func, _next_func, _finalize_func) are not the job's."""
+    run = _summary(job_dir)["runs"][0]
+    tasks = sorted(w["task"] for w in run["workers"])
+    names = sorted(f["name"] for f in run["tf_functions"])
+    assert names == sorted(f"train_step ({task})" for task in tasks), names
+    assert all(f["traces"] == 1 and f["calls"] >= 1 for f in run["tf_functions"]), run["tf_functions"]
+
+
 def test_counts_per_worker_equal_debugdatareader(job_dir: Path) -> None:
     run = _summary(job_dir)["runs"][0]
     totals: dict[str, Counter] = {"eager": Counter(), "graph": Counter()}

@@ -33,7 +33,9 @@ _FUNC_GRAPH = "func_graph_from_py_func"
 _CALL_FILES = frozenset({"polymorphic_function.py", "def_function.py"})
 # TF's own functions and tf.data's: traced by TF, never a user's tf.function.
 _TF_OWN = frozenset({"_initialize_uninitialized_variables"})
-_DATA_FILES = frozenset({"structured_function.py", "dataset_ops.py"})
+# (a distribution strategy's iterator over several devices traces _init_func, _next_func
+# and _finalize_func of its own)
+_DATA_FILES = frozenset({"structured_function.py", "dataset_ops.py", "multi_device_iterator_ops.py"})
 _ARGUMENT_MAKERS = frozenset({"placeholder_arguments", "_get_defun_input",
                               "_get_defun_inputs_from_args", "_get_defun_inputs"})
 # How many of a graph's ops are searched for a frame in the function's own body.

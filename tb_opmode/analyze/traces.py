@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import RunModel
+from ..read.tasks import task_of
 from ..read.tfdbg import DEBUG_MODE_NAMES, DumpSet, HealthSpec
 from ..read.trace_log import TraceLine, TraceParam, tensor_specs
 from .capture_frames import is_capture_frame
@@ -353,8 +354,17 @@ class _Builder:
         self.earlier[key] = [*mine, EarlierTrace(name, logged.params if logged else None, specs)]
 
 
+def _worker_of(dump: DumpSet) -> str:
+    """Which worker of a multi-worker job made a dump: its tasks (``worker:1``), else its
+    host, else its directory's name."""
+    tasks = sorted({t for t in map(task_of, dump.devices.values()) if t})
+    return ", ".join(tasks) or dump.host or dump.directory.rstrip("/").rsplit("/", 1)[-1]
+
+
 def ledger(model: RunModel) -> list[FunctionLedger]:
-    """Every Python function the run's dumps traced, the most traced first."""
+    """Every Python function the run's dumps traced, the most traced first; in a run of
+    several dumps (a multi-worker job) each dump's functions are its worker's, and their
+    names say which (``train_step (worker:1)``)."""
     out: list[FunctionLedger] = []
     for dump in model.dumps:
         made = list(trace_facts(dump))
@@ -363,6 +373,9 @@ def ledger(model: RunModel) -> list[FunctionLedger]:
         builder = _Builder(model, dump, keys)
         for facts in made:
             builder.add(facts)
+        if len(model.dumps) > 1:
+            for fn in builder.functions.values():
+                fn.name = f"{fn.name} ({_worker_of(dump)})"
         out.extend(builder.functions.values())
     out.sort(key=lambda f: (f.nested, -len(f.traces), -f.calls, f.name))
     return out

@@ -35,6 +35,7 @@ __all__ = ["run_ledger", "logged_ledger"]
 _NOT_THE_USERS: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("tf.data's function wrapper", lambda q: q.startswith("StructuredFunctionWrapper.")),
     ("TF's variable initializer", lambda q: "._initialize_uninitialized_variables." in q),
+    ("a multi-device iterator's functions", lambda q: q.startswith("_PerDeviceGenerator.")),
 )
 _SAME_KEY = ("TF's log printed the same key for this trace as for the one before: a captured "
              "Python object or a tf.function option may have changed")
