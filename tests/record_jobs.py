@@ -14,6 +14,7 @@ status; the TF jobs train for a few steps (seconds on two cores).
   prints each one's ``experimental_get_tracing_count()`` and calls as JSON;
 - ``eager``: eager ops only, no ``tf.function``: a helper of three ops called from a
   loop for 2.5 s after TF's import, at least 12 times (it prints how many);
+- ``mirrored_fit``: a Keras ``fit`` under MirroredStrategy over two logical CPUs;
 - ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
   stderr (is it a terminal), then exit N;
 - ``sleep``: no TF: prints ``ready PID`` and sleeps until a signal ends it.
@@ -155,6 +156,21 @@ def _eager() -> None:
     print("eager layer " + json.dumps({"calls": calls, "ops_per_call": 3}), flush=True)
 
 
+def _mirrored_fit() -> None:
+    import tensorflow as tf
+
+    cpus = tf.config.list_physical_devices("CPU")
+    tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(4, activation="relu"),
+                                     tf.keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+    x, y = tf.random.normal([32, 8], seed=5), tf.random.normal([32, 1], seed=6)
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)  # each replica's step in a thread of its own
+    print("mirrored fit done", flush=True)
+
+
 def _streams(status: str = "0") -> None:
     print(f"out {os.isatty(1)} {os.getcwd()}", flush=True)
     print(f"err {os.isatty(2)}", file=sys.stderr, flush=True)
@@ -167,7 +183,8 @@ def _sleep() -> None:
 
 
 JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
-        "retrace": _retrace, "eager": _eager, "streams": _streams, "sleep": _sleep}
+        "retrace": _retrace, "eager": _eager, "mirrored_fit": _mirrored_fit, "streams": _streams,
+        "sleep": _sleep}
 
 
 def main(argv: list[str]) -> None:

@@ -242,3 +242,29 @@ def test_unreadable_worker_is_named_and_the_other_counted(job_dir: Path, tmp_pat
                                       for p in broken["problems"])
     assert by_dir["run/worker0"]["status"] == "ok"
     assert _ours(by_dir["run/worker0"]) == _reference(job_dir / "run" / "worker0")
+
+
+def test_no_call_site_is_a_replica_threads_start(tmp_path: Path) -> None:
+    """MirroredStrategy runs each replica's Keras step in a thread of its own, whose stack
+    starts in Python's threading module and holds no line of the job's: the site of the
+    gradient ops made there is Keras's train_step (the library beside TF that made them),
+    not the thread's start nor tfdbg's own frame."""
+    from tb_opmode.analyze.call_sites import call_sites
+
+    needs_tensorflow()
+    rundir = tmp_path / "logs" / "mirrored"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TB_OPMODE_CACHE": "off"}
+    proc = subprocess.run([sys.executable, "-m", "tb_opmode.cli", "record", str(rundir.parent), "--name",
+                           "mirrored", "--evidence", "calls", "--", sys.executable,
+                           str(ROOT / "tests" / "record_jobs.py"), "mirrored_fit"],
+                          env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (model,) = load(str(rundir))
+    sites = [(op_type, mode, s) for op_type in model.op_types for mode in ("eager", "graph")
+             for s in call_sites(model, op_type, mode, limit=None, snippets=False)]
+    assert sites
+    bad = [(op, mode, s["file"], s["line"]) for op, mode, s in sites
+           if os.path.basename(s["file"]) in ("threading.py", "dumping_callback.py")]
+    assert not bad, bad[:5]
+    (grad,) = call_sites(model, "BiasAddGrad", "graph", limit=1, snippets=False)
+    assert grad["file"].endswith("trainer.py") and grad["function"] == "train_step", grad

@@ -50,15 +50,39 @@ def _is_user_code(path: str) -> bool:
     return not _THIRD_PARTY.search(path) and not _INTERNAL.search(path)
 
 
+# The start of a thread (Python's threading module): a MirroredStrategy replica's stack
+# begins there, and where TF's own code is all the rest, it is no one's line.
+_THREAD_START = re.compile(r"(^|[/\\])threading\.py$")
+
+
 def _pick(frames: list[Frame]) -> tuple[Optional[int], Optional[int]]:
-    """Indexes of (call site: the innermost frame outside TF internals, or else the innermost
-    frame; user code: the innermost frame outside TF and installed libraries)."""
+    """Indexes of (call site: the innermost frame outside TF internals and a thread's start,
+    or else the innermost frame; user code: the innermost frame outside TF and installed
+    libraries)."""
     innermost_first = range(len(frames) - 1, -1, -1)
-    site = next((i for i in innermost_first if not _INTERNAL.search(frames[i][0])), None)
+    site = next((i for i in innermost_first if not _INTERNAL.search(frames[i][0])
+                 and not _THREAD_START.search(frames[i][0])), None)
     user = next((i for i in innermost_first if _is_user_code(frames[i][0])), None)
     if site is None and frames:
-        site = len(frames) - 1
+        site = _inside_tf(frames)
     return site, user
+
+
+# TF's own code, and the part of it that only builds an op (its generated wrappers, the
+# op library, the op callbacks tfdbg records the stack from).
+_TF_CODE = re.compile(r"[/\\](tensorflow|tensorflow_core)[/\\]python[/\\]")
+_OP_MACHINERY = re.compile(r"[/\\]tensorflow[/\\]python[/\\](debug|framework)[/\\]|[/\\]gen_\w+_ops\.py$")
+
+
+def _inside_tf(frames: list[Frame]) -> int:
+    """The site of a stack with no frame outside TF's internals but a thread's start (a
+    MirroredStrategy replica's thread): the outermost frame of a library beside TF
+    (Keras's ``train_step``), else the innermost TF frame that does more than build the op
+    (``_BiasAddGrad``), else the innermost frame."""
+    outside = (i for i, f in enumerate(frames) if not _TF_CODE.search(f[0]) and not _THREAD_START.search(f[0]))
+    deciding = (i for i in range(len(frames) - 1, -1, -1)
+                if not _OP_MACHINERY.search(frames[i][0]) and not _THREAD_START.search(frames[i][0]))
+    return next(outside, next(deciding, len(frames) - 1))
 
 
 def creating_line(dump: DumpSet, stack: tuple[str, ...]) -> str:
