@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -247,7 +248,8 @@ def test_unreadable_worker_is_named_and_the_other_counted(job_dir: Path, tmp_pat
 def test_no_call_site_is_a_replica_threads_start(tmp_path: Path) -> None:
     """MirroredStrategy runs each replica's Keras step in a thread of its own, whose stack
     starts in Python's threading module and holds no line of the job's: the site of the
-    gradient ops made there is Keras's train_step (the library beside TF that made them),
+    gradient ops made there is Keras's (the library beside TF that made them: its train_step,
+    or Keras 2's optimizer),
     not the thread's start nor tfdbg's own frame."""
     from tb_opmode.analyze.call_sites import call_sites
 
@@ -266,5 +268,6 @@ def test_no_call_site_is_a_replica_threads_start(tmp_path: Path) -> None:
     bad = [(op, mode, s["file"], s["line"]) for op, mode, s in sites
            if os.path.basename(s["file"]) in ("threading.py", "dumping_callback.py")]
     assert not bad, bad[:5]
+    # Keras 3's train_step, Keras 2's optimizer's compute_gradients (TF 2.13)
     (grad,) = call_sites(model, "BiasAddGrad", "graph", limit=1, snippets=False)
-    assert grad["file"].endswith("trainer.py") and grad["function"] == "train_step", grad
+    assert re.search(r"[/\\]keras[/\\]", grad["file"]), grad

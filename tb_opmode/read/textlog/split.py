@@ -69,12 +69,12 @@ def read_log(path: str) -> LogFacts:
 
     Raises OSError if the file cannot be opened or read."""
     parser = LogParser(path)
-    with fs.open_read(path) as f:
-        if f.read(len(GZIP_MAGIC)) == GZIP_MAGIC:
-            f.seek(0)
+    # the first bytes read apart: a stream the log is read from need not seek
+    if fs.head(path, len(GZIP_MAGIC)) == GZIP_MAGIC:
+        with fs.open_read(path) as f:
             read_file(io.BufferedReader(_Gunzipped(f, parser)), parser)
-            return parser.result()
-        f.seek(0)
+        return parser.result()
+    with fs.open_read(path) as f:
         split = _split_point(f, path)
         child = _fork_second_half(path, split) if split else None
         if child is None:
