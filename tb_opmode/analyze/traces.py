@@ -16,6 +16,7 @@ dtype and shape and each Python value); why each trace was made from ``traces_ca
 """
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -92,7 +93,9 @@ class FunctionLedger:
     def advice(self) -> list[str]:
         """What to change, per cause, at the call site."""
         where = next((t.call_sites[0] for t in self.traces if t.call_sites), "")
-        at = f" (called at {where})" if where else ""
+        # the file's name, as the trace lines and the def line say it (call_sites: the path)
+        path, _, line = where.rpartition(":")
+        at = f" (called at {os.path.basename(path)}:{line})" if where else ""
         words = dict(ADVICE, **_KERAS_ADVICE) if self.kind.startswith("keras") else ADVICE
         return [f"{cause}: {words[cause]}{at}" for cause in self.causes if words.get(cause)]
 

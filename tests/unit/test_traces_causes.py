@@ -8,7 +8,7 @@ never called), and a lambda's ``tf.function`` made anew in the loop. No TensorFl
 """
 from __future__ import annotations
 
-from tb_opmode.analyze.traces import display_name
+from tb_opmode.analyze.traces import FunctionLedger, TraceEntry, display_name
 from tb_opmode.analyze.traces_causes import (
     CAUSE_RULES,
     CAUSES,
@@ -149,3 +149,14 @@ def test_recorded_tensors_equal_to_an_earlier_trace_are_a_python_value() -> None
     verdict = changed_of(_later(specs=X_4_8, previous_specs=X_6_8, python_args=["lr"], earlier=earlier))
     assert [(c["cause"], c["arg"]) for c in verdict.changed] == [("python_value", "lr")]
     assert "__inference_step_1" in verdict.note
+
+
+def test_advice_names_the_call_site_by_its_file_as_the_trace_lines_do() -> None:
+    """The advice's call site is ``file.py:line``, as the def line and the trace lines say
+    it, not the absolute path (the trace's call_sites keep that)."""
+    fn = FunctionLedger("step", "step", "/home/u/proj/train.py:4", traces=[
+        TraceEntry("__inference_step_1", "1", 1, ["/home/u/proj/train.py:9"]),
+        TraceEntry("__inference_step_2", "2", 1, ["/home/u/proj/train.py:9"],
+                   changed=[{"cause": "shape", "arg": "x", "before": [1], "after": [2]}])])
+    (advice,) = fn.advice
+    assert advice.startswith("shape: ") and advice.endswith("(called at train.py:9)"), advice
