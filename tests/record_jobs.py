@@ -135,6 +135,23 @@ def _retrace() -> None:
              "shapes": [shapes.experimental_get_tracing_count(), 4],
              "signed": [signed.experimental_get_tracing_count(), 4], "inner": [inner_traces, 3]}
     print("traces and calls " + json.dumps(truth), flush=True)
+    print(f"graph building seconds {_graph_building_s()}", flush=True)
+
+
+def _graph_building_s() -> float | None:
+    """TF's own count of the time its tf.functions spent building graphs (outermost
+    traces; the monitoring counter /tensorflow/core/tf_function/graph_building_time_usecs)."""
+    import importlib
+
+    for name in ("tensorflow.python.eager.polymorphic_function.tracing_compilation",
+                 "tensorflow.python.eager.polymorphic_function.tracing_compiler"):
+        try:
+            counter = getattr(importlib.import_module(name), "_graph_building_time_counter", None)
+        except ImportError:
+            continue
+        if counter is not None:
+            return float(counter.get_cell().value()) / 1e6
+    return None
 
 
 def _eager() -> None:

@@ -81,6 +81,25 @@ def test_functions_has_each_functions_traces_calls_and_causes(
                       "inner": {"new_function_object": 2}, "signed": {}}
 
 
+@pytest.mark.parametrize("level", ["kernels", "calls"])
+def test_each_trace_has_the_time_it_took(recorded: dict[str, tuple[Path, str]], level: str) -> None:
+    """record times each trace (TF's line to the end of its graph's building): every trace
+    the job made has a time, and together they are TF's own count of its graph building
+    time (its monitoring counter, which the job printed; TF's timer starts a little
+    before the line and ends after the function is cached: ours is at most that)."""
+    rundir, stdout = recorded[f"retrace-{level}"]
+    (line,) = [x for x in stdout.splitlines() if x.startswith("graph building seconds ")]
+    tf_says = float(line.removeprefix("graph building seconds "))
+    out, _err = _cli("functions", str(rundir), "--format", "json")
+    (run,) = json.loads(out)["runs"]
+    traces = [t for f in run["tf_functions"] for t in f["trace_list"]]
+    assert sum(traced for traced, _calls in _truth(stdout).values()) == len(traces)
+    assert all(t["tracing_s"] and t["tracing_from"] in ("record", "profile") for t in traces), traces
+    timed = sum(t["tracing_s"] for t in traces if t["tracing_from"] == "record")
+    profiled = sum(t["tracing_s"] for t in traces if t["tracing_from"] == "profile")
+    assert 0.5 * tf_says - profiled <= timed <= tf_says + 0.001, (timed, profiled, tf_says)
+
+
 def _instantiated(rundir: Path) -> dict[str, list[str]]:
     """Per function Python called, the kernels TF's log says its executor instantiated
     (at its first call: later calls reuse them)."""

@@ -3,17 +3,22 @@
 In: a ``RunModel`` with its dumps read, and its directory's ``manifest.json`` (``read.
 manifest``). Out: ``model.recorded`` (the evidence level ``tb-opmode record`` used, None
 for a run made by hand; the TF version and the host from it where no dump or profile names
-them) and ``model.reads_tensors``: the ``tensor_debug_mode`` of a dump
+them), the trace lines of the recording's trace log with the time each trace took, and
+``model.reads_tensors``: the ``tensor_debug_mode`` of a dump
 whose debug ops read every traced tensor ("" where there is none, or it is NO_TENSOR).
 Such a dump changes what runs: grappler's remapper fuses no op whose output a debug op
 reads, so the run's graph kernels are the debug run's, not the job's (``FUSION_NOTE``).
 """
 from __future__ import annotations
 
+import dataclasses
+import os
+
 from ..model import RunModel
-from ..read.manifest import recorded_run
+from ..read.manifest import TRACE_LOG, recorded_run
 from ..read.sources import display
 from ..read.tfdbg import DEBUG_MODE_NAMES
+from ..read.trace_log import TraceLine
 
 __all__ = ["note_recording", "reads_tensors", "FUSION_NOTE"]
 
@@ -42,4 +47,19 @@ def note_recording(model: RunModel) -> None:
         model.tensorflow_version = model.recorded.tensorflow_version
     if model.recorded is not None and not model.hosts and model.recorded.host:
         model.hosts = [display(model.recorded.host)]
+    if model.recorded is not None and model.recorded.trace_seconds:
+        model.trace_lines = _timed_trace_lines(model, model.recorded.trace_seconds)
     model.reads_tensors = reads_tensors(model)
+
+
+def _timed_trace_lines(model: RunModel, seconds: tuple[float | None, ...]) -> list[TraceLine]:
+    """The run's trace lines, those of the recording's trace log with the time each took
+    (its n-th line, the manifest's n-th time)."""
+    out: list[TraceLine] = []
+    for log in model.logs:
+        if os.path.basename(log.path) == TRACE_LOG:
+            out += [dataclasses.replace(line, seconds=seconds[n]) if n < len(seconds) else line
+                    for n, line in enumerate(log.trace_lines)]
+        else:
+            out += log.trace_lines
+    return out

@@ -31,7 +31,11 @@ from .trace_stacks import TraceFacts, parameters_of, trace_facts
 from .traces_causes import ADVICE, NOT_RECORDED, ArgSpec, CauseContext, EarlierTrace, changed_of
 
 __all__ = ["TraceEntry", "FunctionLedger", "ledger", "traces_per_graph", "KERAS_STEP_NAMES", "display_name",
-           "args_of_key"]
+           "args_of_key", "RECORD_TIMER"]
+
+# A trace's ``tracing_from`` where ``tb-opmode record`` timed it (from TF's line announcing
+# it to the end of its graph's building; a trace made inside it is in its time).
+RECORD_TIMER = "record"
 
 KERAS_STEP_NAMES = frozenset({
     "multi_step_on_iterator", "one_step_on_iterator", "one_step_on_data",
@@ -313,13 +317,16 @@ class _Builder:
     def _outer_id(self, facts: TraceFacts) -> str:
         return self.dump.graphs[facts.graph_id].outer_id
 
-    def _tracing_time(self, entry: TraceEntry) -> None:
-        """The profile's graph building where its window holds the trace, else the op
-        creations' span (a lower bound)."""
+    def _tracing_time(self, entry: TraceEntry, logged: TraceLine | None) -> None:
+        """The profile's graph building where its window holds the trace, else the time
+        ``tb-opmode record`` measured for the trace's line, else the op creations' span (a
+        lower bound)."""
         first = self.dump.graph_walls.get(entry.graph_id)
         built = _built_in(self.building, first[0]) if first and self.building else None
         if built is not None:
             entry.tracing_s, entry.tracing_from = built, "profile"
+        elif logged is not None and logged.seconds is not None:
+            entry.tracing_s, entry.tracing_from = logged.seconds, RECORD_TIMER
         elif entry.graph_id in self.spans:
             entry.tracing_s, entry.tracing_from = self.spans[entry.graph_id], "op_creations"
 
@@ -349,7 +356,7 @@ class _Builder:
         args = args_of_key(logged.params) if logged is not None else _args(facts, python_args, specs)
         entry = TraceEntry(name, facts.graph_id, calls, _call_sites(self.dump, name) if calls else [],
                            args, verdict.changed, verdict.note, first_of_object=facts.first_of_object)
-        self._tracing_time(entry)
+        self._tracing_time(entry, logged)
         fn.traces.append(entry)
         fn.objects += int(facts.first_of_object or before is None)
         self.last[key] = (facts, entry, specs)

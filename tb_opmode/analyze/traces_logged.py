@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from ..model import RunModel
 from ..read.trace_log import TraceLine
-from .traces import KERAS_STEP_NAMES, FunctionLedger, TraceEntry, args_of_key, ledger
+from .traces import KERAS_STEP_NAMES, RECORD_TIMER, FunctionLedger, TraceEntry, args_of_key, ledger
 from .traces_causes import CauseContext, EarlierTrace, changed_of
 
 __all__ = ["run_ledger", "logged_ledger"]
@@ -62,7 +62,8 @@ def _entries(lines: list[TraceLine], functions: Counter[str]) -> list[TraceEntry
     ran = _concrete_calls(lines[0].name, functions)
     uncalled = max(len(lines) - len(ran), 0)
     named = [(lines[0].name, 0)] * uncalled + ran[-len(lines):]
-    return [TraceEntry(graph, f"log:{line.address}:{i}", calls, args=args_of_key(line.params))
+    return [TraceEntry(graph, f"log:{line.address}:{i}", calls, args=args_of_key(line.params),
+                       tracing_s=line.seconds, tracing_from=RECORD_TIMER if line.seconds is not None else "")
             for i, (line, (graph, calls)) in enumerate(zip(lines, named))]
 
 

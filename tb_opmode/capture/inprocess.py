@@ -11,7 +11,9 @@ In: a recording's settings (``Settings``): from the environment variable
   no tf.function a second after TF's import (an eager loop) gets a profile of its next
   second of eager work instead (``EAGER_WINDOW_S``), ended by its first tf.function call;
 - TF's own Python line for each new trace ("Creating new FuncGraph for Python function
-  ... (key: ...)"), in ``TRACE_LOG``, formatted as TF's default handler formats it;
+  ... (key: ...)"), in ``TRACE_LOG``, formatted as TF's default handler formats it, and
+  how long each of those traces took (the job's facts' ``trace_seconds``, by the line's
+  number in ``TRACE_LOG``);
 - ``job.<pid>.json``: what only the job knows (TF version, the steps it ran, the window
   profiled, what could not be done).
 
@@ -62,6 +64,10 @@ EAGER_WINDOW_S = (1.0, 2.0)
 # tf.function, as dispatched) and ``op_kernel`` (each kernel, once, as instantiated).
 _VMODULE = {"execute": 1, "op_kernel": 1}
 _TRACE_LINE = "Creating new FuncGraph for Python function"
+# Where TF builds a trace's graph, right after printing that line.
+_TRACING_MODULE = "tensorflow.python.eager.polymorphic_function.tracing_compilation"
+_LEGACY_TRACING_MODULE = "tensorflow.python.eager.polymorphic_function.tracing_compiler"
+_BUILD = "_create_concrete_function"
 
 
 @dataclass(frozen=True)
@@ -245,6 +251,59 @@ class _EagerWindow:
             self._state = "done"
 
 
+# At most this many traces are timed: a job that traces without end (a tf.function made
+# anew in a loop) would otherwise grow the manifest past what its reader takes.
+_MAX_TIMED_TRACES = 10_000
+
+
+class _TraceTimer:
+    """How long each trace TF's line announced took: from the line to the end of the
+    function that builds its graph (``_create_concrete_function``), by the line's number.
+    A trace made inside another's is timed inside it too (the outer time holds it)."""
+
+    def __init__(self) -> None:
+        self.seconds: list[Optional[float]] = []
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def _stack(self) -> list[list[Any]]:
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        stack: list[list[Any]] = self._local.stack
+        return stack
+
+    def announced(self) -> None:
+        """TF printed a trace's line, in this thread: its graph is built next."""
+        stack = self._stack()
+        while stack and not stack[-1][2]:  # announced, never built (an error between)
+            stack.pop()
+        with self._lock:
+            if len(self.seconds) >= _MAX_TIMED_TRACES:
+                return
+            self.seconds.append(None)
+            number = len(self.seconds) - 1
+        stack.append([number, time.perf_counter(), False])  # [line number, start, claimed]
+
+    def wrap(self, build: Callable[..., Any]) -> Callable[..., Any]:
+        timer = self
+
+        @functools.wraps(build)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            stack = timer._stack()
+            mine = stack[-1] if stack and not stack[-1][2] else None
+            if mine is not None:
+                mine[2] = True
+            try:
+                return build(*args, **kwargs)
+            finally:
+                if mine is not None:
+                    timer.seconds[mine[0]] = round(time.perf_counter() - mine[1], 6)
+                    if stack and stack[-1] is mine:
+                        stack.pop()
+
+        return timed
+
+
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Runs ``then(module)`` once ``name`` has been imported whole, whoever imports it.
     It finds nothing itself: it asks the other finders, and has the loader they return
@@ -344,17 +403,36 @@ class Recording:
         path = os.path.join(self.settings.rundir, TRACE_LOG)
         lock = threading.Lock()
 
+        timer = _TraceTimer()
+
         @functools.wraps(vlog)
         def traced_vlog(level: int, msg: Any, *args: Any, **kwargs: Any) -> Any:
             if level == 1 and isinstance(msg, str) and msg.startswith(_TRACE_LINE):
                 line = f"Level 1:tensorflow:{msg % args if args else msg}\n"
                 with lock, open(path, "a", encoding="utf-8") as f:
                     f.write(line)
+                timer.announced()
             return vlog(level, msg, *args, **kwargs)
 
         setattr(from_tf, "vlog", traced_vlog)  # noqa: B010 (a module attribute mypy cannot see)
         self.facts["trace_log"] = TRACE_LOG
         self._undo.append(lambda: setattr(from_tf, "vlog", vlog))
+        self._time_traces(timer)
+
+    def _time_traces(self, timer: _TraceTimer) -> None:
+        """Wrap the function that builds a trace's graph: a function of the module in TF
+        2.14 and later, a method of ``TracingCompiler`` in 2.13. Neither there: not timed."""
+        owner: Any = sys.modules.get(_TRACING_MODULE)
+        if owner is None or not hasattr(owner, _BUILD):
+            legacy = sys.modules.get(_LEGACY_TRACING_MODULE)
+            owner = getattr(legacy, "TracingCompiler", None)
+        build = getattr(owner, _BUILD, None)
+        if build is None:
+            self.facts["problems"].append("trace times: TF's graph building function not found")
+            return
+        setattr(owner, _BUILD, timer.wrap(build))
+        self.facts["trace_seconds"] = timer.seconds  # the list, filled as traces end
+        self._undo.append(lambda: setattr(owner, _BUILD, build))
 
     def _count_steps(self) -> None:
         module = sys.modules["tensorflow.python.eager.polymorphic_function.polymorphic_function"]

@@ -20,9 +20,11 @@ from typing import Any, Optional
 
 from . import fs
 
-__all__ = ["MANIFEST", "RecordedRun", "recorded_run", "is_recorded"]
+__all__ = ["MANIFEST", "TRACE_LOG", "RecordedRun", "recorded_run", "is_recorded"]
 
 MANIFEST = "manifest.json"
+# The file of TF's line per new trace that ``tb-opmode record`` writes (``capture.inprocess``).
+TRACE_LOG = "tf_python.log"
 _FORMAT_PREFIX = "tb_opmode.record/"
 # Bigger than any manifest record writes; a bigger file is not ours.
 _MAX_BYTES = 1 << 20
@@ -46,6 +48,9 @@ class RecordedRun:
     signal: Optional[str] = None          # the signal that ended the job ("SIGKILL"), if one did
     duration_s: Optional[float] = None    # the job's wall time
     host: str = ""                        # the host name the job ran on, "" if not recorded
+    # How long each trace of the recording process's trace log took, by the trace's number
+    # in that log (None: not timed); empty where the job did not record them.
+    trace_seconds: tuple[Optional[float], ...] = ()
 
 
 def recorded_run(directory: str) -> Optional[RecordedRun]:
@@ -69,7 +74,20 @@ def recorded_run(directory: str) -> Optional[RecordedRun]:
         tensorflow_version=_text(doc, "tensorflow_version"),
         steps=tuple(s for s in steps if isinstance(s, int)) if isinstance(steps, list) else (),
         exit_status=_number(doc, "exit_status", int), signal=_text(doc, "signal") or None,
-        duration_s=_number(doc, "duration_s", float), host=_text(doc, "host"))
+        duration_s=_number(doc, "duration_s", float), host=_text(doc, "host"),
+        trace_seconds=_trace_seconds(doc))
+
+
+def _trace_seconds(doc: dict[str, Any]) -> tuple[Optional[float], ...]:
+    """The recording process's ``trace_seconds`` (numbers or None), else ()."""
+    processes = doc.get("processes")
+    recording = next((p for p in processes if isinstance(p, dict) and p.get("recording")), None) \
+        if isinstance(processes, list) else None
+    times = recording.get("trace_seconds") if recording else None
+    if not isinstance(times, list):
+        return ()
+    return tuple(float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+                 for t in times)
 
 
 def is_recorded(directory: str, filenames: list[str]) -> bool:

@@ -70,6 +70,7 @@ class TraceLine:
     top_level: bool      # traced from Python, not inside another trace
     params: tuple[TraceParam, ...]
     scope: str = ""      # the key's ScopeType name ("VARIABLE_CREATION"); "": not printed
+    seconds: float | None = None  # how long the trace took, where ``tb-opmode record`` timed it
 
     @property
     def name(self) -> str:

@@ -289,3 +289,13 @@ def test_a_failed_job_says_its_command_and_how_it_ended(tmp_path: Path, record_k
     assert "dump" not in empty.replace("no dump", "") and "exited with status 3" in empty, empty
     ok = functions(build_view(models["ok"], str(logs), timeline=False))
     assert ok["functions"] and ok["empty"] == ""
+
+
+def test_the_reader_names_the_trace_log_the_recorder_writes() -> None:
+    """The trace times of a manifest are matched to the lines of the file the recorder
+    writes them into; the reader (read.manifest) cannot import the recorder (capture runs
+    inside the user's job and imports nothing of ours), so the name is said twice."""
+    from tb_opmode.capture.inprocess import TRACE_LOG as written
+    from tb_opmode.read.manifest import TRACE_LOG as read
+
+    assert written == read
