@@ -14,6 +14,8 @@ status; the TF jobs train for a few steps (seconds on two cores).
   prints each one's ``experimental_get_tracing_count()`` and calls as JSON;
 - ``eager``: eager ops only, no ``tf.function``: a helper of three ops called from a
   loop for 2.5 s after TF's import, at least 12 times (it prints how many);
+- ``eager_then_steps``: eager ops for 1.6 s after TF's import, then 6 calls of a
+  ``tf.function``;
 - ``mirrored_fit``: a Keras ``fit`` under MirroredStrategy over two logical CPUs;
 - ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
   stderr (is it a terminal), then exit N;
@@ -173,6 +175,23 @@ def _eager() -> None:
     print("eager layer " + json.dumps({"calls": calls, "ops_per_call": 3}), flush=True)
 
 
+def _eager_then_steps() -> None:
+    import tensorflow as tf
+
+    imported = time.monotonic()
+    x = tf.ones((4, 4))
+    while time.monotonic() - imported < 1.6:  # eager work into the recording's eager window
+        x = tf.nn.relu(x @ x) / 4.0
+
+    @tf.function
+    def step(a: tf.Tensor) -> tf.Tensor:
+        return tf.reduce_sum(a @ a)
+
+    for _ in range(6):
+        step(x)
+    print("eager then steps done", flush=True)
+
+
 def _mirrored_fit() -> None:
     import tensorflow as tf
 
@@ -200,7 +219,8 @@ def _sleep() -> None:
 
 
 JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
-        "retrace": _retrace, "eager": _eager, "mirrored_fit": _mirrored_fit, "streams": _streams,
+        "retrace": _retrace, "eager": _eager, "mirrored_fit": _mirrored_fit,
+        "eager_then_steps": _eager_then_steps, "streams": _streams,
         "sleep": _sleep}
 
 

@@ -101,7 +101,9 @@ def test_each_level_leaves_its_evidence(recorded: dict[tuple[str, str], tuple[Pa
     # the window: steps 2 to 4 of the outermost tf.function, each of the job's 8 steps seen
     assert process["profile"]["first_step"] == 2 and process["profile"]["last_step"] == 4
     assert process["steps_seen"] == 8
-    assert len(list(rundir.glob("plugins/profile/*/*.xplane.pb"))) == 1
+    # one profile, and one more where the job had called no tf.function a second after
+    # TF's import (a slow machine building the model): that of its eager work then
+    assert len(list(rundir.glob("plugins/profile/*/*.xplane.pb"))) == 1 + ("eager_profile" in process)
     # TF's line for each new trace names the step function
     traces = (rundir / "tf_python.log").read_text()
     assert traces.startswith("Level 1:tensorflow:Creating new FuncGraph for Python function ")

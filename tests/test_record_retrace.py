@@ -176,6 +176,21 @@ def test_a_job_that_calls_no_tf_function_has_its_eager_work_profiled(
     assert top["time_ns"] and top["profiled_executions"] > 0, top
 
 
+def test_an_eager_window_and_the_steps_window_each_keep_their_profile(tmp_path: Path) -> None:
+    """A job that works eagerly past the eager window's start, then calls a tf.function:
+    the eager window's profile, ended by the first call, and the steps' both stay (TF names
+    a profile's directory after the second it stopped in; the eager one is set aside)."""
+    proc = _record(tmp_path / "logs", "late", "kernels", "eager_then_steps")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rundir = tmp_path / "logs" / "late"
+    (process,) = json.loads((rundir / "manifest.json").read_text())["processes"]
+    assert process["eager_profile"]["first_step"] == 0 and process["profile"]["first_step"] == 2
+    profiles = sorted(p.parent.name for p in rundir.glob("plugins/profile/*/*.xplane.pb"))
+    assert len(profiles) == 2 and sum(name.endswith("_eager") for name in profiles) == 1, profiles
+    (run,) = json.loads(_cli("summary", str(rundir), "--format", "json")[0])["runs"]
+    assert len(run["sources"]["profile"]) == 2
+
+
 def _eager_truth(stdout: str) -> dict[str, int]:
     """The eager job's helper: its calls and ops per call, as the job counted them."""
     (line,) = [x for x in stdout.splitlines() if x.startswith("eager layer ")]

@@ -256,6 +256,23 @@ class _EagerWindow:
 _MAX_TIMED_TRACES = 10_000
 
 
+def _window_key(step: int) -> str:
+    """The job's fact for a profile's window: the steps' ``profile``, or ``eager_profile``
+    for the eager window (step 0: no step had run), a file of its own beside it."""
+    return "eager_profile" if step == 0 else "profile"
+
+
+def _set_aside_newest(root: str) -> None:
+    """Rename the newest profile directory under ``root`` to ``<name>_eager``. TF names a
+    profile's directory after the second it stopped in: a step window stopped in the same
+    second as the eager window would write over its file."""
+    try:
+        newest = max((e for e in os.scandir(root) if e.is_dir()), key=lambda e: e.stat().st_mtime)
+        os.rename(newest.path, newest.path + "_eager")
+    except (OSError, ValueError):  # none there, or it cannot be renamed: left as it is
+        pass
+
+
 class _TraceTimer:
     """How long each trace TF's line announced took: from the line to the end of the
     function that builds its graph (``_create_concrete_function``), by the line's number.
@@ -450,8 +467,7 @@ class Recording:
         def start_profile() -> None:
             self._tf.profiler.experimental.start(self.settings.rundir)
             self._profiling = True
-            # step 0: the eager window (no step had run)
-            self.facts["profile"] = {"first_step": step, "last_step": None, "started": time.time()}
+            self.facts[_window_key(step)] = {"first_step": step, "last_step": None, "started": time.time()}
         self._attempt(start_profile)
 
     def _stop_profile(self, step: int) -> None:
@@ -461,7 +477,9 @@ class Recording:
         def stop_profile() -> None:
             self._profiling = False
             self._tf.profiler.experimental.stop()
-            self.facts["profile"].update(last_step=step, stopped=time.time())
+            self.facts[_window_key(step)].update(last_step=step, stopped=time.time())
+            if step == 0:
+                _set_aside_newest(os.path.join(self.settings.rundir, "plugins", "profile"))
         self._attempt(stop_profile)
         self._save()
 
