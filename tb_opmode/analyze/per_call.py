@@ -9,7 +9,8 @@ profile of a window of calls. Out: the graph executions of each node of each fun
 (``events.row_op``), and, for a fused node, to the rows of the ops fused into it (its
 ``fused_ops``), with that kernel; the kernel's evidence is ``log`` where the log
 instantiated that node with that kernel, else ``profile``. A node's per call count is its
-events in the window over its function's calls there; a node the profile does not show
+events in the window over its function's calls there, and at least one where the log
+shows it instantiated (the profile missed an event); a node the profile does not show
 (cheap ones: Const, Identity) or of a function the window did not see runs once per call
 (a node of an untaken branch is counted all the same). ``count_basis`` says so.
 
@@ -146,7 +147,12 @@ def _per_call_nodes(model: RunModel, seen: PerCall, function: str
     out = []
     profiled = seen.nodes.get(function, Counter()) if window else Counter()
     for (node, kernel), events in profiled.items():
-        out.append((node, kernel, events / window, "log" if logged.get(node) == kernel else "profile"))
+        instantiated = logged.get(node) == kernel
+        # A node the function's executor instantiated runs each call, as one the profile
+        # does not show is counted: fewer events than calls are events the profile missed
+        # (a loaded machine's profile lost a step's IteratorGetNext).
+        per = max(events / window, 1.0) if instantiated else events / window
+        out.append((node, kernel, per, "log" if instantiated else "profile"))
     shown = {node for node, _kernel in profiled}
     out += [(node, kernel, 1.0, "log") for node, kernel in logged.items() if node not in shown]
     return out
