@@ -14,6 +14,8 @@ In: a recording's settings (``Settings``): from the environment variable
   ... (key: ...)"), in ``TRACE_LOG``, formatted as TF's default handler formats it, and
   how long each of those traces took (the job's facts' ``trace_seconds``, by the line's
   number in ``TRACE_LOG``);
+- at the level with no dump, the Python lines that dispatched the job's eager ops
+  (``_EagerLines``), counted as they dispatch: the job's facts' ``eager_lines``;
 - ``job.<pid>.json``: what only the job knows (TF version, the steps it ran, the window
   profiled, what could not be done).
 
@@ -34,13 +36,14 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import sys
 import threading
 import time
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 __all__ = ["ENV_VAR", "TRACE_LOG", "JOB_FACTS", "Level", "LEVELS", "Settings", "Recording",
            "environment", "parse_steps", "attach_when_imported", "start_from_environment",
@@ -136,15 +139,24 @@ class Settings:
     rundir: str
     evidence: str = "kernels"
     steps: tuple[int, int] = DEFAULT_STEPS
+    # What is not the user's code (regexes of file paths) and the functions Python runs
+    # inside the user's own (comprehensions): the analysis's, handed over so that the job
+    # stops its walk where the analysis finds the user's line. Empty: no line counted.
+    not_user_code: tuple[str, ...] = ()
+    inner_scopes: tuple[str, ...] = ()
 
     def to_env(self) -> str:
-        return json.dumps({"rundir": self.rundir, "evidence": self.evidence, "steps": list(self.steps)})
+        return json.dumps({"rundir": self.rundir, "evidence": self.evidence, "steps": list(self.steps),
+                           "not_user_code": list(self.not_user_code),
+                           "inner_scopes": list(self.inner_scopes)})
 
     @classmethod
     def from_env(cls, text: str) -> Settings:
         doc = json.loads(text)
         first, last = doc.get("steps") or DEFAULT_STEPS
-        return cls(str(doc["rundir"]), str(doc.get("evidence", "kernels")), (int(first), int(last)))
+        return cls(str(doc["rundir"]), str(doc.get("evidence", "kernels")), (int(first), int(last)),
+                   tuple(map(str, doc.get("not_user_code") or ())),
+                   tuple(map(str, doc.get("inner_scopes") or ())))
 
     @property
     def level(self) -> Level:
@@ -321,6 +333,141 @@ class _TraceTimer:
         return timed
 
 
+# The eager lines kept: the commonest (op type, stack) keys, the rest counted as dropped
+# (a job that makes its own functions in a loop has no end of stacks); frames walked out
+# from an op's wrapper in search of the user's line, and kept of each stack (those nearest
+# the op, and those nearest the user's line: the call site and the library it called).
+_MAX_EAGER_KEYS = 500
+_MAX_WALK = 512
+_KEPT_FRAMES = 6
+# The files AutoGraph writes a converted function to; TF's own stacks (and a dump's) name
+# the user's source instead, through the source map of the conversion running.
+_AUTOGRAPH_FILE = "__autograph_generated_file"
+_TF_STACK = "tensorflow.python.util.tf_stack"
+
+
+class _Origin(NamedTuple):
+    """A frame's code as AutoGraph's source map names it (a code object's two fields)."""
+
+    co_filename: str
+    co_name: str
+
+
+class _EagerLines:
+    """Each eager op the job dispatches from Python, counted by (op type, the frames from
+    the op's wrapper out to the user's innermost line), as it is dispatched.
+
+    Every generated op wrapper calls TFE_Py_FastPathExecute of TF's ``pywrap_tfe`` when
+    eager, looking it up at each call, and falls back on ``execute`` of TF's module of
+    that name (where a
+    tf.function's call also goes, by its ``__inference_...`` name, not counted): wrapped
+    there, one count per dispatch that returned. What a wrapper does not dispatch (a
+    constant made from a Python value, ops C++ issues itself) is not seen. A walk costs
+    the frames between the op and the user's line; whether a frame's code is the user's
+    is decided once per code object."""
+
+    def __init__(self, not_user_code: Sequence[str], inner_scopes: Sequence[str]) -> None:
+        self._not_user = re.compile("|".join(f"(?:{p})" for p in not_user_code))
+        self._inner = frozenset(inner_scopes)
+        self._ends_walk: dict[types.CodeType, bool] = {}
+        self._generated: set[types.CodeType] = set()
+        self.counts: dict[tuple[Any, ...], int] = {}
+        self.dropped = 0
+        self._lock = threading.Lock()
+
+    def _is_users_line(self, code: types.CodeType) -> bool:
+        found = self._ends_walk.get(code)
+        if found is None:
+            found = self._ends_walk[code] = (not self._not_user.search(code.co_filename)
+                                             and code.co_name not in self._inner)
+            if _AUTOGRAPH_FILE in code.co_filename:
+                self._generated.add(code)
+        return found
+
+    def _is_users_origin(self, origin: _Origin) -> bool:
+        return not self._not_user.search(origin.co_filename) and origin.co_name not in self._inner
+
+    @staticmethod
+    def _source_map() -> dict[Any, Any]:
+        """AutoGraph's source map in this thread, (generated file, line) -> (file, line,
+        function) as the user wrote them: the one TF's own stacks use. {} if none."""
+        tf_stack: Any = sys.modules.get(_TF_STACK)
+        try:
+            found = tf_stack._source_mapper_stacks[threading.get_ident()][-1].get_effective_source_map()
+        except (AttributeError, IndexError, KeyError, TypeError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def count(self, op_type: str, frame: Optional[types.FrameType]) -> None:
+        """One dispatch of ``op_type`` from ``frame`` (the op wrapper's): the walk out to
+        the user's line. A frame of AutoGraph's generated code (an op made eagerly while a
+        tf.function traces: a variable's creation) is taken as the user wrote it, and the
+        walk goes on if that is not the user's code (Keras's own train function)."""
+        frames: list[tuple[Any, Optional[int]]] = []
+        source_map: Optional[dict[Any, Any]] = None
+        while frame is not None and len(frames) < _MAX_WALK:
+            code: Any = frame.f_code
+            line = frame.f_lineno
+            ends = self._is_users_line(code)
+            if ends and code in self._generated:
+                source_map = self._source_map() if source_map is None else source_map
+                origin = source_map.get((code.co_filename, line))
+                if origin is not None:
+                    code, line = _Origin(origin[0], origin[2]), origin[1]
+                    ends = self._is_users_origin(code)
+            frames.append((code, line))
+            if ends:
+                break
+            frame = frame.f_back
+        key = (op_type, tuple(frames))
+        with self._lock:
+            n = self.counts.get(key)
+            if n is None and len(self.counts) >= 10 * _MAX_EAGER_KEYS:
+                self.dropped += 1
+                return
+            self.counts[key] = (n or 0) + 1
+
+    def wrap_fast_path(self, fast: Callable[..., Any]) -> Callable[..., Any]:
+        lines = self
+
+        def fast_path_execute(*args: Any) -> Any:  # (context, op type, name, inputs and attrs)
+            result = fast(*args)
+            lines.count(args[1], sys._getframe(1))
+            return result
+
+        return fast_path_execute
+
+    def wrap_execute(self, execute: Callable[..., Any]) -> Callable[..., Any]:
+        lines = self
+
+        @functools.wraps(execute)
+        def counted_execute(op_name: Any, *args: Any, **kwargs: Any) -> Any:
+            result = execute(op_name, *args, **kwargs)
+            name = op_name.decode("utf-8", "replace") if isinstance(op_name, bytes) else str(op_name)
+            if not name.startswith("__"):  # a tf.function's call, not an op
+                lines.count(name, sys._getframe(1))
+            return result
+
+        return counted_execute
+
+    def facts(self) -> dict[str, Any]:
+        """The commonest keys as JSON: a table of frames (path, line, function) and per
+        key [op type, dispatches, frame numbers outermost first]."""
+        with self._lock:
+            ranked = sorted(self.counts.items(), key=lambda item: -item[1])
+        kept, rest = ranked[:_MAX_EAGER_KEYS], ranked[_MAX_EAGER_KEYS:]
+        table: dict[tuple[str, int, str], int] = {}
+        rows = []
+        for (op_type, frames), n in kept:
+            if len(frames) > 2 * _KEPT_FRAMES:
+                frames = frames[:_KEPT_FRAMES] + frames[-_KEPT_FRAMES:]
+            numbers = [table.setdefault((code.co_filename, line or 0, code.co_name), len(table))
+                       for code, line in reversed(frames)]
+            rows.append([op_type, n, numbers])
+        return {"frames": [list(frame) for frame in table], "dispatches": rows,
+                "dropped": self.dropped + sum(n for _key, n in rest)}
+
+
 class _AfterImport(importlib.abc.MetaPathFinder):
     """Runs ``then(module)`` once ``name`` has been imported whole, whoever imports it.
     It finds nothing itself: it asks the other finders, and has the loader they return
@@ -371,6 +518,7 @@ class Recording:
     _undo: list[Callable[[], None]] = field(default_factory=list)
     _window: Optional[_StepWindow] = None
     _eager_window: Optional[_EagerWindow] = None
+    _eager_lines: Optional[_EagerLines] = None
     _profiling: bool = False
     _finished: bool = False
     _tf: Any = None
@@ -388,7 +536,7 @@ class Recording:
                           tensorflow_version=getattr(tf, "__version__", None),
                           imported_at=time.time(), problems=[])
         if self.recording:
-            for step in (self._enable_dump, self._log_traces, self._count_steps):
+            for step in (self._enable_dump, self._log_traces, self._count_steps, self._count_eager_lines):
                 self._attempt(step)
             atexit.register(self.finish)
         self._save()
@@ -463,6 +611,22 @@ class Recording:
         self._undo.append(lambda: setattr(function, "__call__", call))
         eager.arm()
 
+    def _count_eager_lines(self) -> None:
+        """At the level with no dump (a dump has each eager op's stack already), the lines
+        that dispatch eager ops: ``_EagerLines`` on TF's two dispatch functions."""
+        settings = self.settings
+        if settings.level.dump_mode is not None or not settings.not_user_code:
+            return
+        lines = _EagerLines(settings.not_user_code, settings.inner_scopes)
+        tfe = sys.modules["tensorflow.python.pywrap_tfe"]
+        execute_module = sys.modules["tensorflow.python.eager.execute"]
+        fast, execute = tfe.TFE_Py_FastPathExecute, execute_module.execute
+        setattr(tfe, "TFE_Py_FastPathExecute", lines.wrap_fast_path(fast))  # noqa: B010
+        setattr(execute_module, "execute", lines.wrap_execute(execute))  # noqa: B010
+        self._eager_lines = lines
+        self._undo.append(lambda: setattr(tfe, "TFE_Py_FastPathExecute", fast))
+        self._undo.append(lambda: setattr(execute_module, "execute", execute))
+
     def _start_profile(self, step: int) -> None:
         def start_profile() -> None:
             self._tf.profiler.experimental.start(self.settings.rundir)
@@ -498,6 +662,8 @@ class Recording:
             self._attempt(self._undo.pop())
         if self._window is not None:
             self.facts["steps_seen"] = self._window.calls
+        if self._eager_lines is not None:
+            self.facts["eager_lines"] = self._eager_lines.facts()
         self.facts["finished_at"] = time.time()
         self._save()
 

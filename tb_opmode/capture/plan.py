@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from ..analyze.eager_sites import INNER_SCOPES, NOT_USER_CODE
 from ..errors import BadParameter, CannotRecord
 from . import boot
 from .inprocess import DEFAULT_STEPS, ENV_VAR, LEVELS, Level, Settings, environment, parse_steps
@@ -126,5 +127,6 @@ def make_plan(logdir: str, evidence: str, steps: Union[str, tuple[int, int], Non
     window = check_steps(steps)
     check_name(name)
     rundir = _make_rundir(logdir, name)
-    return Plan(logdir=logdir, rundir=rundir, settings=Settings(rundir, level.name, window),
+    return Plan(logdir=logdir, rundir=rundir, settings=Settings(rundir, level.name, window,
+                                                               NOT_USER_CODE, tuple(sorted(INNER_SCOPES))),
                 variables=environment(level, environ))

@@ -16,18 +16,28 @@ from __future__ import annotations
 import json
 import posixpath
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from . import fs
 
-__all__ = ["MANIFEST", "TRACE_LOG", "RecordedRun", "recorded_run", "is_recorded"]
+__all__ = ["MANIFEST", "TRACE_LOG", "EagerLine", "RecordedRun", "recorded_run", "is_recorded"]
 
 MANIFEST = "manifest.json"
 # The file of TF's line per new trace that ``tb-opmode record`` writes (``capture.inprocess``).
 TRACE_LOG = "tf_python.log"
 _FORMAT_PREFIX = "tb_opmode.record/"
 # Bigger than any manifest record writes; a bigger file is not ours.
-_MAX_BYTES = 1 << 20
+_MAX_BYTES = 8 << 20
+
+Frame = tuple[str, int, str]  # (file path, line, function)
+
+
+class EagerLine(NamedTuple):
+    """Eager dispatches of one op type from one stack, as the job counted them."""
+
+    op_type: str
+    dispatches: int
+    frames: tuple[Frame, ...]  # outermost first: the user's line, then inward to the op
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,10 @@ class RecordedRun:
     # How long each trace of the recording process's trace log took, by the trace's number
     # in that log (None: not timed); empty where the job did not record them.
     trace_seconds: tuple[Optional[float], ...] = ()
+    # The recording process's eager dispatches per (op type, stack) (``tb-opmode record``
+    # at the level with no dump), the commonest; None where the job did not count them.
+    eager_lines: Optional[tuple[EagerLine, ...]] = None
+    eager_lines_dropped: int = 0  # dispatches of the stacks not kept
 
 
 def recorded_run(directory: str) -> Optional[RecordedRun]:
@@ -75,19 +89,62 @@ def recorded_run(directory: str) -> Optional[RecordedRun]:
         steps=tuple(s for s in steps if isinstance(s, int)) if isinstance(steps, list) else (),
         exit_status=_number(doc, "exit_status", int), signal=_text(doc, "signal") or None,
         duration_s=_number(doc, "duration_s", float), host=_text(doc, "host"),
-        trace_seconds=_trace_seconds(doc))
+        trace_seconds=_trace_seconds(doc), **_eager_lines(doc))
+
+
+def _recording_process(doc: dict[str, Any]) -> dict[str, Any]:
+    """The facts of the job's process that recorded, {} if none."""
+    processes = doc.get("processes")
+    recording = next((p for p in processes if isinstance(p, dict) and p.get("recording")), None) \
+        if isinstance(processes, list) else None
+    return recording or {}
 
 
 def _trace_seconds(doc: dict[str, Any]) -> tuple[Optional[float], ...]:
     """The recording process's ``trace_seconds`` (numbers or None), else ()."""
-    processes = doc.get("processes")
-    recording = next((p for p in processes if isinstance(p, dict) and p.get("recording")), None) \
-        if isinstance(processes, list) else None
-    times = recording.get("trace_seconds") if recording else None
+    times = _recording_process(doc).get("trace_seconds")
     if not isinstance(times, list):
         return ()
     return tuple(float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
                  for t in times)
+
+
+def _frame(item: Any) -> Optional[Frame]:
+    if isinstance(item, list) and len(item) == 3 and isinstance(item[0], str) \
+            and isinstance(item[1], int) and isinstance(item[2], str):
+        return (item[0], item[1], item[2])
+    return None
+
+
+def _eager_line(row: Any, frames: list[Optional[Frame]]) -> Optional[EagerLine]:
+    """[op type, dispatches, frame numbers] -> EagerLine; None if it is not laid out so."""
+    if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str)
+            and isinstance(row[1], int) and row[1] > 0 and isinstance(row[2], list)):
+        return None
+    found = [frames[i] if isinstance(i, int) and 0 <= i < len(frames) else None for i in row[2]]
+    if None in found:
+        return None
+    return EagerLine(row[0], row[1], tuple(f for f in found if f is not None))
+
+
+def _eager_lines(doc: dict[str, Any]) -> dict[str, Any]:
+    """``eager_lines`` and ``eager_lines_dropped`` from the recording process's facts (a
+    row not laid out as the job writes it counts as dropped)."""
+    facts = _recording_process(doc).get("eager_lines")
+    if not isinstance(facts, dict):
+        return {}
+    table = facts.get("frames")
+    frames = [_frame(item) for item in table] if isinstance(table, list) else []
+    rows = facts.get("dispatches")
+    rows = rows if isinstance(rows, list) else []
+    lines, dropped = [], _number(facts, "dropped", int) or 0
+    for row in rows:
+        line = _eager_line(row, frames)
+        if line is None:
+            dropped += row[1] if isinstance(row, list) and len(row) > 1 and isinstance(row[1], int) else 0
+        else:
+            lines.append(line)
+    return {"eager_lines": tuple(lines), "eager_lines_dropped": dropped}
 
 
 def is_recorded(directory: str, filenames: list[str]) -> bool:
