@@ -444,3 +444,45 @@ def test_the_screen_record_prints_says_what_summary_says(
     (run,) = _summary(rundir)["runs"]
     left = len(run["op_types"]) - ROWS
     assert (f"  ... {left} more op types: tb-opmode summary " in proc.stdout) == (left > 0)
+
+
+def _ddr_eager_lines(rundir: Path, path: str) -> Counter[tuple[str, str]]:
+    """(``path:line``, op type) -> eager executions, as DebugDataReader reads the dump: each
+    execution filed under its stack's innermost frame in ``path`` (the job's own file)."""
+    from tensorflow.python.debug.lib import debug_events_reader
+
+    lines: Counter[tuple[str, str]] = Counter()
+    with debug_events_reader.DebugDataReader(str(rundir)) as reader:
+        reader.update()
+        for execution in reader.executions():
+            if execution.op_type.startswith("__"):
+                continue  # a tf.function's call
+            _host, frames = reader.read_execution_stack_trace(execution)
+            mine = [f for f in frames if f[0] == path]
+            lines[f"{mine[-1][0]}:{mine[-1][1]}" if mine else "", execution.op_type] += 1
+    return lines
+
+
+@pytest.mark.parametrize("job", ["fit", "loop"])
+def test_a_kernels_run_names_the_lines_that_issue_eager_ops_as_the_dump_does(
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str) -> None:
+    """With no dump, the job counts each eager op by the user's line as it dispatches it:
+    per (line, op type), the counts equal those DebugDataReader finds in the ``calls`` run
+    of the same job (the op types tfdbg skips left out), and no op type is counted more
+    often than TF's own log says it ran eagerly."""
+    kernels, _proc = recorded[job, "kernels"]
+    (run,) = _summary(kernels)["runs"]
+    ours: Counter[tuple[str, str]] = Counter()
+    for site in run["eager_sites"]:
+        for op_type, n in site["op_types"].items():
+            ours[site["user_location"], op_type] += n
+    skipped = _tfdbg_skipped_op_types()
+    calls, _proc = recorded[job, "calls"]
+    truth = _ddr_eager_lines(calls, JOBS)
+    assert any(line for line, _op in truth), truth  # the job's own lines issue eager ops
+    assert +Counter({k: n for k, n in ours.items() if k[1] not in skipped}) == +truth
+    logged = Counter(dispatch for dispatch, _kernel in parse_log([kernels / "stderr.log"]).eager)
+    per_op: Counter[str] = Counter()
+    for (_line, op_type), n in ours.items():
+        per_op[op_type] += n
+    assert all(n <= logged[op_type] for op_type, n in per_op.items()), (per_op, logged)

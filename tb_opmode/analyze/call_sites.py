@@ -35,7 +35,10 @@ _MAX_VIA = 8
 _MAX_OP_NAMES = 5
 
 Frame = tuple[str, int, str]  # (file path, line, function)
-_Stack = tuple[int, tuple[str, ...]]  # (dump index, stack of frame ids)
+# (dump index, stack of frame ids), or (_RECORDED, the frames ``tb-opmode record``'s job
+# counted eager dispatches from, for a run with no dump)
+_Stack = tuple[int, tuple[Any, ...]]
+_RECORDED = -1
 _UserPath = tuple[Frame, tuple[Frame, ...]]  # (the user's frame, the frames on to the site)
 
 
@@ -44,6 +47,13 @@ def _frames(dump: DumpSet, stack: tuple[str, ...]) -> list[Frame]:
     own frames (its wrapper of every tf.function call) left out: they are no one's site."""
     return [f for f in (dump.frame(frame_id) for frame_id in stack)
             if f is not None and not is_capture_frame(f[0])]
+
+
+def _stack_frames(model: RunModel, key: _Stack) -> list[Frame]:
+    index, stack = key
+    if index == _RECORDED:
+        return [f for f in stack if not is_capture_frame(f[0])]
+    return _frames(model.dumps[index], stack)
 
 
 def _is_user_code(path: str) -> bool:
@@ -99,7 +109,8 @@ def creating_line(dump: DumpSet, stack: tuple[str, ...]) -> str:
 def _snippet(model: RunModel, first: int, path: str, line: int,
              context: int) -> Optional[dict[str, Any]]:
     """The source around ``path:line`` (from dump ``first``, else any dump that has the file)."""
-    for dump in [model.dumps[first]] + model.dumps[:first] + model.dumps[first + 1:]:
+    first = max(first, 0)
+    for dump in model.dumps[first:first + 1] + model.dumps[:first] + model.dumps[first + 1:]:
         for (_host, file_path), lines in dump.source_lines.items():
             if file_path == path and 1 <= line <= len(lines):
                 lo, hi = max(1, line - context), min(len(lines), line + context)
@@ -113,12 +124,18 @@ def _frame_json(frame: Frame) -> dict[str, Any]:
 
 
 def _eager_stacks(model: RunModel, op_type: str) -> Counter[_Stack]:
-    """(dump index, stack) -> eager executions of the op type issued from it."""
+    """(dump index, stack) -> eager executions of the op type issued from it; for a run
+    whose dumps have no stack, the dispatches ``tb-opmode record``'s job counted."""
     stacks: Counter[_Stack] = Counter()
     for i, dump in enumerate(model.dumps):
         for (t, stack), n in dump.execution_sites.items():
             if t == op_type:
                 stacks[(i, stack)] += n
+    lines = model.recorded.eager_lines if model.recorded is not None else None
+    if lines and not any(dump.execution_sites for dump in model.dumps):
+        for line in lines:
+            if line.op_type == op_type:
+                stacks[(_RECORDED, line.frames)] += line.dispatches
     return stacks
 
 
@@ -159,7 +176,7 @@ def _sites(model: RunModel, stacks: Counter[_Stack],
     """The stacks grouped by their call site (stacks of which no frame is known left out)."""
     sites: dict[Frame, _Site] = {}
     for (i, stack), n in stacks.items():
-        frames = _frames(model.dumps[i], stack)
+        frames = _stack_frames(model, (i, stack))
         site, user = _pick(frames)
         if site is None:
             continue  # no frame of this stack is known: nothing to show

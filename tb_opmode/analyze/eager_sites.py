@@ -1,8 +1,10 @@
 """Eager cost by Python line: which lines of the user's own code issued the eager work.
 
 In: a ``RunModel`` (its dumps' eager execution stacks and their wall times, its profiles'
-eager op events, its profiled op times). Out: ``eager_sites``, one ``EagerSite`` per line of
-the user's code that issued eager executions, ranked: first by profiled eager time where a
+eager op events, its profiled op times; for a run with no dump, the eager dispatches per
+stack that ``tb-opmode record``'s job counted, ``RecordedRun.eager_lines``). Out:
+``eager_sites``, one ``EagerSite`` per line of the user's code that issued eager
+executions, ranked: first by profiled eager time where a
 profile covers the line, then by executions; each with its share of the run's eager
 executions and time, the op types issued there, where a library issued them (``location``:
 ``summary_v2.py`` for the Keras TensorBoard callback's histograms), the library call the
@@ -13,7 +15,8 @@ installed libraries, the interpreter, TensorFlow, Keras and this package (``choo
 the counts per line are then exactly those a reader of the dump would make by taking, of
 each eager execution's stack, the innermost frame in the user's files. Time comes from
 ``eager_times``: each profiled eager event joined to the dump's execution of its op type
-that it ran as, by time.
+that it ran as, by time; a run with no dump has no time per line (a profile's eager events
+name their op type, not their line; its lines rank by executions).
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from ..vocab import EAGER, GRAPH, is_debug_kernel, is_function
 from .eager_times import SiteTimes, join_times
 
 __all__ = ["Frame", "FrameChoice", "EagerSite", "choose_frames", "eager_sites", "is_user_frame",
-           "enclosing_function",
+           "enclosing_function", "NOT_USER_CODE", "INNER_SCOPES",
            "ADVICE_RULES", "format_location"]
 
 Frame = tuple[str, int, str]  # (file path, line, function)
@@ -39,6 +42,8 @@ Frame = tuple[str, int, str]  # (file path, line, function)
 _INTERNAL = re.compile(r"[/\\](tensorflow|tensorflow_core|tf_keras|keras|tb_opmode)[/\\.]")
 # Installed libraries and the interpreter's own code (``<frozen runpy>``, ``<string>``).
 _THIRD_PARTY = re.compile(r"[/\\](site-packages|dist-packages|lib[/\\]python\d+(\.\d+)?)[/\\]|^<")
+# Both, for ``tb-opmode record``'s job: it counts each eager op by the user's line found so.
+NOT_USER_CODE = (_INTERNAL.pattern, _THIRD_PARTY.pattern)
 # TF's own code that issues ops on a caller's behalf: a call site is the innermost frame
 # outside it (the frame of a library or of the user's code that asked for the op).
 _TF_OPS = re.compile(r"[/\\](tensorflow|tensorflow_core|tf_keras[/\\]src[/\\]backend|"
@@ -110,13 +115,13 @@ class EagerSite:
 
 
 # Frames of code Python runs as a function of its own, inside the function the user wrote.
-_INNER_SCOPES = frozenset(("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>", "<lambda>"))
+INNER_SCOPES = frozenset(("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>", "<lambda>"))
 
 
 def enclosing_function(frames: list[Frame], index: int) -> str:
     """The function a frame's code is written in: a comprehension's or lambda's own frame
     stands for the function around it, in the same file."""
-    while (frames[index][2] in _INNER_SCOPES and index > 0
+    while (frames[index][2] in INNER_SCOPES and index > 0
            and frames[index - 1][0] == frames[index][0]):
         index -= 1
     return frames[index][2]
@@ -139,18 +144,37 @@ class _Stacks:
         key = (index, stack)
         found = self.memo.get(key)
         if found is None:
-            frames = [f for f in map(dump.frame, stack) if f is not None]
-            user, site, library = choose_frames(frames)
-            def at(i: Optional[int]) -> Optional[Frame]:
-                return frames[i] if i is not None else None
-            found = self.memo[key] = _Chosen(
-                at(user), at(site), at(library),
-                enclosing_function(frames, user) if user is not None else "")
+            found = self.memo[key] = _chosen([f for f in map(dump.frame, stack) if f is not None])
         return found
 
 
 def _user_key(user: Optional[Frame]) -> tuple[str, int]:
     return (user[0], user[1]) if user else ("", 0)
+
+
+def _chosen(frames: list[Frame]) -> _Chosen:
+    user, site, library = choose_frames(frames)
+
+    def at(i: Optional[int]) -> Optional[Frame]:
+        return frames[i] if i is not None else None
+    return _Chosen(at(user), at(site), at(library),
+                   enclosing_function(frames, user) if user is not None else "")
+
+
+def _add(sites: dict[tuple[str, int], EagerSite], op_type: str, n: int, chosen: _Chosen) -> None:
+    """``n`` eager executions of ``op_type`` from a stack, filed under its user's line."""
+    user, site, library, scope = chosen
+    key = _user_key(user)
+    entry = sites.get(key)
+    if entry is None:
+        entry = sites[key] = EagerSite(format_location(user), user[2] if user else "",
+                                       "", "", "", "", scope=scope)
+    entry.executions += n
+    entry.op_types[op_type] += n
+    if site is not None:
+        entry.sites[site] += n
+    if library is not None:
+        entry.libraries[library] += n
 
 
 def _group(model: RunModel, stacks: _Stacks) -> dict[tuple[str, int], EagerSite]:
@@ -160,19 +184,19 @@ def _group(model: RunModel, stacks: _Stacks) -> dict[tuple[str, int], EagerSite]
         for (op_type, stack), n in dump.execution_sites.items():
             if is_function(op_type) or is_debug_kernel(op_type):
                 continue
-            user, site, library, scope = stacks.frames_of(index, dump, stack)
-            key = _user_key(user)
-            entry = sites.get(key)
-            if entry is None:
-                entry = sites[key] = EagerSite(format_location(user), user[2] if user else "",
-                                               "", "", "", "", scope=scope)
-            entry.executions += n
-            entry.op_types[op_type] += n
-            if site is not None:
-                entry.sites[site] += n
-            if library is not None:
-                entry.libraries[library] += n
+            _add(sites, op_type, n, stacks.frames_of(index, dump, stack))
     return sites
+
+
+def _group_recorded(model: RunModel) -> dict[tuple[str, int], EagerSite]:
+    """The eager dispatches ``tb-opmode record``'s job counted by stack (a run with no
+    dump), grouped by the user's line as a dump's are."""
+    sites: dict[tuple[str, int], EagerSite] = {}
+    for line in (model.recorded.eager_lines or ()) if model.recorded is not None else ():
+        _add(sites, line.op_type, line.dispatches, _chosen(list(line.frames)))
+    return sites
+
+
 
 
 def _name_places(site: EagerSite) -> None:
@@ -336,9 +360,12 @@ def eager_sites(model: RunModel) -> list[EagerSite]:
     """The user's lines that issued the run's eager executions, ranked (see the module)."""
     stacks = _Stacks()
     sites = _group(model, stacks)
+    if sites:
+        times = join_times(model, lambda i, d, s: _user_key(stacks.frames_of(i, d, s)[0]))
+    else:
+        sites, times = _group_recorded(model), SiteTimes(uncovered_note="")
     if not sites:
         return []
-    times = join_times(model, lambda i, d, s: _user_key(stacks.frames_of(i, d, s)[0]))
     _add_times(sites, times)
     ctx = _AdviceContext(_mean_times(model))
     for site in sites.values():

@@ -73,7 +73,11 @@ def render_hot_spots(run: dict[str, Any], limit: int = SUMMARY_SITES) -> str:
         return ""
     timed = any(s["time_ns"] is not None for s in sites)
     order = "by profiled eager time, then executions" if timed else "by executions"
+    if not timed and not any(s["time_note"] for s in sites):
+        order += "; no time per line: the run has no dump to join the profile's events to"
     more = f"; {len(sites) - limit} more in --format json" if len(sites) > limit else ""
-    lines = [f"  Eager hot spots (lines of your code, {order}{more}):\n"]
+    head = textwrap.wrap(f"Eager hot spots (lines of your code, {order}{more}):", _WIDTH,
+                         initial_indent="  ", subsequent_indent="    ")
+    lines = ["\n".join(head) + "\n"]
     lines += [_site_line(i + 1, s) for i, s in enumerate(sites[:limit])]
     return "".join(lines)

@@ -83,6 +83,17 @@ def caller_label(site: dict[str, Any]) -> str:
     return f"`{site['function']}` in {_base(site['file'])}"
 
 
+_NO_SITES = "no call sites: the run has no tfdbg dump with stack frames"
+# A run whose eager lines ``tb-opmode record``'s job counted: what it did not see.
+_NO_SITES_RECORDED = ("no call sites: the recording counts the ops that Python's op wrappers "
+                      "dispatch; TF issued these itself, as it does a constant made from a "
+                      "Python value")
+
+
+def _counted_lines(model: RunModel) -> bool:
+    return not model.dumps and model.recorded is not None and bool(model.recorded.eager_lines)
+
+
 def _callers(model: RunModel, op_type: str, executions: int) -> str:
     """``92 from X, 10 from Y``, busiest first; what no site accounts for, said."""
     sites = call_sites(model, op_type, EAGER, limit=None, snippets=False, via=True)
@@ -93,7 +104,7 @@ def _callers(model: RunModel, op_type: str, executions: int) -> str:
              sorted(groups.items(), key=lambda pair: (-pair[1], pair[0]))]
     rest = executions - sum(groups.values())
     if not sites:
-        return " (no call sites: the run has no tfdbg dump with stack frames)"
+        return f" ({_NO_SITES_RECORDED if _counted_lines(model) else _NO_SITES})"
     if rest > 0:
         words.append(f"{rest} with no call site recorded")
     return " — " + ", ".join(words)

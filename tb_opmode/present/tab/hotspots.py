@@ -23,8 +23,18 @@ def _capped(site: EagerSiteDoc) -> HotSpot:
     return {**site, "op_types": kept, "op_types_total": len(site["op_types"])}
 
 
-def times_note(sites: list[EagerSiteDoc], profiled: bool) -> str:
-    """What the times of the lines cover, in words."""
+# A run with no dump whose lines ``tb-opmode record``'s job counted.
+_COUNTED_NOTE = ("Lines as the job dispatched their eager ops (tb-opmode record counted them). "
+                 "A profile's eager events name their op type, not their line, and this run has "
+                 "no dump to join them by: lines are ranked by executions. --evidence calls "
+                 "adds that dump.")
+
+
+def times_note(sites: list[EagerSiteDoc], profiled: bool, dumped: bool = True) -> str:
+    """What the times of the lines cover, in words (``dumped``: the lines come from a
+    dump, not from the recording's count)."""
+    if not dumped:
+        return _COUNTED_NOTE
     if not profiled:
         return ("No profile was joined to the run's eager executions: lines are ranked by "
                 "executions. A profile (tf.profiler.experimental) adds their time.")
@@ -46,4 +56,4 @@ def hot_spots(view: RunView, limit: int = MAX_HOT_SPOTS) -> HotSpots:
     return {"run": view.model.run, "sites": [_capped(s) for s in sites[:limit]],
             "total": len(sites), "executions": sum(s["executions"] for s in sites),
             "time_ns": eager_ns if timed else None, "joined_ns": joined_ns if timed else None,
-            "note": times_note(sites, timed)}
+            "note": times_note(sites, timed, bool(view.model.dumps))}
