@@ -361,7 +361,8 @@ class _EagerLines:
     eager, looking it up at each call, and falls back on ``execute`` of TF's module of
     that name (where a
     tf.function's call also goes, by its ``__inference_...`` name, not counted): wrapped
-    there, one count per dispatch that returned. What a wrapper does not dispatch (a
+    there, one count per dispatch that returned, with its wall time (the op's run, eager
+    on a CPU being synchronous, and TF's dispatch around it). What a wrapper does not dispatch (a
     constant made from a Python value, ops C++ issues itself) is not seen. A walk costs
     the frames between the op and the user's line; whether a frame's code is the user's
     is decided once per code object."""
@@ -371,7 +372,7 @@ class _EagerLines:
         self._inner = frozenset(inner_scopes)
         self._ends_walk: dict[types.CodeType, bool] = {}
         self._generated: set[types.CodeType] = set()
-        self.counts: dict[tuple[Any, ...], int] = {}
+        self.counts: dict[tuple[Any, ...], list[int]] = {}  # key -> [dispatches, ns]
         self.dropped = 0
         self._lock = threading.Lock()
 
@@ -398,11 +399,12 @@ class _EagerLines:
             return {}
         return found if isinstance(found, dict) else {}
 
-    def count(self, op_type: str, frame: Optional[types.FrameType]) -> None:
+    def count(self, op_type: str, frame: Optional[types.FrameType], ns: int) -> None:
         """One dispatch of ``op_type`` from ``frame`` (the op wrapper's): the walk out to
-        the user's line. A frame of AutoGraph's generated code (an op made eagerly while a
-        tf.function traces: a variable's creation) is taken as the user wrote it, and the
-        walk goes on if that is not the user's code (Keras's own train function)."""
+        the user's line; ``ns`` the dispatch's wall time. A frame of AutoGraph's generated
+        code (an op made eagerly while a tf.function traces: a variable's creation) is
+        taken as the user wrote it, and the walk goes on if that is not the user's code
+        (Keras's own train function)."""
         frames: list[tuple[Any, Optional[int]]] = []
         source_map: Optional[dict[Any, Any]] = None
         while frame is not None and len(frames) < _MAX_WALK:
@@ -421,18 +423,22 @@ class _EagerLines:
             frame = frame.f_back
         key = (op_type, tuple(frames))
         with self._lock:
-            n = self.counts.get(key)
-            if n is None and len(self.counts) >= 10 * _MAX_EAGER_KEYS:
-                self.dropped += 1
-                return
-            self.counts[key] = (n or 0) + 1
+            cell = self.counts.get(key)
+            if cell is None:
+                if len(self.counts) >= 10 * _MAX_EAGER_KEYS:
+                    self.dropped += 1
+                    return
+                cell = self.counts[key] = [0, 0]
+            cell[0] += 1
+            cell[1] += ns
 
     def wrap_fast_path(self, fast: Callable[..., Any]) -> Callable[..., Any]:
         lines = self
 
         def fast_path_execute(*args: Any) -> Any:  # (context, op type, name, inputs and attrs)
+            start = time.perf_counter_ns()
             result = fast(*args)
-            lines.count(args[1], sys._getframe(1))
+            lines.count(args[1], sys._getframe(1), time.perf_counter_ns() - start)
             return result
 
         return fast_path_execute
@@ -442,30 +448,32 @@ class _EagerLines:
 
         @functools.wraps(execute)
         def counted_execute(op_name: Any, *args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter_ns()
             result = execute(op_name, *args, **kwargs)
+            ns = time.perf_counter_ns() - start
             name = op_name.decode("utf-8", "replace") if isinstance(op_name, bytes) else str(op_name)
             if not name.startswith("__"):  # a tf.function's call, not an op
-                lines.count(name, sys._getframe(1))
+                lines.count(name, sys._getframe(1), ns)
             return result
 
         return counted_execute
 
     def facts(self) -> dict[str, Any]:
         """The commonest keys as JSON: a table of frames (path, line, function) and per
-        key [op type, dispatches, frame numbers outermost first]."""
+        key [op type, dispatches, frame numbers outermost first, the dispatches' wall ns]."""
         with self._lock:
-            ranked = sorted(self.counts.items(), key=lambda item: -item[1])
+            ranked = sorted(self.counts.items(), key=lambda item: -item[1][0])
         kept, rest = ranked[:_MAX_EAGER_KEYS], ranked[_MAX_EAGER_KEYS:]
         table: dict[tuple[str, int, str], int] = {}
         rows = []
-        for (op_type, frames), n in kept:
+        for (op_type, frames), (n, ns) in kept:
             if len(frames) > 2 * _KEPT_FRAMES:
                 frames = frames[:_KEPT_FRAMES] + frames[-_KEPT_FRAMES:]
             numbers = [table.setdefault((code.co_filename, line or 0, code.co_name), len(table))
                        for code, line in reversed(frames)]
-            rows.append([op_type, n, numbers])
+            rows.append([op_type, n, numbers, ns])
         return {"frames": [list(frame) for frame in table], "dispatches": rows,
-                "dropped": self.dropped + sum(n for _key, n in rest)}
+                "dropped": self.dropped + sum(n for _key, (n, _ns) in rest)}
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):

@@ -38,6 +38,7 @@ class EagerLine(NamedTuple):
     op_type: str
     dispatches: int
     frames: tuple[Frame, ...]  # outermost first: the user's line, then inward to the op
+    wall_ns: Optional[int] = None  # the dispatches' wall time, as the job measured it
 
 
 @dataclass(frozen=True)
@@ -117,14 +118,16 @@ def _frame(item: Any) -> Optional[Frame]:
 
 
 def _eager_line(row: Any, frames: list[Optional[Frame]]) -> Optional[EagerLine]:
-    """[op type, dispatches, frame numbers] -> EagerLine; None if it is not laid out so."""
-    if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str)
+    """[op type, dispatches, frame numbers(, wall ns)] -> EagerLine; None if it is not laid
+    out so."""
+    if not (isinstance(row, list) and len(row) in (3, 4) and isinstance(row[0], str)
             and isinstance(row[1], int) and row[1] > 0 and isinstance(row[2], list)):
         return None
     found = [frames[i] if isinstance(i, int) and 0 <= i < len(frames) else None for i in row[2]]
     if None in found:
         return None
-    return EagerLine(row[0], row[1], tuple(f for f in found if f is not None))
+    ns = row[3] if len(row) == 4 and isinstance(row[3], int) and row[3] >= 0 else None
+    return EagerLine(row[0], row[1], tuple(f for f in found if f is not None), ns)
 
 
 def _eager_lines(doc: dict[str, Any]) -> dict[str, Any]:

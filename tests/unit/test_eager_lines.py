@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -49,17 +50,24 @@ def _failing(*_args: Any) -> Any:
 
 def _rows(facts: dict[str, Any]) -> list[tuple[str, int, list[tuple[str, int, str]]]]:
     return [(op, n, [tuple(facts["frames"][i]) for i in numbers])
-            for op, n, numbers in facts["dispatches"]]
+            for op, n, numbers, _ns in facts["dispatches"]]
+
+
+def _slow(*args: Any) -> Any:
+    time.sleep(0.002)
+    return args[3]
 
 
 def test_each_dispatch_is_filed_under_the_line_that_called_the_wrapper() -> None:
     lines, lib = _lines(), _library()
-    fast = lines.wrap_fast_path(lambda *args: args[3])
+    fast = lines.wrap_fast_path(_slow)
     here = sys._getframe().f_lineno
     results = [lib["relu"](fast, n) for n in range(3)]  # three dispatches from a comprehension
     assert results == [0, 1, 2]
-    ((op, n, frames),) = _rows(lines.facts())
+    facts = lines.facts()
+    ((op, n, frames),) = _rows(facts)
     assert (op, n) == ("Relu", 3)
+    assert facts["dispatches"][0][3] >= 3 * 2_000_000  # each dispatch's wall time, summed
     # outermost first: this test's line, the comprehension's frame (before Python 3.12
     # inlined them), the library wrapper
     assert [f[0] for f in frames] == [__file__] * (len(frames) - 1) + [LIBRARY]
@@ -109,16 +117,17 @@ def _manifest(tmp_path: Path, facts: dict[str, Any]) -> Path:
 
 def test_the_manifest_gives_back_each_kept_stack_and_drops_a_damaged_row(tmp_path: Path) -> None:
     lines, lib = _lines(), _library()
-    fast = lines.wrap_fast_path(lambda *args: None)
+    fast = lines.wrap_fast_path(_slow)
     for _ in range(2):
         lib["relu"](fast, 0)
     facts = lines.facts()
-    facts["dispatches"].append(["Mul", 5, [99]])  # a frame number the table lacks
+    facts["dispatches"].append(["Mul", 5, [99], 10])  # a frame number the table lacks
     facts["dispatches"].append(["Mul", "x", []])  # not laid out as the job writes it
     run = recorded_run(str(_manifest(tmp_path, facts)))
     assert run is not None and run.eager_lines is not None
-    ((op, n, frames),) = run.eager_lines
+    ((op, n, frames, ns),) = run.eager_lines
     assert (op, n) == ("Relu", 2) and frames[-1][0] == LIBRARY and frames[0][0] == __file__
+    assert ns == facts["dispatches"][0][3] and ns is not None and ns >= 2 * 2_000_000
     assert run.eager_lines_dropped == 5
 
 
