@@ -332,12 +332,13 @@ export class Store {
 
 /**
  * A line of the user's code and the eager work it issued (analyze/eager_sites, the summary
- * contract's runs[].eager_sites); time_ns null where no profile covered it (time_note).
+ * contract's runs[].eager_sites); time_ns null where no profile covered it (time_note);
+ * time_source "profile" (joined events), "dispatch" (the recording job's clock) or "".
  * @typedef {{location: string, user_location: string, executions: number, time_ns: ?number,
  *   op_types: !Object<string, number>, user_function: string, user_scope: string,
  *   location_function: string,
  *   library_location: string, library_function: string, share: number, time_share: ?number,
- *   profiled_executions: number, time_note: string, calls: ?number,
+ *   profiled_executions: number, time_note: string, time_source: string, calls: ?number,
  *   advice: !Array<string>}} EagerSiteDoc
  * @typedef {EagerSiteDoc & {op_types_total: number}} HotSpot
  */
@@ -345,7 +346,7 @@ export class Store {
 /**
  * The eager hot spots (the hotspots route, tab/hotspots.hot_spots): the first lines, ranked.
  * @typedef {{run: string, sites: !Array<HotSpot>, total: number, executions: number,
- *   time_ns: ?number, joined_ns: ?number, note: string}} HotSpots
+ *   time_ns: ?number, joined_ns: ?number, time_source: string, note: string}} HotSpots
  */
 
 /**

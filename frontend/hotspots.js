@@ -1,5 +1,6 @@
 // The Op Mode tab's Eager hot spots: the lines of the user's own code that issued eager
-// ops, ranked by profiled eager time where a profile covers them, else by executions;
+// ops, ranked by eager time where a line has one (the profile's, joined to a dump's
+// executions; or the recording job's clock around each dispatch), else by executions;
 // each with its executions, time, shares, op types, the library code that issued the ops
 // and advice. Methods of App (views.js). In: the hotspots JSON
 // (tab/hotspots.hot_spots). Out: DOM nodes, every string from the run as text.
@@ -70,7 +71,8 @@ function timeCell(s) {
     return el('td', {class: 'opm-hot-time'}, el('span', {class: 'opm-muted', text: s.time_note || '–'}));
   }
   return el('td', {class: 'opm-hot-time opm-num'}, el('span', {text: fmtNs(s.time_ns)}),
-      el('div', {class: 'opm-muted', text: `${fmtPct(s.time_share)} · ${fmtInt(s.profiled_executions)} profiled`}));
+      el('div', {class: 'opm-muted', text: `${fmtPct(s.time_share)} · ${fmtInt(s.profiled_executions)} ` +
+        (s.time_source === 'dispatch' ? 'timed' : 'profiled')}));
 }
 
 /**
@@ -142,14 +144,17 @@ export const HotspotsSection = /** @satisfies {ThisType<App>} */ ({
     // The lines' time shares are of all the profiled eager time: say how much of it no line
     // issued (ops the dump records no execution of), or the shares seem not to add up.
     const unjoined = h.time_ns !== null && h.joined_ns !== null ? h.time_ns - h.joined_ns : 0;
+    const dispatched = h.time_source === 'dispatch';
     const head = el('p', {class: 'opm-hot-summary'},
         `${fmtInt(h.executions)} eager executions from ${fmtInt(h.total)} line(s) of your code` +
-        (h.time_ns !== null ? `, ${fmtNs(h.time_ns)} of profiled eager time` : '') +
+        (h.time_ns !== null ? `, ${fmtNs(h.time_ns)} of ` +
+          (dispatched ? 'eager time as the job timed their dispatches' : 'profiled eager time') : '') +
         (unjoined > 0 ? ` (${fmtNs(unjoined)} of it, ${fmtPct(unjoined / /** @type {number} */ (h.time_ns))}, ` +
           'in eager ops the dump records no execution of, so joined to no line: the overview ' +
           'lists them)' : '') +
         `; ${shown}lines ranked ` +
-        (h.time_ns !== null ? 'by time where the profile covers them, then by executions.' : 'by executions.'));
+        (h.time_ns === null ? 'by executions.' :
+          dispatched ? 'by that time.' : 'by time where the profile covers them, then by executions.'));
     const table = el('table', {class: 'opm-small-table opm-hot-table', id: 'opm-hotspots'},
         el('thead', {}, el('tr', {},
             el('th', {class: 'opm-num', text: '#'}),

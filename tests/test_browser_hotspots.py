@@ -2,8 +2,9 @@
 
 In: two runs under one logdir: ``bert`` (conftest's seed scenario: model.fit with the
 Keras TensorBoard callback's histograms, a few eager pre-processing ops, dump + profile +
-log) and ``traces`` (the trace ledger's workload, ``tests/traces/workloads.py``: a helper of
-41 small eager ops on one line, FULL_HEALTH dump, a profile of four iterations). Out:
+log), ``traces`` (the trace ledger's workload, ``tests/traces/workloads.py``: a helper of
+41 small eager ops on one line, FULL_HEALTH dump, a profile of four iterations) and
+``recorded`` (``tb-opmode record`` of a custom loop at the level with no dump). Out:
 assertions on what a person sees at 1000x700 and 1400x900 (the section in view once
 scrolled to, inside the window's width, the hot line first with DebugDataReader's count,
 its time and advice, the library code that issued the bert run's ops; each Python
@@ -14,7 +15,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,7 @@ pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 SIZES = [(1000, 700), (1400, 900)]
 CELL = "full_health_profile_log"
+RECORD_JOBS = Path(__file__).resolve().parent / "record_jobs.py"
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +48,31 @@ def traces_cell(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def recorded_loop(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``tb-opmode record`` (the default level: no dump) of the record tests' custom loop,
+    whose own line issues two eager ops per step."""
+    needs_tensorflow()
+    logdir = tmp_path_factory.mktemp("hotspots_record")
+    env = {**os.environ, "TB_OPMODE_CACHE": "off"}
+    proc = subprocess.run([sys.executable, "-m", "tb_opmode.cli", "record", str(logdir), "--name", "loop",
+                           "--", sys.executable, str(RECORD_JOBS), "loop"], env=env, capture_output=True,
+                          text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return logdir / "loop"
+
+
+@pytest.fixture(scope="module")
 def tensorboard(tmp_path_factory: pytest.TempPathFactory, bert_logdir: Path,
-                traces_cell: Path) -> Iterator[str]:
+                traces_cell: Path, recorded_loop: Path) -> Iterator[str]:
     plugins = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="tensorboard_plugins")}
     assert plugins.get("opmode") == "tb_opmode.plugin:OpModeLoader", (
         "tb_opmode is not installed as a TensorBoard plugin: pip install -e . first")
     parent = tmp_path_factory.mktemp("hotspots_logdir")
     link_tree(bert_logdir, parent / "bert")
     link_tree(traces_cell / "logdir", parent / "traces")
+    link_tree(recorded_loop, parent / "recorded")
     log_path = tmp_path_factory.mktemp("tb_hotspots_log") / "tensorboard.log"
-    with running_tensorboard(parent, log_path, runs=2, timeout=240) as base:
+    with running_tensorboard(parent, log_path, runs=3, timeout=240) as base:
         yield base
 
 
@@ -118,6 +138,35 @@ def test_the_hot_line_leads_with_its_count_time_and_advice(browser: Any, tensorb
         assert "tf.function" in rows[0]["advice"] and "in a graph" in rows[0]["advice"], rows[0]
         assert any("outside the profile" in r["text"] for r in rows[1:]), [r["text"] for r in rows]
         p.shot("traces")
+        assert not p.errors, p.errors
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("width,height", SIZES)
+def test_a_run_with_no_dump_ranks_the_lines_the_job_counted_by_their_time(
+        browser: Any, tensorboard: str, width: int, height: int) -> None:
+    """A ``kernels`` run of ``record`` (no dump): the job's own line first, its count as the
+    contract has it, its time from the job's clock ("timed", not "profiled"), the note
+    saying where lines and times come from."""
+    doc = get_json(f"{tensorboard}/data/plugin/opmode/hotspots?run=recorded")
+    assert doc["time_source"] == "dispatch" and doc["sites"], doc
+    p = Page(browser, tensorboard, width, height, "recorded")
+    try:
+        box = p.scroll_to_section()
+        assert _in_window(box, width, height), box
+        assert box["scroll"] <= box["client"] + 1, "the section is wider than its card"
+        rows = p.rows()
+        assert [r["location"] for r in rows] == [s["user_location"] for s in doc["sites"]]
+        assert all(r["location"].rpartition(":")[0] == str(RECORD_JOBS) for r in rows), rows
+        assert "inprocess.py" not in p.frame.inner_text("#opm-hotspots")  # the recording's wrapper
+        first = doc["sites"][0]
+        assert f"{first['executions']:,}" in rows[0]["text"] and "timed" in rows[0]["text"], rows[0]
+        assert "profiled" not in p.frame.inner_text("#opm-hotspots-card")
+        summary = p.frame.inner_text(".opm-hot-summary")
+        assert "as the job timed their dispatches" in summary and "by that time" in summary, summary
+        assert "dispatched its eager ops" in p.frame.inner_text("#opm-hotspots-card .opm-hint")
+        p.shot("recorded")
         assert not p.errors, p.errors
     finally:
         p.close()

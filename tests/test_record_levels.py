@@ -486,3 +486,7 @@ def test_a_kernels_run_names_the_lines_that_issue_eager_ops_as_the_dump_does(
     for (_line, op_type), n in ours.items():
         per_op[op_type] += n
     assert all(n <= logged[op_type] for op_type, n in per_op.items()), (per_op, logged)
+    # each line timed by the job's clock around its dispatches, and ranked by that time
+    times = [site["time_ns"] for site in run["eager_sites"]]
+    assert all(site["time_source"] == "dispatch" for site in run["eager_sites"])
+    assert all(t is not None and t > 0 for t in times) and times == sorted(times, reverse=True), times

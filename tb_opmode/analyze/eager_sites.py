@@ -4,19 +4,19 @@ In: a ``RunModel`` (its dumps' eager execution stacks and their wall times, its 
 eager op events, its profiled op times; for a run with no dump, the eager dispatches per
 stack that ``tb-opmode record``'s job counted, ``RecordedRun.eager_lines``). Out:
 ``eager_sites``, one ``EagerSite`` per line of the user's code that issued eager
-executions, ranked: first by profiled eager time where a
-profile covers the line, then by executions; each with its share of the run's eager
-executions and time, the op types issued there, where a library issued them (``location``:
-``summary_v2.py`` for the Keras TensorBoard callback's histograms), the library call the
-line makes, and advice.
+executions, ranked: first by eager time where the line has one, then by executions;
+each with its share of the run's eager executions and time, the op types issued there,
+where a library issued them (``location``: ``summary_v2.py`` for the Keras TensorBoard
+callback's histograms), the library call the line makes, and advice.
 
 A stack's frames run outermost first. The user's line is the innermost frame outside
 installed libraries, the interpreter, TensorFlow, Keras and this package (``choose_frames``);
 the counts per line are then exactly those a reader of the dump would make by taking, of
 each eager execution's stack, the innermost frame in the user's files. Time comes from
 ``eager_times``: each profiled eager event joined to the dump's execution of its op type
-that it ran as, by time; a run with no dump has no time per line (a profile's eager events
-name their op type, not their line; its lines rank by executions).
+that it ran as, by time; for a run with no dump, the wall time of the dispatches as the
+recording job measured them (a profile's eager events name their op type, not their
+line).
 """
 from __future__ import annotations
 
@@ -29,10 +29,11 @@ from typing import NamedTuple, Optional
 from ..model import RunModel
 from ..read.tfdbg import DumpSet
 from ..vocab import EAGER, GRAPH, is_debug_kernel, is_function
+from .capture_frames import is_capture_frame
 from .eager_times import SiteTimes, join_times
 
 __all__ = ["Frame", "FrameChoice", "EagerSite", "choose_frames", "eager_sites", "is_user_frame",
-           "enclosing_function", "NOT_USER_CODE", "INNER_SCOPES",
+           "enclosing_function", "NOT_USER_CODE", "INNER_SCOPES", "PROFILE_TIME", "DISPATCH_TIME",
            "ADVICE_RULES", "format_location"]
 
 Frame = tuple[str, int, str]  # (file path, line, function)
@@ -102,6 +103,9 @@ class EagerSite:
     time_ns: Optional[int] = None  # None: no profile covered the line
     profiled_executions: int = 0
     time_note: str = ""
+    # Where time_ns comes from: "profile" (its eager events joined to the dump's
+    # executions), "dispatch" (the recording job's clock around each dispatch), "" none.
+    time_source: str = ""
     share: float = 0.0
     time_share: Optional[float] = None
     advice: list[str] = field(default_factory=list)
@@ -152,7 +156,10 @@ def _user_key(user: Optional[Frame]) -> tuple[str, int]:
     return (user[0], user[1]) if user else ("", 0)
 
 
-def _chosen(frames: list[Frame]) -> _Chosen:
+def _chosen(stack: list[Frame]) -> _Chosen:
+    """The frames chosen of a stack, our recording's own left out (under ``tb-opmode
+    record`` every tf.function call passes through its wrapper: no one's library)."""
+    frames = [f for f in stack if not is_capture_frame(f[0])]
     user, site, library = choose_frames(frames)
 
     def at(i: Optional[int]) -> Optional[Frame]:
@@ -188,13 +195,21 @@ def _group(model: RunModel, stacks: _Stacks) -> dict[tuple[str, int], EagerSite]
     return sites
 
 
-def _group_recorded(model: RunModel) -> dict[tuple[str, int], EagerSite]:
+def _group_recorded(model: RunModel) -> tuple[dict[tuple[str, int], EagerSite], SiteTimes]:
     """The eager dispatches ``tb-opmode record``'s job counted by stack (a run with no
-    dump), grouped by the user's line as a dump's are."""
+    dump), grouped by the user's line as a dump's are; their wall time, as the job
+    measured each dispatch, per line."""
     sites: dict[tuple[str, int], EagerSite] = {}
+    times = SiteTimes(uncovered_note="")
     for line in (model.recorded.eager_lines or ()) if model.recorded is not None else ():
-        _add(sites, line.op_type, line.dispatches, _chosen(list(line.frames)))
-    return sites
+        chosen = _chosen(list(line.frames))
+        _add(sites, line.op_type, line.dispatches, chosen)
+        if line.wall_ns is not None:
+            key = _user_key(chosen.user)
+            times.time_ns[key] += line.wall_ns
+            times.events[key] += line.dispatches
+            times.total_ns += line.wall_ns
+    return sites, times
 
 
 
@@ -329,12 +344,16 @@ ADVICE_RULES: list[tuple[str, Callable[[_AdviceContext, EagerSite], Optional[str
 
 # ---------------------------------------------------------------- ranking
 
+# ``EagerSite.time_source``'s words.
+PROFILE_TIME, DISPATCH_TIME = "profile", "dispatch"
 
-def _add_times(sites: dict[tuple[str, int], EagerSite], times: SiteTimes) -> None:
+
+def _add_times(sites: dict[tuple[str, int], EagerSite], times: SiteTimes, source: str) -> None:
     for key, site in sites.items():
         if key in times.time_ns:
             site.time_ns = times.time_ns[key]
             site.profiled_executions = times.events.get(key, 0)
+            site.time_source = source
         elif key in times.covered:
             site.time_ns = 0
             site.time_note = "in the profile's window, but the profile holds no event of its ops"
@@ -360,13 +379,14 @@ def eager_sites(model: RunModel) -> list[EagerSite]:
     """The user's lines that issued the run's eager executions, ranked (see the module)."""
     stacks = _Stacks()
     sites = _group(model, stacks)
+    source = PROFILE_TIME
     if sites:
         times = join_times(model, lambda i, d, s: _user_key(stacks.frames_of(i, d, s)[0]))
     else:
-        sites, times = _group_recorded(model), SiteTimes(uncovered_note="")
+        (sites, times), source = _group_recorded(model), DISPATCH_TIME
     if not sites:
         return []
-    _add_times(sites, times)
+    _add_times(sites, times, source)
     ctx = _AdviceContext(_mean_times(model))
     for site in sites.values():
         _name_places(site)

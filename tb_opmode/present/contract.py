@@ -149,6 +149,7 @@ def eager_site_doc(site: EagerSite) -> EagerSiteDoc:
             "library_location": site.library_location, "library_function": site.library_function,
             "share": site.share, "time_share": site.time_share,
             "profiled_executions": site.profiled_executions, "time_note": site.time_note,
+            "time_source": site.time_source,
             "calls": site.calls, "advice": site.advice}
 
 

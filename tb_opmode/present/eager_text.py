@@ -10,6 +10,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from ..analyze.eager_sites import DISPATCH_TIME
 from ..read.discover import display
 
 __all__ = ["render_hot_spots", "short_location", "site_figures", "SUMMARY_SITES"]
@@ -73,8 +74,8 @@ def render_hot_spots(run: dict[str, Any], limit: int = SUMMARY_SITES) -> str:
         return ""
     timed = any(s["time_ns"] is not None for s in sites)
     order = "by profiled eager time, then executions" if timed else "by executions"
-    if not timed and not any(s["time_note"] for s in sites):
-        order += "; no time per line: the run has no dump to join the profile's events to"
+    if any(s.get("time_source") == DISPATCH_TIME for s in sites):
+        order = "by eager time, as the job timed each dispatch"
     more = f"; {len(sites) - limit} more in --format json" if len(sites) > limit else ""
     head = textwrap.wrap(f"Eager hot spots (lines of your code, {order}{more}):", _WIDTH,
                          initial_indent="  ", subsequent_indent="    ")

@@ -146,7 +146,8 @@ class TimeShare(TypedDict):
 
 class EagerSiteDoc(TypedDict):
     """A line of the user's code and the eager work it issued (``analyze.eager_sites``):
-    ``time_ns`` null where no profile covered it (``time_note`` says why)."""
+    ``time_ns`` null where no profile covered it (``time_note`` says why); ``time_source``
+    "profile" (joined events), "dispatch" (the recording job's clock) or ""."""
 
     location: str
     user_location: str
@@ -162,6 +163,7 @@ class EagerSiteDoc(TypedDict):
     time_share: Optional[float]
     profiled_executions: int
     time_note: str
+    time_source: str
     calls: Optional[int]
     advice: list[str]
 
@@ -176,7 +178,8 @@ class HotSpots(TypedDict):
     """The eager hot spots section (``tab.hot_spots``): the run's lines ranked, the first
     ones; the run's eager executions and profiled eager time (null: no profile joined), and
     how much of that time is joined to a line (``joined_ns``; the rest is of eager ops the
-    dump records no execution of, which no line can be found for)."""
+    dump records no execution of, which no line can be found for); ``time_source`` as the
+    lines' (for "dispatch", ``time_ns`` is the time of the dispatches the job counted)."""
 
     run: str
     sites: list[HotSpot]
@@ -184,6 +187,7 @@ class HotSpots(TypedDict):
     executions: int
     time_ns: Optional[int]
     joined_ns: Optional[int]
+    time_source: str
     note: str
 class RecordingDoc(TypedDict):
     """How ``tb-opmode record`` made a run (its manifest), and whether its kernels are

@@ -10,6 +10,7 @@ cover. Its JavaScript is
 """
 from __future__ import annotations
 
+from ...analyze.eager_sites import DISPATCH_TIME, PROFILE_TIME
 from ...vocab import EAGER
 from ..payloads import EagerSiteDoc, HotSpot, HotSpots
 from .limits import MAX_HOT_SPOT_OP_TYPES, MAX_HOT_SPOTS
@@ -23,18 +24,16 @@ def _capped(site: EagerSiteDoc) -> HotSpot:
     return {**site, "op_types": kept, "op_types_total": len(site["op_types"])}
 
 
-# A run with no dump whose lines ``tb-opmode record``'s job counted.
-_COUNTED_NOTE = ("Lines as the job dispatched their eager ops (tb-opmode record counted them). "
-                 "A profile's eager events name their op type, not their line, and this run has "
-                 "no dump to join them by: lines are ranked by executions. --evidence calls "
-                 "adds that dump.")
+# A run with no dump whose lines ``tb-opmode record``'s job counted and timed.
+_DISPATCH_NOTE = ("Lines and times as the job dispatched its eager ops (tb-opmode record "
+                  "counted each one and timed it: the op's run and TF's dispatch around it). "
+                  "Ops TF issues itself (a constant made from a Python value) are on no line.")
 
 
-def times_note(sites: list[EagerSiteDoc], profiled: bool, dumped: bool = True) -> str:
-    """What the times of the lines cover, in words (``dumped``: the lines come from a
-    dump, not from the recording's count)."""
-    if not dumped:
-        return _COUNTED_NOTE
+def times_note(sites: list[EagerSiteDoc], profiled: bool, source: str = PROFILE_TIME) -> str:
+    """What the times of the lines cover, in words (``source``: the lines' time source)."""
+    if source == DISPATCH_TIME:
+        return _DISPATCH_NOTE
     if not profiled:
         return ("No profile was joined to the run's eager executions: lines are ranked by "
                 "executions. A profile (tf.profiler.experimental) adds their time.")
@@ -50,10 +49,13 @@ def hot_spots(view: RunView, limit: int = MAX_HOT_SPOTS) -> HotSpots:
     """The run's eager hot spots, the first ``limit`` lines."""
     sites = view.doc["eager_sites"]
     timed = any(s["time_ns"] is not None for s in sites)
-    eager_ns = sum(ns for (_op, mode, _kernel), (_n, ns) in view.model.times.items()
-                   if mode == EAGER)
+    source = next((s["time_source"] for s in sites if s["time_source"]), "")
     joined_ns = sum(s["time_ns"] or 0 for s in sites)
+    # the profile's eager time, of which the lines' are a part; the job's own clock has
+    # no more than the lines it timed
+    eager_ns = joined_ns if source == DISPATCH_TIME else sum(
+        ns for (_op, mode, _kernel), (_n, ns) in view.model.times.items() if mode == EAGER)
     return {"run": view.model.run, "sites": [_capped(s) for s in sites[:limit]],
             "total": len(sites), "executions": sum(s["executions"] for s in sites),
             "time_ns": eager_ns if timed else None, "joined_ns": joined_ns if timed else None,
-            "note": times_note(sites, timed, bool(view.model.dumps))}
+            "time_source": source, "note": times_note(sites, timed, source or PROFILE_TIME)}
