@@ -347,10 +347,11 @@ _TF_STACK = "tensorflow.python.util.tf_stack"
 
 
 class _Origin(NamedTuple):
-    """A frame's code as AutoGraph's source map names it (a code object's two fields)."""
+    """A frame as AutoGraph's source map names it."""
 
     co_filename: str
     co_name: str
+    line: int
 
 
 class _EagerLines:
@@ -370,20 +371,25 @@ class _EagerLines:
     def __init__(self, not_user_code: Sequence[str], inner_scopes: Sequence[str]) -> None:
         self._not_user = re.compile("|".join(f"(?:{p})" for p in not_user_code))
         self._inner = frozenset(inner_scopes)
-        self._ends_walk: dict[types.CodeType, bool] = {}
-        self._generated: set[types.CodeType] = set()
-        self.counts: dict[tuple[Any, ...], list[int]] = {}  # key -> [dispatches, ns]
+        # By id(code): a code object's own hash reads its bytecode and constants, each time.
+        self._ends_walk: dict[int, bool] = {}
+        self._codes: dict[int, types.CodeType] = {}  # kept alive: their ids stay theirs
+        self._generated: set[int] = set()
+        # Per thread, (op type, id(code) or an _Origin, instruction offset or line, ...) ->
+        # [dispatches, ns]; an offset, not a line: a frame's line is computed, its offset read
+        self._local = threading.local()
+        self._all: list[dict[tuple[Any, ...], list[int]]] = []
         self.dropped = 0
         self._lock = threading.Lock()
 
-    def _is_users_line(self, code: types.CodeType) -> bool:
-        found = self._ends_walk.get(code)
-        if found is None:
-            found = self._ends_walk[code] = (not self._not_user.search(code.co_filename)
-                                             and code.co_name not in self._inner)
-            if _AUTOGRAPH_FILE in code.co_filename:
-                self._generated.add(code)
-        return found
+    def _classify(self, code: types.CodeType) -> bool:
+        """Whether the walk ends at ``code`` (the user's, not a comprehension's), noted."""
+        ends = self._ends_walk[id(code)] = (not self._not_user.search(code.co_filename)
+                                            and code.co_name not in self._inner)
+        self._codes[id(code)] = code
+        if _AUTOGRAPH_FILE in code.co_filename:
+            self._generated.add(id(code))
+        return ends
 
     def _is_users_origin(self, origin: _Origin) -> bool:
         return not self._not_user.search(origin.co_filename) and origin.co_name not in self._inner
@@ -399,38 +405,57 @@ class _EagerLines:
             return {}
         return found if isinstance(found, dict) else {}
 
+    def _as_written(self, frame: types.FrameType) -> Optional[_Origin]:
+        """A frame of AutoGraph's generated code as the user wrote it, None if unmapped."""
+        origin = self._source_map().get((frame.f_code.co_filename, frame.f_lineno))
+        return _Origin(origin[0], origin[2], origin[1]) if origin else None
+
     def count(self, op_type: str, frame: Optional[types.FrameType], ns: int) -> None:
         """One dispatch of ``op_type`` from ``frame`` (the op wrapper's): the walk out to
         the user's line; ``ns`` the dispatch's wall time. A frame of AutoGraph's generated
         code (an op made eagerly while a tf.function traces: a variable's creation) is
         taken as the user wrote it, and the walk goes on if that is not the user's code
         (Keras's own train function)."""
-        frames: list[tuple[Any, Optional[int]]] = []
-        source_map: Optional[dict[Any, Any]] = None
-        while frame is not None and len(frames) < _MAX_WALK:
-            code: Any = frame.f_code
-            line = frame.f_lineno
-            ends = self._is_users_line(code)
-            if ends and code in self._generated:
-                source_map = self._source_map() if source_map is None else source_map
-                origin = source_map.get((code.co_filename, line))
+        # flat: op type, then (id(code) or an _Origin, offset or line) per frame
+        key: list[Any] = [op_type]
+        ends_walk = self._ends_walk
+        while frame is not None and len(key) < 2 * _MAX_WALK:
+            code = frame.f_code
+            ends = ends_walk.get(id(code))
+            if ends is None:
+                ends = self._classify(code)
+            if ends and id(code) in self._generated:
+                origin = self._as_written(frame)
                 if origin is not None:
-                    code, line = _Origin(origin[0], origin[2]), origin[1]
-                    ends = self._is_users_origin(code)
-            frames.append((code, line))
+                    key += (origin, origin.line)
+                    if self._is_users_origin(origin):
+                        break
+                    frame = frame.f_back
+                    continue
+            key += (id(code), frame.f_lasti)
             if ends:
                 break
             frame = frame.f_back
-        key = (op_type, tuple(frames))
-        with self._lock:
-            cell = self.counts.get(key)
-            if cell is None:
-                if len(self.counts) >= 10 * _MAX_EAGER_KEYS:
-                    self.dropped += 1
-                    return
-                cell = self.counts[key] = [0, 0]
-            cell[0] += 1
-            cell[1] += ns
+        counts = self._counts()
+        cell = counts.get(whole := tuple(key))
+        if cell is None:
+            if len(counts) >= 10 * _MAX_EAGER_KEYS:
+                self.dropped += 1  # a race may lose one of these: it is a bound, not a count
+                return
+            cell = counts[whole] = [0, 0]
+        cell[0] += 1
+        cell[1] += ns
+
+    def _counts(self) -> dict[tuple[Any, ...], list[int]]:
+        """This thread's counts: no lock on the way of every dispatch."""
+        try:
+            return self._local.counts  # type: ignore[no-any-return]
+        except AttributeError:
+            counts: dict[tuple[Any, ...], list[int]] = {}
+            self._local.counts = counts
+            with self._lock:
+                self._all.append(counts)
+            return counts
 
     def wrap_fast_path(self, fast: Callable[..., Any]) -> Callable[..., Any]:
         lines = self
@@ -458,19 +483,41 @@ class _EagerLines:
 
         return counted_execute
 
+    def _frame(self, item: tuple[Any, int]) -> tuple[str, int, str]:
+        """(path, line, function) of a key's frame: (id(code), instruction offset), or an
+        _Origin with its line."""
+        where, at = item
+        if isinstance(where, _Origin):
+            return (where.co_filename, at, where.co_name)
+        code = self._codes[where]
+        line = next((n for begin, end, n in code.co_lines() if begin <= at < end), None)
+        return (code.co_filename, line or 0, code.co_name)
+
+    def _by_line(self) -> dict[tuple[str, tuple[tuple[str, int, str], ...]], list[int]]:
+        """The counts per (op type, frames as lines): keys of one line at two offsets merged."""
+        with self._lock:
+            items = [item for counts in self._all for item in list(counts.items())]
+        frames: dict[tuple[Any, int], tuple[str, int, str]] = {}
+        merged: dict[tuple[str, tuple[tuple[str, int, str], ...]], list[int]] = {}
+        for key, (n, ns) in items:
+            op_type, stack = key[0], zip(key[1::2], key[2::2])
+            lines = tuple(frames[f] if f in frames else frames.setdefault(f, self._frame(f)) for f in stack)
+            cell = merged.setdefault((op_type, lines), [0, 0])
+            cell[0] += n
+            cell[1] += ns
+        return merged
+
     def facts(self) -> dict[str, Any]:
         """The commonest keys as JSON: a table of frames (path, line, function) and per
         key [op type, dispatches, frame numbers outermost first, the dispatches' wall ns]."""
-        with self._lock:
-            ranked = sorted(self.counts.items(), key=lambda item: -item[1][0])
+        ranked = sorted(self._by_line().items(), key=lambda item: -item[1][0])
         kept, rest = ranked[:_MAX_EAGER_KEYS], ranked[_MAX_EAGER_KEYS:]
         table: dict[tuple[str, int, str], int] = {}
         rows = []
-        for (op_type, frames), (n, ns) in kept:
-            if len(frames) > 2 * _KEPT_FRAMES:
-                frames = frames[:_KEPT_FRAMES] + frames[-_KEPT_FRAMES:]
-            numbers = [table.setdefault((code.co_filename, line or 0, code.co_name), len(table))
-                       for code, line in reversed(frames)]
+        for (op_type, lines), (n, ns) in kept:
+            if len(lines) > 2 * _KEPT_FRAMES:
+                lines = lines[:_KEPT_FRAMES] + lines[-_KEPT_FRAMES:]
+            numbers = [table.setdefault(frame, len(table)) for frame in reversed(lines)]
             rows.append([op_type, n, numbers, ns])
         return {"frames": [list(frame) for frame in table], "dispatches": rows,
                 "dropped": self.dropped + sum(n for _key, (n, _ns) in rest)}
