@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from .. import __version__
+from ..analyze.eager_sites import DISPATCH_TIME
 from ..errors import UnknownOpType, did_you_mean
 from ..read.discover import display
 from ..vocab import MODES, REMOVED, UNKNOWN
@@ -484,9 +485,11 @@ def _eager_site_blocks(sites: list[dict[str, Any]], red: Redaction) -> list[Bloc
         items.append(item)
     if not items:
         return []
+    dispatched = any(s.get("time_source") == DISPATCH_TIME for s in sites)
+    order = ("by eager time, as the recording job timed each dispatch." if dispatched else
+             "by profiled eager time where a profile covers them, then by executions.")
     return [Heading(3, ["Eager hot spots"]),
-            Para(["The lines of the program that issued eager ops, by profiled eager time where "
-                  "a profile covers them, then by executions."]),
+            Para([f"The lines of the program that issued eager ops, {order}"]),
             Bullets(_capped(items, len(sites), "lines"))]
 def _function_item(f: dict[str, Any], red: Redaction) -> Inline:
     """One Python function of the trace ledger: traces, calls, tracing time, causes, advice."""
