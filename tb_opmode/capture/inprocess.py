@@ -336,10 +336,11 @@ class _TraceTimer:
 # The eager lines kept: the commonest (op type, stack) keys, the rest counted as dropped
 # (a job that makes its own functions in a loop has no end of stacks); frames walked out
 # from an op's wrapper in search of the user's line, and kept of each stack (those nearest
-# the op, and those nearest the user's line: the call site and the library it called).
+# the op, and those nearest the user's line: the call site and the library it called;
+# frames are numbered in one table, so a long stack costs a list of small numbers).
 _MAX_EAGER_KEYS = 500
 _MAX_WALK = 512
-_KEPT_FRAMES = 6
+_KEPT_FRAMES = 32
 # The files AutoGraph writes a converted function to; TF's own stacks (and a dump's) name
 # the user's source instead, through the source map of the conversion running.
 _AUTOGRAPH_FILE = "__autograph_generated_file"
