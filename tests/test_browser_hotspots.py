@@ -118,6 +118,14 @@ def _in_window(box: dict[str, float], width: int, height: int) -> bool:
     return 0 <= box["x"] and box["x"] + box["width"] <= width and 0 <= box["y"] < height
 
 
+def _section_rows(p: Page, width: int, height: int) -> list[dict[str, str]]:
+    """The section scrolled to, in the window and no wider than its card: its rows."""
+    box = p.scroll_to_section()
+    assert _in_window(box, width, height), box
+    assert box["scroll"] <= box["client"] + 1, "the section is wider than its card"
+    return p.rows()
+
+
 @pytest.mark.parametrize("width,height", SIZES)
 def test_the_hot_line_leads_with_its_count_time_and_advice(browser: Any, tensorboard: str,
                                                            traces_cell: Path, width: int,
@@ -126,10 +134,7 @@ def test_the_hot_line_leads_with_its_count_time_and_advice(browser: Any, tensorb
     hot = truth["eager"]["hot_line"]
     p = Page(browser, tensorboard, width, height, "traces")
     try:
-        box = p.scroll_to_section()
-        assert _in_window(box, width, height), box
-        assert box["scroll"] <= box["client"] + 1, "the section is wider than its card"
-        rows = p.rows()
+        rows = _section_rows(p, width, height)
         assert rows[0]["location"] == hot, rows[0]
         first = rows[0]["text"]
         count = truth["ddr"]["eager_by_user_line"][hot]
@@ -153,10 +158,7 @@ def test_a_run_with_no_dump_ranks_the_lines_the_job_counted_by_their_time(
     assert doc["time_source"] == "dispatch" and doc["sites"], doc
     p = Page(browser, tensorboard, width, height, "recorded")
     try:
-        box = p.scroll_to_section()
-        assert _in_window(box, width, height), box
-        assert box["scroll"] <= box["client"] + 1, "the section is wider than its card"
-        rows = p.rows()
+        rows = _section_rows(p, width, height)
         assert [r["location"] for r in rows] == [s["user_location"] for s in doc["sites"]]
         assert all(r["location"].rpartition(":")[0] == str(RECORD_JOBS) for r in rows), rows
         assert "inprocess.py" not in p.frame.inner_text("#opm-hotspots")  # the recording's wrapper
@@ -177,10 +179,7 @@ def test_the_demo_names_the_callbacks_histograms_and_its_own_lines(browser: Any,
                                                                    width: int, height: int) -> None:
     p = Page(browser, tensorboard, width, height, "bert")
     try:
-        box = p.scroll_to_section()
-        assert _in_window(box, width, height), box
-        assert box["scroll"] <= box["client"] + 1, "the section is wider than its card"
-        rows = p.rows()
+        rows = _section_rows(p, width, height)
         assert "model.fit" not in rows[0]["text"]  # source text is not shown, names are
         assert "when_multiple_values" in rows[0]["text"], rows[0]
         assert "summary_v2.py" in rows[0]["text"] and "histogram_freq" in rows[0]["advice"], rows[0]
