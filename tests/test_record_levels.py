@@ -463,13 +463,28 @@ def _ddr_eager_lines(rundir: Path, path: str) -> Counter[tuple[str, str]]:
     return lines
 
 
-@pytest.mark.parametrize("job", ["fit", "loop"])
+@pytest.fixture(scope="module")
+def mirrored(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tuple[Path, Any]]:
+    """The MirroredStrategy fit at the levels without and with a dump (its replicas'
+    eager ops come from threads of their own)."""
+    logdir = tmp_path_factory.mktemp("record_mirrored") / "logs"
+    runs = {}
+    for level in ("kernels", "calls"):
+        proc = _record(logdir, level, level, "mirrored_fit")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs["mirrored_fit", level] = (logdir / level, proc)
+    return runs
+
+
+@pytest.mark.parametrize("job", ["fit", "loop", "mirrored_fit"])
 def test_a_kernels_run_names_the_lines_that_issue_eager_ops_as_the_dump_does(
-        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str) -> None:
+        recorded: dict[tuple[str, str], tuple[Path, Any]], job: str, request: pytest.FixtureRequest) -> None:
     """With no dump, the job counts each eager op by the user's line as it dispatches it:
     per (line, op type), the counts equal those DebugDataReader finds in the ``calls`` run
     of the same job (the op types tfdbg skips left out), and no op type is counted more
     often than TF's own log says it ran eagerly."""
+    if job == "mirrored_fit":
+        recorded = request.getfixturevalue("mirrored")
     kernels, _proc = recorded[job, "kernels"]
     (run,) = _summary(kernels)["runs"]
     ours: Counter[tuple[str, str]] = Counter()
