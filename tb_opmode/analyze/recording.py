@@ -3,7 +3,8 @@
 In: a ``RunModel`` with its dumps read, and its directory's ``manifest.json`` (``read.
 manifest``). Out: ``model.recorded`` (the evidence level ``tb-opmode record`` used, None
 for a run made by hand; the TF version and the host from it where no dump or profile names
-them), the trace lines of the recording's trace log with the time each trace took, and
+them), the trace lines of the recording's trace log with the time each trace took, a problem
+where the job's count of eager lines left dispatches out (``DROPPED_LINES``), and
 ``model.reads_tensors``: the ``tensor_debug_mode`` of a dump
 whose debug ops read every traced tensor ("" where there is none, or it is NO_TENSOR).
 Such a dump changes what runs: grappler's remapper fuses no op whose output a debug op
@@ -14,17 +15,24 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from ..errors import Problem
 from ..model import RunModel
 from ..read.manifest import TRACE_LOG, recorded_run
 from ..read.sources import display
 from ..read.tfdbg import DEBUG_MODE_NAMES
 from ..read.trace_log import TraceLine
 
-__all__ = ["note_recording", "reads_tensors", "FUSION_NOTE"]
+__all__ = ["note_recording", "reads_tensors", "FUSION_NOTE", "DROPPED_LINES"]
 
 FUSION_NOTE = ("its {mode} dump reads every traced tensor, so grappler's remapper fused no op: "
                "its graph kernels are those of the debug run, not of the job as it runs "
                "(a NO_TENSOR dump, or none: `tb-opmode record --evidence kernels`, keeps them)")
+
+
+# A job whose eager ops came from more stacks than the recording keeps (one that makes
+# functions anew in a loop): the hot spots' lines leave these dispatches out.
+DROPPED_LINES = ("the recording job counted {n:,} eager dispatch(es) from stacks past the "
+                 "commonest ones it keeps: they are on no line of the eager hot spots")
 
 
 def reads_tensors(model: RunModel) -> str:
@@ -49,6 +57,9 @@ def note_recording(model: RunModel) -> None:
         model.hosts = [display(model.recorded.host)]
     if model.recorded is not None and model.recorded.trace_seconds:
         model.trace_lines = _timed_trace_lines(model, model.recorded.trace_seconds)
+    if model.recorded is not None and model.recorded.eager_lines_dropped:
+        model.problems.append(Problem(model.directory, 0, DROPPED_LINES.format(
+            n=model.recorded.eager_lines_dropped)))
     model.reads_tensors = reads_tensors(model)
 
 

@@ -7,7 +7,8 @@ then the job's facts written into a manifest and read back (``read.manifest``). 
 failures when a dispatch is filed under another line than the one that called the
 wrapper, when a comprehension's frame is taken for the line's function, when a failed
 dispatch or a tf.function's call is counted, when the count of stacks is not bounded,
-or when the manifest loses or invents a dispatch. Needs no TensorFlow.
+or when the manifest loses or invents a dispatch, or the run does not warn of those left
+out. Needs no TensorFlow.
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from typing import Any, Callable
 import pytest
 
 from tb_opmode.analyze.eager_sites import INNER_SCOPES, NOT_USER_CODE, choose_frames, enclosing_function
+from tb_opmode.analyze.recording import DROPPED_LINES, note_recording
 from tb_opmode.capture import inprocess
+from tb_opmode.model import RunModel
 from tb_opmode.read.manifest import recorded_run
 
 LIBRARY = "/venv/lib/python3.11/site-packages/tensorflow/python/ops/gen_fake_ops.py"
@@ -138,3 +141,17 @@ def test_a_run_whose_job_counted_nothing_says_so(tmp_path: Path) -> None:
         {"format": "tb_opmode.record/1", "processes": [{"pid": 1, "recording": True}]}))
     run = recorded_run(str(tmp_path))
     assert run is not None and run.eager_lines is None
+
+
+def test_dispatches_left_out_of_the_lines_are_a_warning_of_the_run(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inprocess, "_MAX_EAGER_KEYS", 1)
+    lines, lib = _lines(), _library()
+    fast = lines.wrap_fast_path(lambda *args: None)
+    for _ in range(2):
+        lib["relu"](fast, 0)  # one stack, twice: kept
+    lib["fallback"](lines.wrap_execute(lambda *args, **kwargs: None), 0)  # another: left out
+    _manifest(tmp_path, lines.facts())
+    model = RunModel(run="r", directory=str(tmp_path))
+    note_recording(model)
+    assert [p.message for p in model.problems] == [DROPPED_LINES.format(n=1)]
