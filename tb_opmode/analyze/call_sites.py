@@ -20,6 +20,7 @@ from typing import Any, Optional
 from ..model import RunModel
 from ..read.tfdbg import DumpSet, GraphInfo
 from .capture_frames import is_capture_frame
+from .recording import counted_eager_lines
 
 __all__ = ["call_sites", "creating_line", "function_graphs"]
 
@@ -131,11 +132,9 @@ def _eager_stacks(model: RunModel, op_type: str) -> Counter[_Stack]:
         for (t, stack), n in dump.execution_sites.items():
             if t == op_type:
                 stacks[(i, stack)] += n
-    lines = model.recorded.eager_lines if model.recorded is not None else None
-    if lines and not any(dump.execution_sites for dump in model.dumps):
-        for line in lines:
-            if line.op_type == op_type:
-                stacks[(_RECORDED, line.frames)] += line.dispatches
+    for line in counted_eager_lines(model):
+        if line.op_type == op_type:
+            stacks[(_RECORDED, line.frames)] += line.dispatches
     return stacks
 
 

@@ -31,6 +31,7 @@ from ..read.tfdbg import DumpSet
 from ..vocab import EAGER, GRAPH, is_debug_kernel, is_function
 from .capture_frames import is_capture_frame
 from .eager_times import SiteTimes, join_times
+from .recording import counted_eager_lines
 
 __all__ = ["Frame", "FrameChoice", "EagerSite", "choose_frames", "eager_sites", "is_user_frame",
            "enclosing_function", "NOT_USER_CODE", "INNER_SCOPES", "PROFILE_TIME", "DISPATCH_TIME",
@@ -201,7 +202,7 @@ def _group_recorded(model: RunModel) -> tuple[dict[tuple[str, int], EagerSite], 
     measured each dispatch, per line."""
     sites: dict[tuple[str, int], EagerSite] = {}
     times = SiteTimes(uncovered_note="")
-    for line in (model.recorded.eager_lines or ()) if model.recorded is not None else ():
+    for line in counted_eager_lines(model):
         chosen = _chosen(list(line.frames))
         _add(sites, line.op_type, line.dispatches, chosen)
         if line.wall_ns is not None:
@@ -210,8 +211,6 @@ def _group_recorded(model: RunModel) -> tuple[dict[tuple[str, int], EagerSite], 
             times.events[key] += line.dispatches
             times.total_ns += line.wall_ns
     return sites, times
-
-
 
 
 def _name_places(site: EagerSite) -> None:

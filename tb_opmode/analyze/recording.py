@@ -4,7 +4,8 @@ In: a ``RunModel`` with its dumps read, and its directory's ``manifest.json`` (`
 manifest``). Out: ``model.recorded`` (the evidence level ``tb-opmode record`` used, None
 for a run made by hand; the TF version and the host from it where no dump or profile names
 them), the trace lines of the recording's trace log with the time each trace took, a problem
-where the job's count of eager lines left dispatches out (``DROPPED_LINES``), and
+where the job's count of eager lines left dispatches out (``DROPPED_LINES``), the lines it
+counted where no dump has eager stacks (``counted_eager_lines``), and
 ``model.reads_tensors``: the ``tensor_debug_mode`` of a dump
 whose debug ops read every traced tensor ("" where there is none, or it is NO_TENSOR).
 Such a dump changes what runs: grappler's remapper fuses no op whose output a debug op
@@ -17,12 +18,12 @@ import os
 
 from ..errors import Problem
 from ..model import RunModel
-from ..read.manifest import TRACE_LOG, recorded_run
+from ..read.manifest import TRACE_LOG, EagerLine, recorded_run
 from ..read.sources import display
 from ..read.tfdbg import DEBUG_MODE_NAMES
 from ..read.trace_log import TraceLine
 
-__all__ = ["note_recording", "reads_tensors", "FUSION_NOTE", "DROPPED_LINES"]
+__all__ = ["note_recording", "reads_tensors", "counted_eager_lines", "FUSION_NOTE", "DROPPED_LINES"]
 
 FUSION_NOTE = ("its {mode} dump reads every traced tensor, so grappler's remapper fused no op: "
                "its graph kernels are those of the debug run, not of the job as it runs "
@@ -33,6 +34,15 @@ FUSION_NOTE = ("its {mode} dump reads every traced tensor, so grappler's remappe
 # functions anew in a loop): the hot spots' lines leave these dispatches out.
 DROPPED_LINES = ("the recording job counted {n:,} eager dispatch(es) from stacks past the "
                  "commonest ones it keeps: they are on no line of the eager hot spots")
+
+
+def counted_eager_lines(model: RunModel) -> tuple[EagerLine, ...]:
+    """The eager dispatches per stack that the recording job counted, for a run whose dumps
+    recorded no eager stack (the job counts them only at the level with no dump); ()
+    otherwise: the hot spots, the call sites and their words all take them from here."""
+    if model.recorded is None or any(dump.execution_sites for dump in model.dumps):
+        return ()
+    return model.recorded.eager_lines or ()
 
 
 def reads_tensors(model: RunModel) -> str:

@@ -361,13 +361,12 @@ class _EagerLines:
 
     Every generated op wrapper calls TFE_Py_FastPathExecute of TF's ``pywrap_tfe`` when
     eager, looking it up at each call, and falls back on ``execute`` of TF's module of
-    that name (where a
-    tf.function's call also goes, by its ``__inference_...`` name, not counted): wrapped
-    there, one count per dispatch that returned, with its wall time (the op's run, eager
-    on a CPU being synchronous, and TF's dispatch around it). What a wrapper does not dispatch (a
-    constant made from a Python value, ops C++ issues itself) is not seen. A walk costs
-    the frames between the op and the user's line; whether a frame's code is the user's
-    is decided once per code object."""
+    that name (where a tf.function's call also goes, by its ``__inference_...`` name, not
+    counted): wrapped there, one count per dispatch that returned, with its wall time (the
+    op's run, eager on a CPU being synchronous, and TF's dispatch around it). What a
+    wrapper does not dispatch (a constant made from a Python value, ops C++ issues
+    itself) is not seen. A walk costs the frames between the op and the user's line;
+    whether a frame's code is the user's is decided once per code object."""
 
     def __init__(self, not_user_code: Sequence[str], inner_scopes: Sequence[str]) -> None:
         self._not_user = re.compile("|".join(f"(?:{p})" for p in not_user_code))
@@ -383,17 +382,17 @@ class _EagerLines:
         self.dropped = 0
         self._lock = threading.Lock()
 
+    def _ends_at(self, code: types.CodeType | _Origin) -> bool:
+        """Whether the walk ends at ``code``: the user's, not a comprehension's."""
+        return not self._not_user.search(code.co_filename) and code.co_name not in self._inner
+
     def _classify(self, code: types.CodeType) -> bool:
-        """Whether the walk ends at ``code`` (the user's, not a comprehension's), noted."""
-        ends = self._ends_walk[id(code)] = (not self._not_user.search(code.co_filename)
-                                            and code.co_name not in self._inner)
+        """``_ends_at(code)``, noted by the code's id."""
+        ends = self._ends_walk[id(code)] = self._ends_at(code)
         self._codes[id(code)] = code
         if _AUTOGRAPH_FILE in code.co_filename:
             self._generated.add(id(code))
         return ends
-
-    def _is_users_origin(self, origin: _Origin) -> bool:
-        return not self._not_user.search(origin.co_filename) and origin.co_name not in self._inner
 
     @staticmethod
     def _source_map() -> dict[Any, Any]:
@@ -429,7 +428,7 @@ class _EagerLines:
                 origin = self._as_written(frame)
                 if origin is not None:
                     key += (origin, origin.line)
-                    if self._is_users_origin(origin):
+                    if self._ends_at(origin):
                         break
                     frame = frame.f_back
                     continue
@@ -459,18 +458,18 @@ class _EagerLines:
             return counts
 
     def wrap_fast_path(self, fast: Callable[..., Any]) -> Callable[..., Any]:
-        lines = self
+        count = self.count
 
         def fast_path_execute(*args: Any) -> Any:  # (context, op type, name, inputs and attrs)
             start = time.perf_counter_ns()
             result = fast(*args)
-            lines.count(args[1], sys._getframe(1), time.perf_counter_ns() - start)
+            count(args[1], sys._getframe(1), time.perf_counter_ns() - start)
             return result
 
         return fast_path_execute
 
     def wrap_execute(self, execute: Callable[..., Any]) -> Callable[..., Any]:
-        lines = self
+        count = self.count
 
         @functools.wraps(execute)
         def counted_execute(op_name: Any, *args: Any, **kwargs: Any) -> Any:
@@ -479,7 +478,7 @@ class _EagerLines:
             ns = time.perf_counter_ns() - start
             name = op_name.decode("utf-8", "replace") if isinstance(op_name, bytes) else str(op_name)
             if not name.startswith("__"):  # a tf.function's call, not an op
-                lines.count(name, sys._getframe(1), ns)
+                count(name, sys._getframe(1), ns)
             return result
 
         return counted_execute

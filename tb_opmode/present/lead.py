@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..analyze.explain import call_sites, function_graphs
+from ..analyze.recording import counted_eager_lines
 from ..analyze.rules import stock_reason
 from ..model import RunModel
 from ..vocab import EAGER, GRAPH, KIND_ONEDNN, KIND_REMOVED, KIND_STOCK, KIND_UNKNOWN
@@ -90,10 +91,6 @@ _NO_SITES_RECORDED = ("no call sites: the recording counts the ops that Python's
                       "Python value")
 
 
-def _counted_lines(model: RunModel) -> bool:
-    return not model.dumps and model.recorded is not None and bool(model.recorded.eager_lines)
-
-
 def _callers(model: RunModel, op_type: str, executions: int) -> str:
     """``92 from X, 10 from Y``, busiest first; what no site accounts for, said."""
     sites = call_sites(model, op_type, EAGER, limit=None, snippets=False, via=True)
@@ -104,7 +101,7 @@ def _callers(model: RunModel, op_type: str, executions: int) -> str:
              sorted(groups.items(), key=lambda pair: (-pair[1], pair[0]))]
     rest = executions - sum(groups.values())
     if not sites:
-        return f" ({_NO_SITES_RECORDED if _counted_lines(model) else _NO_SITES})"
+        return f" ({_NO_SITES_RECORDED if counted_eager_lines(model) else _NO_SITES})"
     if rest > 0:
         words.append(f"{rest} with no call site recorded")
     return " — " + ", ".join(words)
