@@ -301,22 +301,24 @@ def _gradient_reshapes(model: RunModel, resolved: list[OpKernel],
     static there, so it may be a no-op too (the Sum's own gradient)."""
     decided = {(op.graph_id, op.op_name): op for op in resolved}
     decided.update({(op.graph_id, op.op_name): op for _i, op in unresolved})
+    digested = _DigestedOps(model.dumps)
     for i, op in unresolved:
         if op.op_type != "Reshape":
             continue
-        found = _gradient_reshape_verdict(model.dumps[i], op, decided)
+        found = _gradient_reshape_verdict(model.dumps[i], op, decided, digested[i])
         if found is not None:
             name, verdict = found
             verdict.apply(op, name)
     for i, op in unresolved:
-        below = _removed_reshape_below(model.dumps[i], op, decided)
+        below = _removed_reshape_below(model.dumps[i], op, decided, digested[i]) \
+            if op.op_type == "Reshape" else ""
         if below:
             Verdict(UNKNOWN, _AFTER_REMOVED_RESHAPE.format(below=below)).apply(
                 op, _AFTER_REMOVED_RESHAPE_RULE)
 
 
-def _removed_reshape_below(dump: DumpSet, op: OpKernel,
-                           decided: dict[tuple[str, str], OpKernel]) -> str:
+def _removed_reshape_below(dump: DumpSet, op: OpKernel, decided: dict[tuple[str, str], OpKernel],
+                           digested: set[tuple[str, str]]) -> str:
     """The Reshape a Reshape left to the default "ran" reads, where that one was removed
     with its Sum (``_reshape_after_sum``); "" otherwise."""
     if op.op_type != "Reshape":
@@ -326,14 +328,13 @@ def _removed_reshape_below(dump: DumpSet, op: OpKernel,
     below = decided.get((op.graph_id, strip_slot(inputs[0]))) if inputs else None
     if below is None or below.rule != _SUM_REMOVED_RULE:
         return ""
-    # Last: _left_to_default scans the dump's digests, which the first pass did already.
-    return below.op_name if _left_to_default(dump, op) else ""
+    return below.op_name if _left_to_default(op, digested) else ""
 
 
-def _gradient_reshape_verdict(dump: DumpSet, op: OpKernel,
-                              decided: dict[tuple[str, str], OpKernel]) -> tuple[str, Verdict] | None:
+def _gradient_reshape_verdict(dump: DumpSet, op: OpKernel, decided: dict[tuple[str, str], OpKernel],
+                              digested: set[tuple[str, str]]) -> tuple[str, Verdict] | None:
     """(rule name, verdict) for a Reshape of a Sum a profile or log decided, or None."""
-    blind = _left_to_default(dump, op)
+    blind = _left_to_default(op, digested)
     if op.kernel != UNKNOWN and not blind:
         return None
     summed_input = _summed_input(dump, op, decided)
@@ -349,13 +350,29 @@ def _gradient_reshape_verdict(dump: DumpSet, op: OpKernel,
     return _reshape_after_sum(source.op_name, summed, mine, theirs)
 
 
-def _left_to_default(dump: DumpSet, op: OpKernel) -> bool:
+def _left_to_default(op: OpKernel, digested: set[tuple[str, str]]) -> bool:
     """Whether a dump that records too little to tell two tensors apart (CURT/
     CONCISE_HEALTH, NO_TENSOR: no digests) left this Reshape to the default "ran": only a
-    removed Sum below it can say more."""
-    return op.kernel == "Reshape" and op.evidence == "inferred" and not any(
-        d for (g, name, _s), d in dump.trace_digests.items()
-        if g == op.graph_id and name == op.op_name)
+    removed Sum below it can say more. ``digested``: its dump's ``_DigestedOps``."""
+    return op.kernel == "Reshape" and op.evidence == "inferred" and \
+        (op.graph_id, op.op_name) not in digested
+
+
+class _DigestedOps:
+    """Per dump (by its index in the model), the (graph id, op name) of the ops a trace
+    of which has a digest, gathered once when first asked: asked per Reshape, a scan of
+    every digest was quadratic in a large graph (a BERT's thousand Reshapes)."""
+
+    def __init__(self, dumps: list[DumpSet]) -> None:
+        self._dumps = dumps
+        self._found: dict[int, set[tuple[str, str]]] = {}
+
+    def __getitem__(self, index: int) -> set[tuple[str, str]]:
+        found = self._found.get(index)
+        if found is None:
+            found = self._found[index] = {
+                (g, name) for (g, name, _s), d in self._dumps[index].trace_digests.items() if d}
+        return found
 
 
 def _summed_input(dump: DumpSet, op: OpKernel, decided: dict[tuple[str, str], OpKernel],
