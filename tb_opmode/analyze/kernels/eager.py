@@ -39,7 +39,9 @@ def assign_eager(model: RunModel, graph_ops: list[OpKernel]) -> list[EagerAssign
 
 
 def _eager_executions(model: RunModel) -> Counter[tuple[str, str]]:
-    """(op type, dtype) -> eager executions: the dumps', else the rows' (dtype "")."""
+    """(op type, dtype) -> eager executions: the dumps', else the rows', whose dtype
+    nothing recorded (``DTYPE_UNKNOWN``; "" is a dump's word for a non-float output, which
+    made a profile's eager float MatMul stock where oneDNN's `_MklMatMul` ran)."""
     per_dtype: Counter[tuple[str, str]] = Counter()
     for dump in model.dumps:
         for (op_type, dtype), n in dump.execution_dtypes.items():
@@ -48,7 +50,7 @@ def _eager_executions(model: RunModel) -> Counter[tuple[str, str]]:
     if not model.dumps:
         for op_type, row in model.op_types.items():
             if row.eager.executions:
-                per_dtype[(op_type, "")] += row.eager.executions
+                per_dtype[(op_type, DTYPE_UNKNOWN)] += row.eager.executions
     return per_dtype
 
 

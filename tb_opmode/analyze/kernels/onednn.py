@@ -89,14 +89,14 @@ def inferred_kernel(model: RunModel, op_type: str, mode: str, dtype: str,
         if options["DT_FLOAT"] != options["DT_INT32"]:
             state = ("" if model.onednn_enabled is not None else
                      " with oneDNN's custom operations on, and nothing this run left says they were")
-            return UNKNOWN, (f"unknown: this dump (NO_TENSOR) records no dtype, and {op_type} runs "
+            return UNKNOWN, (f"unknown: {_no_dtype(model)}, and {op_type} runs "
                              f"{options['DT_FLOAT']} for float32 but {options['DT_INT32']} "
                              f"for int32{state}; {RERUN}")
     if model.onednn_enabled is None:
         hinge = _hinges_on_onednn(model, op_type, mode, dtype)
         if hinge is not None:
             return hinge
-    dtype, assumed = _dtype_read_as(op_type, dtype)
+    dtype, assumed = _dtype_read_as(model, op_type, dtype)
     kernel, rule = expected_kernel(op_type, mode, version, dtype, onednn, cpu)
     if cpu is None:
         answer = _by_cpu_feature(model, op_type, mode, dtype, kernel, rule, cpu_seen or {})
@@ -112,7 +112,7 @@ def _hinges_on_onednn(model: RunModel, op_type: str, mode: str, dtype: str,
     version = model.tensorflow_version
     cpu = known_cpu(model)
     read_as = ("DT_FLOAT", "DT_INT32") if dtype == DTYPE_UNKNOWN and op_type not in FLOAT_MATH \
-        else (_dtype_read_as(op_type, dtype)[0],)
+        else (_dtype_read_as(model, op_type, dtype)[0],)
     for t in read_as:
         on = expected_kernel(op_type, mode, version, t, True, cpu)[0]
         off = expected_kernel(op_type, mode, version, t, False, cpu)[0]
@@ -122,13 +122,20 @@ def _hinges_on_onednn(model: RunModel, op_type: str, mode: str, dtype: str,
     return None
 
 
-def _dtype_read_as(op_type: str, dtype: str) -> tuple[str, str]:
+def _no_dtype(model: RunModel) -> str:
+    """Why an op's dtype is not known: a NO_TENSOR dump, or no dump at all (a profile
+    and a log name no dtype of an eager op's output)."""
+    return "the dump (NO_TENSOR) records no dtype" if model.dumps else \
+        "nothing this run left records its dtype (no tfdbg dump)"
+
+
+def _dtype_read_as(model: RunModel, op_type: str, dtype: str) -> tuple[str, str]:
     """(the dtype the rules are asked with, what the note says it assumed)."""
     if dtype == DTYPE_UNKNOWN and op_type in FLOAT_MATH:
-        return "DT_FLOAT", ("; assuming float32: the dump (NO_TENSOR) records no dtype, and this "
-                            "op runs in a float type in models")
+        return "DT_FLOAT", (f"; assuming float32: {_no_dtype(model)}, and this op runs in a "
+                            "float type in models")
     if dtype == DTYPE_UNKNOWN:
-        return "DT_FLOAT", "; the dump (NO_TENSOR) records no dtype, and the kernel is the same for any"
+        return "DT_FLOAT", f"; {_no_dtype(model)}, and the kernel is the same for any"
     if dtype == DTYPE_SOME_FLOAT:
         return "DT_FLOAT", ("; assuming float32: this dump mode (CURT/CONCISE_HEALTH) records that "
                             "the output is a float type, not which")
@@ -160,9 +167,10 @@ def _by_cpu_feature(model: RunModel, op_type: str, mode: str, dtype: str, kernel
 
 def _rule_note(model: RunModel, rule: object | None) -> str:
     """The note of a kernel the rules gave: which rule, or that none applies."""
-    version = model.tensorflow_version or "unknown TF version"
+    version = f"TF {model.tensorflow_version}" if model.tensorflow_version else \
+        "TF (version unknown: the newest rules)"
     if rule is None:
-        return f"no oneDNN rewrite rule applies to it in TF {version}: stock kernel"
+        return f"no oneDNN rewrite rule applies to it in {version}: stock kernel"
     source = getattr(rule, "source", "")
     mechanism = getattr(rule, "mechanism", "")
-    return f"by the {mechanism} rule for TF {version} ({source})"
+    return f"by the {mechanism} rule for {version} ({source})"
