@@ -33,13 +33,17 @@ from ..read.xtypes import Profile
 from .events import is_user_op, row_op
 
 __all__ = ["PerCall", "per_call", "count_per_call", "data_function_ops", "BASIS_EXACT_LOG",
-           "BASIS_PER_CALL", "BASIS_DATA_UNCOUNTED"]
+           "BASIS_PER_CALL", "BASIS_PER_CALL_UNPROFILED", "BASIS_DATA_UNCOUNTED"]
 
 BASIS_EXACT_LOG = "exact: one execute line per dispatch in the log"
 BASIS_PER_CALL = ("per call x calls: the nodes each call runs (the profile of {calls} calls; "
                   "nodes it does not show, and functions outside its window, once per call, "
                   "from the log's instantiation lines) x the calls of its function (the "
                   "log's execute lines, exact)")
+# The same where the run holds no profile (a log kept without one).
+BASIS_PER_CALL_UNPROFILED = ("per call x calls: the nodes each call runs (no profile: each "
+                             "node once per call, from the log's instantiation lines) x the "
+                             "calls of its function (the log's execute lines, exact)")
 BASIS_DATA_UNCOUNTED = ("; not counted: the ops of tf.data functions (Dataset.map and the like), "
                         "which run once per element on tf.data's threads, not per call ({seen}); "
                         "`tb-opmode record --evidence calls` counts them")
@@ -182,8 +186,9 @@ def count_per_call(model: RunModel) -> list[tuple[str, str, int, str]]:
         return []
     for (op_type, _kernel, _evidence), n in booked.items():
         model.row(op_type).graph.executions += n
-    model.count_basis["graph"] = (BASIS_PER_CALL.format(calls=sum(seen.window_calls.values()))
-                                  + _data_uncounted(model))
+    basis = BASIS_PER_CALL.format(calls=sum(seen.window_calls.values())) if model.profiles \
+        else BASIS_PER_CALL_UNPROFILED
+    model.count_basis["graph"] = basis + _data_uncounted(model)
     if unseen:
         model.problems.append(Problem(model.directory, 0, (
             f"graph counts are per call x calls; {len(unseen)} function(s) neither the profile "

@@ -4,8 +4,9 @@ sentence; and a tf.function called only inside another one.
 
 In: the committed ``kernels`` run (``record_kernels``, TF 2.21: a Keras ``fit``, whose
 ``one_step_on_data`` runs inside ``multi_step_on_iterator``, then a loop of ``step``), and
-a copy whose log lost the instantiation lines of one function, through ``cli.main``. Out:
-the warnings and the text of ``summary`` and ``functions``.
+a copy whose log lost the instantiation lines of one function, and a copy without its
+profile, through ``cli.main``. Out: the warnings, the count basis and the text of
+``summary`` and ``functions``.
 """
 from __future__ import annotations
 
@@ -171,3 +172,23 @@ def test_the_tf_data_functions_a_kernels_run_does_not_count_are_said(
     datasets = set(made.group(1).split(", ")) if made else set()
     assert datasets and datasets <= _dispatched_datasets(logdir / "stderr.log"), basis
     assert any("Map" in d for d in datasets), datasets
+
+
+def test_a_run_without_its_profile_says_so_in_its_graph_count_basis(
+        record_kernels: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same run with its profile deleted (a log kept alone): its graph counts are
+    still per call x calls, from the log's instantiation lines, and the basis says there
+    was no profile, not "the profile of 0 calls"."""
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    logdir = tmp_path / "run"
+    shutil.copytree(record_kernels.directory, logdir)
+    with_profile = json.loads(_run("summary", str(logdir), "--format", "json")[1])
+    shutil.rmtree(logdir / "plugins")
+    code, out, err = _run("summary", str(logdir), "--format", "json")
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    basis = run["count_basis"]["graph"]
+    assert basis.startswith("per call x calls: the nodes each call runs (no profile: "), basis
+    assert "the profile of" not in basis
+    (profiled,) = with_profile["runs"]
+    assert re.search(r"\(the profile of [1-9]\d* calls; ", profiled["count_basis"]["graph"])
