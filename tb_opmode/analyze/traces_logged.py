@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ..model import RunModel
-from ..read.trace_log import TraceLine
+from ..read.trace_log import TraceLine, TraceParam
 from .traces import KERAS_STEP_NAMES, RECORD_TIMER, FunctionLedger, TraceEntry, args_of_key, ledger
 from .traces_causes import CauseContext, EarlierTrace, changed_of
 
@@ -94,17 +94,36 @@ def _unscoped_variables_retrace(line: TraceLine, previous: TraceLine | None,
             and line.address != previous.address and before.calls == 0 and line.params == previous.params)
 
 
+def _new_object(line: TraceLine, previous: TraceLine | None, before: TraceEntry | None,
+                keys: dict[str, set[tuple[TraceParam, ...]]]) -> bool:
+    """Whether ``line`` is the first trace of a tf.function object: an address not seen
+    before, or one seen with this very key (``keys``: per address, the keys traced since
+    its object's first trace). A tf.function traces a key once; so the same key again is
+    another object Python put at a freed object's address (a tf.function made in a loop),
+    except for TF's second trace of a first call that created variables."""
+    if line.scope == "NO_VARIABLE_CREATION" or _unscoped_variables_retrace(line, previous, before):
+        return False
+    if line.address not in keys:
+        return True
+    # The same key right after a trace of this object that was never called is TF's second
+    # trace for variables, where TF prints no scope: the same object.
+    variables = previous is not None and before is not None and previous.address == line.address \
+        and before.calls == 0 and previous.params == line.params
+    return line.params in keys[line.address] and not variables
+
+
 def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger:
     """The ledger of one Python function's traces (``lines``, in order)."""
     name = lines[0].name
     fn = FunctionLedger(name, _display_name(lines[0]), "")
-    seen: set[str] = set()
+    keys: dict[str, set[tuple[TraceParam, ...]]] = {}
     earlier: list[EarlierTrace] = []  # of the current tf.function object
     for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions))):
         before = fn.traces[-1] if i else None
-        entry.first_of_object = (line.address not in seen and line.scope != "NO_VARIABLE_CREATION"
-                                 and not _unscoped_variables_retrace(line, lines[i - 1] if i else None, before))
-        seen.add(line.address)
+        entry.first_of_object = _new_object(line, lines[i - 1] if i else None, before, keys)
+        if entry.first_of_object:
+            keys[line.address] = set()
+        keys.setdefault(line.address, set()).add(line.params)
         verdict = changed_of(CauseContext(
             first=before is None, first_of_object=entry.first_of_object,
             previous_first_of_object=bool(before and before.first_of_object),
