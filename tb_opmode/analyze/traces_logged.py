@@ -94,13 +94,19 @@ def _unscoped_variables_retrace(line: TraceLine, previous: TraceLine | None,
             and line.address != previous.address and before.calls == 0 and line.params == previous.params)
 
 
+# A trace's key as the ledger compares them: its context as printed, its parameters.
+_Key = tuple[str, tuple[TraceParam, ...]]
+
+
 def _new_object(line: TraceLine, previous: TraceLine | None, before: TraceEntry | None,
-                keys: dict[str, set[tuple[TraceParam, ...]]]) -> bool:
+                keys: dict[str, set[_Key]]) -> bool:
     """Whether ``line`` is the first trace of a tf.function object: an address not seen
-    before, or one seen with this very key (``keys``: per address, the keys traced since
-    its object's first trace). A tf.function traces a key once; so the same key again is
-    another object Python put at a freed object's address (a tf.function made in a loop),
-    except for TF's second trace of a first call that created variables."""
+    before, or one seen with this very key, context included (``keys``: per address, the
+    keys traced since its object's first trace). A tf.function traces a key once; so the
+    same key again is another object Python put at a freed object's address (a
+    tf.function made in a loop), except for TF's second trace of a first call that created
+    variables. The same parameters in another context (a distribution strategy's scope)
+    are the same object's new key."""
     if line.scope == "NO_VARIABLE_CREATION" or _unscoped_variables_retrace(line, previous, before):
         return False
     if line.address not in keys:
@@ -109,25 +115,45 @@ def _new_object(line: TraceLine, previous: TraceLine | None, before: TraceEntry 
     # trace for variables, where TF prints no scope: the same object.
     variables = previous is not None and before is not None and previous.address == line.address \
         and before.calls == 0 and previous.params == line.params
-    return line.params in keys[line.address] and not variables
+    return (line.context, line.params) in keys[line.address] and not variables
+
+
+def _context_changed(line: TraceLine, keys: set[_Key]) -> str:
+    """Why the object traced parameters it had traced before: the key's context fields
+    that differ from such a trace's ("in_cross_replica_context=False -> True"); "" if none."""
+    for context, params in keys:
+        if params == line.params and context != line.context:
+            was, now = _context_fields(context), _context_fields(line.context)
+            changed = [f"{k}={was.get(k, '?')} -> {v}" for k, v in now.items() if was.get(k) != v]
+            return (f"called in another context, the same arguments: TF's key differs in its "
+                    f"context ({', '.join(changed) or line.context}): a distribution strategy's "
+                    f"scope or replica, a device or an XLA context makes a trace of its own")
+    return ""
+
+
+def _context_fields(context: str) -> dict[str, str]:
+    """``EagerContext(a=1, b=())`` as {"a": "1", "b": "()"} (top-level fields only)."""
+    inner = context[context.find("(") + 1:-1] if context.endswith(")") else context
+    return dict(field.partition("=")[::2] for field in inner.split(", ") if "=" in field)
 
 
 def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger:
     """The ledger of one Python function's traces (``lines``, in order)."""
     name = lines[0].name
     fn = FunctionLedger(name, _display_name(lines[0]), "")
-    keys: dict[str, set[tuple[TraceParam, ...]]] = {}
+    keys: dict[str, set[_Key]] = {}
     earlier: list[EarlierTrace] = []  # of the current tf.function object
     for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions))):
         before = fn.traces[-1] if i else None
         entry.first_of_object = _new_object(line, lines[i - 1] if i else None, before, keys)
         if entry.first_of_object:
             keys[line.address] = set()
-        keys.setdefault(line.address, set()).add(line.params)
+        why = _context_changed(line, keys.get(line.address, set())) or _SAME_KEY
+        keys.setdefault(line.address, set()).add((line.context, line.params))
         verdict = changed_of(CauseContext(
             first=before is None, first_of_object=entry.first_of_object,
             previous_first_of_object=bool(before and before.first_of_object),
-            previous_calls=before.calls if before else 0, unrecorded_why=_SAME_KEY,
+            previous_calls=before.calls if before else 0, unrecorded_why=why,
             key=line.params, previous_key=lines[i - 1].params if i else None,
             scope=line.scope, previous_scope=lines[i - 1].scope if i else "", earlier=earlier))
         entry.changed, entry.note = verdict.changed, verdict.note

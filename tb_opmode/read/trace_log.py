@@ -46,6 +46,9 @@ _PARAMETER = re.compile(r"Parameter\(name=([^,]+), kind=([A-Z_]+), optional=\w+,
                         r"type_constraint=(.*?)\)(?=, Parameter\(|\], captures=)")
 _LITERAL_213 = re.compile(r"^Literal\(value=(.*)\)$")
 _SCOPE = re.compile(r"scope_type=<ScopeType\.(\w+): \d+>")
+# The key's context (the graph, device, replica and XLA context the call was made in),
+# printed before its scope.
+_CONTEXT = re.compile(r"FunctionContext\(context=(.*?), scope_type=")
 # How far a message's parameters may run past its start (a key with many arguments).
 _MESSAGE_MAX = 1 << 16
 
@@ -71,6 +74,8 @@ class TraceLine:
     params: tuple[TraceParam, ...]
     scope: str = ""      # the key's ScopeType name ("VARIABLE_CREATION"); "": not printed
     seconds: float | None = None  # how long the trace took, where ``tb-opmode record`` timed it
+    # the key's context as printed ("EagerContext(parent_graph=None, ...)"); "": not printed
+    context: str = ""
 
     @property
     def name(self) -> str:
@@ -146,10 +151,10 @@ def _message(text: bytes, at: int) -> TraceLine | None:
     else:
         params = [p for p in map(_param, body.split("\n")) if p is not None]
     key = first[first.find("(key: "):]
-    scope = _SCOPE.search(key)
+    scope, context = _SCOPE.search(key), _CONTEXT.search(key)
     return TraceLine(head.group("qualname").decode("utf-8", "replace"),
                      head.group("address").decode(), "parent_graph=None" in key, tuple(params),
-                     scope.group(1) if scope else "")
+                     scope.group(1) if scope else "", context=context.group(1) if context else "")
 
 
 def parse_trace_lines(text: bytes, final: bool = True) -> tuple[list[TraceLine], int]:

@@ -1,4 +1,4 @@
-"""A tf.function made in a loop is a new object each time, even at a freed object's address.
+"""Which traces are a new tf.function object's: an address, a key, a context.
 
 In: TF's trace lines as ``tb-opmode record`` keeps them (``tf_python.log``) of a job that
 makes a tf.function in a loop and calls each once (``fn = make(); fn(t)``): CPython often
@@ -6,7 +6,9 @@ puts the third object where the first was freed, so TF's log prints the first's 
 again, with the same key. Out: the log's ledger (``traces_logged``) counts three objects,
 each trace after the first caused by a new function object, as TF's own count of traces
 says; TF's second trace of a first call that created variables (the same key right after
-an uncalled trace, at the same address or through 2.13's other wrapper) stays one object.
+an uncalled trace, at the same address or through 2.13's other wrapper) stays one object;
+and the same object traced for the same arguments in another context (a distribution
+strategy's scope: ``in_cross_replica_context=True``) is one object whose trace says so.
 
 The lines are written here as TF 2.21 writes them, and parsed by the product's reader:
 the subject is the ledger's reading of addresses, which a real run shows only when the
@@ -26,7 +28,7 @@ from tb_opmode.read.trace_log import TraceLine, parse_trace_lines
 _LINE = ("Level 1:tensorflow:Creating new FuncGraph for Python function <function "
          "make.<locals>.inner at {address}> (key: FunctionContext(context=EagerContext("
          "parent_graph=None, device_functions=(), colocation_stack=(), "
-         "in_cross_replica_context=False, variable_policy=None, xla_context_id=0), "
+         "in_cross_replica_context={cross}, variable_policy=None, xla_context_id=0), "
          "scope_type=<ScopeType.{scope}: 2>), Input Parameters:\n"
          "  x (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(3,), dtype=tf.float32, name=None)\n"
          "Output Type:\n"
@@ -35,8 +37,10 @@ _LINE = ("Level 1:tensorflow:Creating new FuncGraph for Python function <functio
          "  None)\n")
 
 
-def _lines(*addresses: str, scope: str = "VARIABLE_CREATION") -> list[TraceLine]:
-    text = "".join(_LINE.format(address=a, scope=scope) for a in addresses).encode()
+def _lines(*addresses: str, scope: str = "VARIABLE_CREATION", cross: tuple[bool, ...] = ()
+           ) -> list[TraceLine]:
+    text = "".join(_LINE.format(address=a, scope=scope, cross=cross[i] if cross else False)
+                   for i, a in enumerate(addresses)).encode()
     lines, _unread = parse_trace_lines(text, final=True)
     assert [line.address for line in lines] == list(addresses)
     return lines
@@ -64,3 +68,15 @@ def test_the_same_key_after_an_uncalled_trace_of_the_address_is_the_variables_re
 def test_a_new_address_each_time_is_a_new_object_each_time() -> None:
     (fn,) = logged_ledger(_lines("0x7f01", "0x7f02", "0x7f03"), _calls(1, 1, 1))
     assert fn.objects == 3 and fn.causes == {"new_function_object": 2}, fn.causes
+
+
+def test_the_same_arguments_in_another_context_are_the_same_objects_new_key() -> None:
+    """As TF 2.21 logged a tf.function called, then called in a MirroredStrategy's scope
+    (TF's tracing count: 2, one object)."""
+    lines = _lines("0x7f01", "0x7f01", cross=(False, True))
+    assert lines[0].context != lines[1].context and lines[0].params == lines[1].params
+    (fn,) = logged_ledger(lines, _calls(1, 1))
+    assert (len(fn.traces), fn.objects) == (2, 1)
+    assert fn.causes == {"unknown": 1}, fn.causes
+    (change,) = fn.traces[1].changed
+    assert "in_cross_replica_context=False -> True" in change["why"], change
