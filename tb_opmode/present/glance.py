@@ -106,6 +106,12 @@ def _times(n: int) -> str:
     return {1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
+def _how_known(kernel: dict[str, Any]) -> str:
+    """Words for a kernel no evidence observed: said where the sentence states it ran."""
+    return ", inferred from TF's rules (nothing this run left names it)" \
+        if kernel.get("evidence") == "inferred" else ""
+
+
 def premises(ops: Sequence[_Op]) -> list[str]:
     """Where "oneDNN kernels run in graphs only" is false in this run: an op type that
     ran a oneDNN kernel eagerly too, said once per op type, most executed first."""
@@ -116,7 +122,7 @@ def premises(ops: Sequence[_Op]) -> list[str]:
         if eager and graph_onednn:
             k = max(eager, key=lambda k: k["executions"])
             out.append(f"{op['op_type']} also ran `{k['name']}` eagerly, "
-                       f"{_times(k['executions'])}: oneDNN kernels are not graph-only.")
+                       f"{_times(k['executions'])}{_how_known(k)}: oneDNN kernels are not graph-only.")
     return out
 
 
@@ -131,10 +137,11 @@ def one_mode_only(ops: Iterable[_Op]) -> list[str]:
             onednn = [k for k in op[mode]["kernels"] if k["onednn"]]
             if onednn and not op[other]["executions"]:
                 k = max(onednn, key=lambda k: k["executions"])
-                found.append((-op[mode]["executions"], op["op_type"], k["name"], k["executions"], words))
-    lines = [f"{name} ran only {where} (`{kernel}` {_times(n)}): no {name} ran {elsewhere}, "
+                found.append((-op[mode]["executions"], op["op_type"], k["name"], k["executions"],
+                              _how_known(k), words))
+    lines = [f"{name} ran only {where} (`{kernel}` {_times(n)}{how}): no {name} ran {elsewhere}, "
              "so there is no kernel to compare it with."
-             for _total, name, kernel, n, (where, elsewhere) in sorted(found)[:MAX_ONE_MODE]]
+             for _total, name, kernel, n, how, (where, elsewhere) in sorted(found)[:MAX_ONE_MODE]]
     if len(found) > MAX_ONE_MODE:
         lines.append(f"... and {len(found) - MAX_ONE_MODE} more op type(s) that ran oneDNN in one mode only.")
     return lines

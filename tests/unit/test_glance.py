@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tb_opmode.present.glance import MAX_NAMES, MAX_ONE_MODE, both_modes, glance_lines, kernels_differ, one_mode_only
+from tb_opmode.present.glance import (
+    MAX_NAMES,
+    MAX_ONE_MODE,
+    both_modes,
+    glance_lines,
+    kernels_differ,
+    one_mode_only,
+    premises,
+)
 from tb_opmode.present.report import kernels_differ as report_kernels_differ
 from tb_opmode.vocab import REMOVED, UNKNOWN
 
@@ -112,3 +120,21 @@ def test_an_identity_grappler_put_in_place_of_the_op_is_no_other_kernel() -> Non
     assert kernels_differ(sum_op) == "" and not report_kernels_differ(sum_op)
     # An Identity op's own kernel is no replacement.
     assert kernels_differ(_op("Identity", [("Identity", 1)], [("_MklIdentity", 1)]))
+
+
+def test_a_kernel_no_evidence_observed_is_said_to_be_inferred_where_a_sentence_states_it() -> None:
+    """A profile alone names no eager kernel: the rules' _MklMatMul is said as inferred,
+    in the premise and in the one-mode line alike; an observed one is said plainly."""
+    inferred = _op("MatMul", [("_MklMatMul", 3)], [("_MklMatMul", 4)])
+    inferred["eager"]["kernels"][0]["evidence"] = "inferred"
+    only_graph = _op("BatchMatMulV2", [], [("_MklBatchMatMulV2", 2)])
+    only_graph["graph"]["kernels"][0]["evidence"] = "inferred"
+    (premise,) = premises([inferred])
+    assert premise == ("MatMul also ran `_MklMatMul` eagerly, 3 times, inferred from TF's rules "
+                       "(nothing this run left names it): oneDNN kernels are not graph-only.")
+    (line,) = one_mode_only([only_graph])
+    assert line.startswith("BatchMatMulV2 ran only in graphs (`_MklBatchMatMulV2` twice, inferred "
+                           "from TF's rules (nothing this run left names it)): ")
+    observed = _op("MatMul", [("_MklMatMul", 3)], [("_MklMatMul", 4)])
+    assert premises([observed]) == ["MatMul also ran `_MklMatMul` eagerly, 3 times: oneDNN kernels "
+                                    "are not graph-only."]
