@@ -84,14 +84,17 @@ def _display_name(line: TraceLine) -> str:
     return f"{words} ({name})"
 
 
-def _unscoped_variables_retrace(line: TraceLine, previous: TraceLine | None,
-                                before: TraceEntry | None) -> bool:
-    """TF 2.13 prints no scope, and traces a first call that created variables again
-    through another wrapper (another address): the same key right after a trace never
-    called is that second trace, not a new tf.function object (a new object's trace is
-    the one its call made, so it is called)."""
-    return (previous is not None and before is not None and not line.scope and not previous.scope
-            and line.address != previous.address and before.calls == 0 and line.params == previous.params)
+def _variables_retrace(line: TraceLine, previous: TraceLine | None, before: TraceEntry | None) -> bool:
+    """Whether ``line`` is TF's second trace of a first call that created variables, of the
+    same tf.function object: its scope says so (NO_VARIABLE_CREATION), or the same key
+    comes right after a trace never called (a new object's trace is the one its call made,
+    so it is called), at the same address, or, TF 2.13 printing no scope, through another
+    wrapper at another address."""
+    if line.scope == "NO_VARIABLE_CREATION":
+        return True
+    if previous is None or before is None or before.calls or line.params != previous.params:
+        return False
+    return line.address == previous.address or not (line.scope or previous.scope)
 
 
 # A trace's key as the ledger compares them: its context as printed, its parameters.
@@ -105,17 +108,11 @@ def _new_object(line: TraceLine, previous: TraceLine | None, before: TraceEntry 
     keys traced since its object's first trace). A tf.function traces a key once; so the
     same key again is another object Python put at a freed object's address (a
     tf.function made in a loop), except for TF's second trace of a first call that created
-    variables. The same parameters in another context (a distribution strategy's scope)
-    are the same object's new key."""
-    if line.scope == "NO_VARIABLE_CREATION" or _unscoped_variables_retrace(line, previous, before):
+    variables (``_variables_retrace``). The same parameters in another context (a
+    distribution strategy's scope) are the same object's new key."""
+    if _variables_retrace(line, previous, before):
         return False
-    if line.address not in keys:
-        return True
-    # The same key right after a trace of this object that was never called is TF's second
-    # trace for variables, where TF prints no scope: the same object.
-    variables = previous is not None and before is not None and previous.address == line.address \
-        and before.calls == 0 and previous.params == line.params
-    return (line.context, line.params) in keys[line.address] and not variables
+    return line.address not in keys or (line.context, line.params) in keys[line.address]
 
 
 def _context_changed(line: TraceLine, keys: set[_Key]) -> str:

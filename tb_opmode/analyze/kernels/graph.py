@@ -301,17 +301,17 @@ def _gradient_reshapes(model: RunModel, resolved: list[OpKernel],
     static there, so it may be a no-op too (the Sum's own gradient)."""
     decided = {(op.graph_id, op.op_name): op for op in resolved}
     decided.update({(op.graph_id, op.op_name): op for _i, op in unresolved})
-    digested = _DigestedOps(model.dumps)
-    for i, op in unresolved:
-        if op.op_type != "Reshape":
-            continue
+    reshapes = [(i, op) for i, op in unresolved if op.op_type == "Reshape"]
+    # Gathered once per dump: asked per Reshape, a walk over every digest was quadratic
+    # in a large graph (a BERT's thousand Reshapes).
+    digested = {i: _digested_ops(model.dumps[i]) for i in {i for i, _op in reshapes}}
+    for i, op in reshapes:
         found = _gradient_reshape_verdict(model.dumps[i], op, decided, digested[i])
         if found is not None:
             name, verdict = found
             verdict.apply(op, name)
-    for i, op in unresolved:
-        below = _removed_reshape_below(model.dumps[i], op, decided, digested[i]) \
-            if op.op_type == "Reshape" else ""
+    for i, op in reshapes:
+        below = _removed_reshape_below(model.dumps[i], op, decided, digested[i])
         if below:
             Verdict(UNKNOWN, _AFTER_REMOVED_RESHAPE.format(below=below)).apply(
                 op, _AFTER_REMOVED_RESHAPE_RULE)
@@ -321,8 +321,6 @@ def _removed_reshape_below(dump: DumpSet, op: OpKernel, decided: dict[tuple[str,
                            digested: set[tuple[str, str]]) -> str:
     """The Reshape a Reshape left to the default "ran" reads, where that one was removed
     with its Sum (``_reshape_after_sum``); "" otherwise."""
-    if op.op_type != "Reshape":
-        return ""
     created = dump.graphs[op.graph_id].ops.get(op.op_name)
     inputs = data_inputs(created.inputs) if created is not None else []
     below = decided.get((op.graph_id, strip_slot(inputs[0]))) if inputs else None
@@ -353,26 +351,14 @@ def _gradient_reshape_verdict(dump: DumpSet, op: OpKernel, decided: dict[tuple[s
 def _left_to_default(op: OpKernel, digested: set[tuple[str, str]]) -> bool:
     """Whether a dump that records too little to tell two tensors apart (CURT/
     CONCISE_HEALTH, NO_TENSOR: no digests) left this Reshape to the default "ran": only a
-    removed Sum below it can say more. ``digested``: its dump's ``_DigestedOps``."""
+    removed Sum below it can say more. ``digested``: its dump's ``_digested_ops``."""
     return op.kernel == "Reshape" and op.evidence == "inferred" and \
         (op.graph_id, op.op_name) not in digested
 
 
-class _DigestedOps:
-    """Per dump (by its index in the model), the (graph id, op name) of the ops a trace
-    of which has a digest, gathered once when first asked: asked per Reshape, a scan of
-    every digest was quadratic in a large graph (a BERT's thousand Reshapes)."""
-
-    def __init__(self, dumps: list[DumpSet]) -> None:
-        self._dumps = dumps
-        self._found: dict[int, set[tuple[str, str]]] = {}
-
-    def __getitem__(self, index: int) -> set[tuple[str, str]]:
-        found = self._found.get(index)
-        if found is None:
-            found = self._found[index] = {
-                (g, name) for (g, name, _s), d in self._dumps[index].trace_digests.items() if d}
-        return found
+def _digested_ops(dump: DumpSet) -> set[tuple[str, str]]:
+    """The (graph id, op name) of the dump's ops a trace of which has a digest."""
+    return {(g, name) for (g, name, _s), d in dump.trace_digests.items() if d}
 
 
 def _summed_input(dump: DumpSet, op: OpKernel, decided: dict[tuple[str, str], OpKernel],
