@@ -17,6 +17,9 @@ status; the TF jobs train for a few steps (seconds on two cores).
 - ``eager_then_steps``: eager ops for 1.6 s after TF's import, then 6 calls of a
   ``tf.function``;
 - ``mirrored_fit``: a Keras ``fit`` under MirroredStrategy over two logical CPUs;
+- ``strategy_run direct|only``: a ``tf.function`` run by ``strategy.run(f)`` 3 times
+  (MirroredStrategy over two logical CPUs), called directly once before (``direct``) or
+  not (``only``); prints TF's tracing counts of it and of the strategy's copy of it;
 - ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
   stderr (is it a terminal), then exit N;
 - ``sleep``: no TF: prints ``ready PID`` and sleeps until a signal ends it.
@@ -207,6 +210,37 @@ def _mirrored_fit() -> None:
     print("mirrored fit done", flush=True)
 
 
+def _strategy_run(direct: str) -> None:
+    import json
+
+    import tensorflow as tf
+    from tensorflow.python.distribute import mirrored_run
+
+    cpus = tf.config.list_physical_devices("CPU")
+    tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        w = tf.Variable(tf.ones((4, 4)))
+
+    @tf.function
+    def replica_step(x: tf.Tensor) -> tf.Tensor:
+        return tf.reduce_sum(tf.matmul(x, w))
+
+    x = tf.ones((2, 4))
+    calls = 0
+    if direct == "direct":
+        replica_step(x)
+        calls += 1
+    for _ in range(3):
+        strategy.run(replica_step, args=(x,))
+        calls += 1
+    # the copy strategy.run made of the tf.function, and traced (TF's own cache of it)
+    copy = mirrored_run._cfer_fn_cache[strategy][replica_step]
+    counts = {"own": replica_step.experimental_get_tracing_count(),
+              "copy": copy.experimental_get_tracing_count(), "calls": calls}
+    print("strategy traces " + json.dumps(counts), flush=True)
+
+
 def _streams(status: str = "0") -> None:
     print(f"out {os.isatty(1)} {os.getcwd()}", flush=True)
     print(f"err {os.isatty(2)}", file=sys.stderr, flush=True)
@@ -220,6 +254,7 @@ def _sleep() -> None:
 
 JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
         "retrace": _retrace, "eager": _eager, "mirrored_fit": _mirrored_fit,
+        "strategy_run": _strategy_run,
         "eager_then_steps": _eager_then_steps, "streams": _streams,
         "sleep": _sleep}
 

@@ -3,9 +3,11 @@
 In: a ``DumpSet`` (its graphs, their ops' creation stacks, its source files). Out:
 ``TraceFacts`` per graph that is a trace of a tf.function (a concrete function): its
 Python function's name and place (``path``, ``def`` line), whether its first op was
-created under ``_initialize`` (the first trace of its tf.function object), whether TF
-itself made it (``initialize_variables``) or tf.data did, and its arguments (the
-``Placeholder`` ops the trace made for them, captures left out).
+created under ``_initialize`` (the first trace of its tf.function object), whether it
+is a distribution strategy's copy of the user's tf.function (``strategy.run(f)``, whose
+arguments are then named by the user's parameters), whether TF itself made it
+(``initialize_variables``) or tf.data did, and its arguments (the ``Placeholder`` ops
+the trace made for them, captures left out).
 
 Every tf.function trace passes through the tracing entry (``_create_concrete_function``,
 older TF ``_create_graph_function``); a tf.cond or while branch is made by
@@ -19,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..read.tfdbg import DumpSet, GraphInfo
+from .capture_frames import is_capture_frame
 
 __all__ = ["TraceFacts", "trace_facts", "parameters_of"]
 
@@ -54,6 +57,7 @@ class TraceFacts:
     args: list[str] = field(default_factory=list)
     nested: bool = False        # made inside another trace (its outer graph is named)
     keras: str = ""             # "train", "evaluate" or "predict": made by Keras' fit, ...
+    strategy_copy: bool = False  # MirroredStrategy's clone of a tf.function given to strategy.run
 
 
 # The Keras method whose call traced a step function, and what the step does.
@@ -93,6 +97,26 @@ def _call_frames(frames: list[Frame]) -> list[Frame]:
     start = starts[-1] if starts else 0
     end = _last(frames, _TRACE_CALLS | _TRACE_ENTRIES)
     return frames[start:end + 1] if end >= start else frames[start:]
+
+
+# ``strategy.run(f)`` with a tf.function ``f``: MirroredStrategy's call_for_each_replica
+# clones ``f`` (``Function._clone``, once per strategy) around a wrapper of its Python
+# function and calls the clone, whose traces are not ``f``'s own.
+_STRATEGY_COPIER = ("mirrored_run.py", "call_for_each_replica")
+_CALL_WRAPPERS = frozenset({"traceback_utils.py"})
+
+
+def _strategy_copy(frames: list[Frame]) -> bool:
+    """Whether the tf.function call that traced is call_for_each_replica's call of its
+    clone: the frame that made the call (past TF's error-handling wrapper and
+    ``tb-opmode record``'s of ``Function.__call__``) is that one."""
+    starts = [i for i, f in enumerate(frames)
+              if f[2] == "__call__" and os.path.basename(f[0]) in _CALL_FILES]
+    if not starts:
+        return False
+    caller = next((f for f in reversed(frames[:starts[-1]])
+                   if os.path.basename(f[0]) not in _CALL_WRAPPERS and not is_capture_frame(f[0])), None)
+    return caller is not None and (os.path.basename(caller[0]), caller[2]) == _STRATEGY_COPIER
 
 
 def _made_by_tf(frames: list[Frame]) -> bool:
@@ -201,10 +225,23 @@ def _facts_of(dump: DumpSet, graph: GraphInfo) -> TraceFacts | None:
         return None
     path, line = _body_line(dump, graph)
     outer = dump.graphs.get(graph.outer_id)
-    return TraceFacts(graph.graph_id, graph.name, path, _def_line(dump, path, line, graph.name),
+    def_line = _def_line(dump, path, line, graph.name)
+    copy = _strategy_copy(frames)
+    args = _arguments(dump, graph)
+    if copy:
+        args = _copied_arguments(args, parameters_of(dump, path, def_line))
+    return TraceFacts(graph.graph_id, graph.name, path, def_line,
                       any(f[2] == "_initialize" for f in _call_frames(frames)),
-                      _arguments(dump, graph), bool(outer is not None and outer.name),
-                      _keras_kind(frames))
+                      args, bool(outer is not None and outer.name), _keras_kind(frames), copy)
+
+
+def _copied_arguments(args: list[str], parameters: list[str]) -> list[str]:
+    """A strategy copy's arguments by the user's parameter names: its wrapper takes
+    ``*args``, so TF names the tensor in position N ``args_N``."""
+    def named(arg: str) -> str:
+        m = re.fullmatch(r"args_(\d+)", arg)
+        return parameters[int(m.group(1))] if m and int(m.group(1)) < len(parameters) else arg
+    return [named(a) for a in args]
 
 
 def trace_facts(dump: DumpSet) -> list[TraceFacts]:

@@ -341,7 +341,7 @@ class _Builder:
         logged = self.keys.get(facts.graph_id)
         logged_before = self.keys.get(before[1].graph_id) if before else None
         ctx = CauseContext(first=before is None, first_of_object=facts.first_of_object,
-                           nested=facts.nested, outer=self._outer_name(facts),
+                           strategy_copy=facts.strategy_copy, nested=facts.nested, outer=self._outer_name(facts),
                            same_outer=bool(before and self._outer_id(before[0]) == self._outer_id(facts)),
                            previous_first_of_object=bool(before and before[0].first_of_object),
                            previous_calls=before[1].calls if before else 0,

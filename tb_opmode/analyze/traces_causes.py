@@ -9,6 +9,9 @@ to change for each cause, said at the call site.
 The rules are an ordered list of named rules ``(context) -> Verdict | None``; the first
 that decides wins:
 
+- the first trace of a distribution strategy's copy of a tf.function (``strategy.run(f)``
+  clones ``f`` once per strategy) changed nothing the user made: a note says so, and it
+  is no cause (not ``new_function_object``, whose advice would be false);
 - the first trace of a Python function changed nothing;
 - where TF's log printed both traces' keys, the first's scope ``VARIABLE_CREATION`` and
   this one's ``NO_VARIABLE_CREATION`` for the same parameters: the first trace created
@@ -46,7 +49,7 @@ from ..read.trace_log import TraceParam, tensor_specs
 from ..vocab import NOT_RECORDED
 
 __all__ = ["CAUSES", "ADVICE", "ArgSpec", "EarlierTrace", "CauseContext", "Verdict", "CAUSE_RULES",
-           "changed_of", "NOT_RECORDED", "VARIABLES_NOTE"]
+           "changed_of", "NOT_RECORDED", "VARIABLES_NOTE", "STRATEGY_COPY_NOTE"]
 
 CAUSES = ("shape", "dtype", "python_value", "new_function_object", "unknown")
 
@@ -87,6 +90,7 @@ class CauseContext:
 
     first: bool                         # the Python function's first trace
     first_of_object: bool               # made under ``_initialize``
+    strategy_copy: bool = False         # by MirroredStrategy's clone of the tf.function
     nested: bool = False                # traced inside another function's trace
     outer: str = ""                     # that function's name
     same_outer: bool = False            # the trace before was made inside the same outer trace
@@ -153,6 +157,16 @@ def _nested(ctx: CauseContext) -> Verdict | None:
             "other arguments there; the dump cannot tell which")}])
     return Verdict([{"cause": "unknown", "why": f"traced inside a trace of {outer}: "
                      "it is traced again whenever that function is"}])
+
+
+# Why a strategy's copy traces, where the user made one tf.function (no cause).
+STRATEGY_COPY_NOTE = ("strategy.run traced this function's Python code in a copy of the tf.function "
+                      "that MirroredStrategy makes once per strategy (call_for_each_replica), apart "
+                      "from the traces of direct calls; it traces again only as the original would")
+
+
+def _strategy_copy(ctx: CauseContext) -> Verdict | None:
+    return Verdict([], STRATEGY_COPY_NOTE) if ctx.strategy_copy and ctx.first_of_object else None
 
 
 def _new_object(ctx: CauseContext) -> Verdict | None:
@@ -338,6 +352,7 @@ def _unknown(ctx: CauseContext) -> Verdict | None:
 
 
 CAUSE_RULES: list[tuple[str, Rule]] = [
+    ("strategy_copy", _strategy_copy),
     ("first_trace", _first_trace),
     ("variable_creation_in_the_log", _variables_in_the_log),
     ("nested_key_in_the_log", _nested_in_the_log),

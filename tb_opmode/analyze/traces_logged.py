@@ -16,7 +16,12 @@ names another function object (TF 2.21 traces each scope through its own wrapper
 prints no scope: there, a trace with the key of the trace before, which was never called,
 is that second trace.
 tf.data's wrappers and TF's own variable initializer are not the user's tf.functions
-(the dump's ledger leaves them out too).
+(the dump's ledger leaves them out too). ``strategy.run(f)`` traces MirroredStrategy's
+copy of ``f``, whose line names TF's wrapper (``call_for_each_replica.<locals>.wrapped_fn``),
+not ``f``; its concrete functions are ``f``'s by name: where one function's that ran
+outnumber its own traces by the copies' traces, the copies are its; where ``f`` was only
+run so (no line names it), the copies are ``f``, the one name no line claims whose
+concrete functions that ran are as many as the copies' traces.
 """
 from __future__ import annotations
 
@@ -50,6 +55,9 @@ def _users(line: TraceLine) -> bool:
     return not any(test(line.qualname) for _what, test in _NOT_THE_USERS)
 
 
+_CONCRETE = re.compile(r"__inference_(.+)_\d+")
+
+
 def _concrete_calls(name: str, functions: Counter[str]) -> list[tuple[str, int]]:
     """(concrete function, calls) of the Python function ``name`` that ran, in uid order."""
     pattern = re.compile(rf"__inference_{re.escape(name)}_(\d+)")
@@ -57,11 +65,25 @@ def _concrete_calls(name: str, functions: Counter[str]) -> list[tuple[str, int]]
     return [(f, functions[f]) for _uid, f in sorted(ran)]
 
 
-def _entries(lines: list[TraceLine], functions: Counter[str]) -> list[TraceEntry]:
-    """One entry per trace line, each with the concrete function and calls it got."""
-    ran = _concrete_calls(lines[0].name, functions)
+# The qualified name of the Python function a strategy copy of a tf.function traces.
+_STRATEGY_COPY = "call_for_each_replica.<locals>.wrapped_fn"
+
+
+def _is_copy(line: TraceLine) -> bool:
+    return line.qualname == _STRATEGY_COPY
+
+
+def _owner(lines: list[TraceLine]) -> TraceLine:
+    """The line that names a function's traces: its first not made by a strategy copy."""
+    return next((line for line in lines if not _is_copy(line)), lines[0])
+
+
+def _entries(lines: list[TraceLine], functions: Counter[str], name: str) -> list[TraceEntry]:
+    """One entry per trace line, each with the concrete function and calls it got
+    (``name``: the one its concrete functions bear)."""
+    ran = _concrete_calls(name, functions)
     uncalled = max(len(lines) - len(ran), 0)
-    named = [(lines[0].name, 0)] * uncalled + ran[-len(lines):]
+    named = [(name, 0)] * uncalled + ran[-len(lines):]
     return [TraceEntry(graph, f"log:{line.address}:{i}", calls, args=args_of_key(line.params),
                        tracing_s=line.seconds, tracing_from=RECORD_TIMER if line.seconds is not None else "")
             for i, (line, (graph, calls)) in enumerate(zip(lines, named))]
@@ -134,13 +156,15 @@ def _context_fields(context: str) -> dict[str, str]:
     return dict(field.partition("=")[::2] for field in inner.split(", ") if "=" in field)
 
 
-def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger:
-    """The ledger of one Python function's traces (``lines``, in order)."""
-    name = lines[0].name
-    fn = FunctionLedger(name, _display_name(lines[0]), "")
+def _function(lines: list[TraceLine], functions: Counter[str], name: str = "") -> FunctionLedger:
+    """The ledger of one Python function's traces (``lines``, in order); ``name``: the
+    one its concrete functions bear, where its lines do not say it."""
+    owner = _owner(lines)
+    name = name or owner.name
+    fn = FunctionLedger(name, _display_name(owner) if name == owner.name else name, "")
     keys: dict[str, set[_Key]] = {}
     earlier: list[EarlierTrace] = []  # of the current tf.function object
-    for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions))):
+    for i, (line, entry) in enumerate(zip(lines, _entries(lines, functions, name))):
         before = fn.traces[-1] if i else None
         entry.first_of_object = _new_object(line, lines[i - 1] if i else None, before, keys)
         if entry.first_of_object:
@@ -148,7 +172,7 @@ def _function(lines: list[TraceLine], functions: Counter[str]) -> FunctionLedger
         why = _context_changed(line, keys.get(line.address, set())) or _SAME_KEY
         keys.setdefault(line.address, set()).add((line.context, line.params))
         verdict = changed_of(CauseContext(
-            first=before is None, first_of_object=entry.first_of_object,
+            first=before is None, first_of_object=entry.first_of_object, strategy_copy=_is_copy(line),
             previous_first_of_object=bool(before and before.first_of_object),
             previous_calls=before.calls if before else 0, unrecorded_why=why,
             key=line.params, previous_key=lines[i - 1].params if i else None,
@@ -172,8 +196,37 @@ def logged_ledger(lines: list[TraceLine], functions: Counter[str]) -> list[Funct
     by_function: dict[str, list[TraceLine]] = {}
     for line in filter(_users, lines):
         by_function.setdefault(line.qualname, []).append(line)
-    out = [_function(mine, functions) for mine in by_function.values()]
+    names = {_STRATEGY_COPY: _copies_to_their_function(by_function, functions, lines)}
+    out = [_function(mine, functions, names.get(q, "")) for q, mine in by_function.items()]
     for fn in out:
         fn.nested = bool(functions) and fn.calls == 0
     out.sort(key=lambda f: (-len(f.traces), -f.calls, f.name))
     return out
+
+
+def _copies_to_their_function(by_function: dict[str, list[TraceLine]], functions: Counter[str],
+                              lines: list[TraceLine]) -> str:
+    """The strategy copies' traces put with the one function whose concrete functions that
+    ran outnumber its own traces by the copies' (TF names a copy's concrete functions after
+    the tf.function it copies), in log order. Where none does, the copies are left apart,
+    and the name their concrete functions bear is returned: the one no line names with as
+    many that ran as the copies' traces ("" where not exactly one)."""
+    copies = by_function.get(_STRATEGY_COPY)
+    if not copies:
+        return ""
+    owners = [q for q, mine in by_function.items() if q != _STRATEGY_COPY
+              and len(_concrete_calls(mine[0].name, functions)) - len(mine) == len(copies)]
+    if len(owners) != 1:
+        return _unclaimed_name(functions, lines, len(copies))
+    merged = {id(line) for line in by_function.pop(_STRATEGY_COPY) + by_function[owners[0]]}
+    by_function[owners[0]] = [line for line in lines if id(line) in merged]  # in log order
+    return ""
+
+
+def _unclaimed_name(functions: Counter[str], lines: list[TraceLine], traces: int) -> str:
+    """The one name of concrete functions that ran (``__inference_<name>_<uid>``) that no
+    trace line names, with ``traces`` of them; "" where not exactly one."""
+    claimed = {line.name for line in lines}
+    ran = Counter(m.group(1) for f in functions if (m := _CONCRETE.fullmatch(f)))
+    found = [name for name, n in ran.items() if name not in claimed and n == traces]
+    return found[0] if len(found) == 1 else ""

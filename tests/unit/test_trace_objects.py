@@ -80,3 +80,42 @@ def test_the_same_arguments_in_another_context_are_the_same_objects_new_key() ->
     assert fn.causes == {"unknown": 1}, fn.causes
     (change,) = fn.traces[1].changed
     assert "in_cross_replica_context=False -> True" in change["why"], change
+
+
+# MirroredStrategy's copy of a tf.function (``strategy.run(f)``): TF's line names its
+# wrapper of the Python function, and its concrete functions bear the tf.function's name.
+_COPY = "call_for_each_replica.<locals>.wrapped_fn"
+
+
+def _named(*qualnames: str) -> list[TraceLine]:
+    text = "".join(_LINE.replace("make.<locals>.inner", q).format(address=f"0x7f0{i}", scope="VARIABLE_CREATION",
+                                                                   cross=q == _COPY)
+                   for i, q in enumerate(qualnames)).encode()
+    lines, _unread = parse_trace_lines(text, final=True)
+    assert [line.qualname for line in lines] == list(qualnames)
+    return lines
+
+
+def test_a_strategy_copys_trace_is_its_functions_with_its_calls_and_no_cause() -> None:
+    """``inner(t)`` once, then ``strategy.run(inner)`` 3 times (TF: one trace of each)."""
+    (fn,) = logged_ledger(_named("make.<locals>.inner", _COPY), _calls(1, 3))
+    assert (fn.python_name, len(fn.traces), fn.calls, fn.objects) == ("inner", 2, 4, 2)
+    assert [t.calls for t in fn.traces] == [1, 3] and fn.causes == {}, fn.traces
+    assert "strategy.run" in fn.traces[1].note and not fn.traces[0].note
+
+
+def test_a_function_run_by_strategy_run_alone_is_named_by_its_concrete_functions() -> None:
+    (fn,) = logged_ledger(_named(_COPY), _calls(3))
+    assert (fn.python_name, len(fn.traces), fn.calls) == ("inner", 1, 3)
+    assert "strategy.run" in fn.traces[0].note and fn.causes == {}
+
+
+def test_copies_no_one_function_accounts_for_stay_apart() -> None:
+    """Two functions with a concrete function more than their traces each: whose the copy
+    is cannot be told, so it is not put with either."""
+    calls = Counter({"__inference_inner_10": 1, "__inference_inner_11": 1, "__inference_outer_12": 1,
+                     "__inference_outer_13": 1})
+    by_name = {fn.python_name: fn for fn in logged_ledger(_named("make.<locals>.inner", "make.<locals>.outer",
+                                                                 _COPY), calls)}
+    assert sorted(by_name) == ["inner", "outer", "wrapped_fn"]
+    assert len(by_name["inner"].traces) == 1 and len(by_name["outer"].traces) == 1
