@@ -8,6 +8,7 @@ recorded: by the module path, not by a line, nor by this machine's copy of the p
 """
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["CAPTURE_PACKAGE", "is_capture_frame"]
@@ -18,6 +19,8 @@ _CAPTURE_PATH = re.compile(r"(?:^|[/\\])" + r"[/\\]".join(map(re.escape, CAPTURE
                            + r"[/\\][^/\\]+\.py$")
 
 
+# A stack names few files many times over (every frame of every op's stack is asked).
+@functools.lru_cache(maxsize=4096)
 def is_capture_frame(path: str) -> bool:
     """Whether ``path`` is a module of ``tb_opmode.capture`` (any install of it)."""
     return bool(_CAPTURE_PATH.search(path))
