@@ -20,6 +20,8 @@ status; the TF jobs train for a few steps (seconds on two cores).
 - ``strategy_run direct|only``: a ``tf.function`` run by ``strategy.run(f)`` 3 times
   (MirroredStrategy over two logical CPUs), called directly once before (``direct``) or
   not (``only``); prints TF's tracing counts of it and of the strategy's copy of it;
+- ``py_function``: a ``tf.function`` whose ``tf.py_function`` runs three TF ops eagerly
+  (Mul, Relu, AddV2), called 12 times; prints how often the Python function ran;
 - ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
   stderr (is it a terminal), then exit N;
 - ``sleep``: no TF: prints ``ready PID`` and sleeps until a signal ends it.
@@ -241,6 +243,27 @@ def _strategy_run(direct: str) -> None:
     print("strategy traces " + json.dumps(counts), flush=True)
 
 
+def _py_function() -> None:
+    import tensorflow as tf
+
+    ran = 0
+
+    def eager_side(y: tf.Tensor) -> tf.Tensor:
+        nonlocal ran
+        ran += 1
+        return tf.nn.relu(y * 2.0) + 1.0  # eager ops, run by EagerPyFunc inside the graph
+
+    @tf.function
+    def step(x: tf.Tensor) -> tf.Tensor:
+        z = tf.py_function(eager_side, [tf.matmul(x, x)], tf.float32)
+        return tf.reduce_sum(z)
+
+    x = tf.ones((8, 8))
+    for _ in range(12):
+        step(x)
+    print(f"py_function ran {ran}", flush=True)
+
+
 def _streams(status: str = "0") -> None:
     print(f"out {os.isatty(1)} {os.getcwd()}", flush=True)
     print(f"err {os.isatty(2)}", file=sys.stderr, flush=True)
@@ -254,7 +277,7 @@ def _sleep() -> None:
 
 JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
         "retrace": _retrace, "eager": _eager, "mirrored_fit": _mirrored_fit,
-        "strategy_run": _strategy_run,
+        "strategy_run": _strategy_run, "py_function": _py_function,
         "eager_then_steps": _eager_then_steps, "streams": _streams,
         "sleep": _sleep}
 

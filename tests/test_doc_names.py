@@ -72,6 +72,7 @@ EXTERNAL_FILES = {
     "polymorphic_function.py": "TF's tf.function: its profile events",
     "tracing_compilation.py": "TF's tracing: the Python log line of a new trace",
     "summary_v2.py": "TF's summary ops, the eager call site of the demo's histograms",
+    "script_ops.py": "TF's tf.py_function: its EagerFunc runs the function's ops eagerly in a graph",
     "dense.py": "Keras' Dense layer, a call site in examples",
     # Python's and the user's
     "sitecustomize.py": "Python's start-up hook, which a test puts on a worker's path",

@@ -20,9 +20,11 @@ from typing import Any, Optional
 from ..model import RunModel
 from ..read.tfdbg import DumpSet, GraphInfo
 from .capture_frames import is_capture_frame
+from .py_function import is_py_function_frame
 from .recording import counted_eager_lines
 
-__all__ = ["call_sites", "creating_line", "function_graphs"]
+__all__ = ["call_sites", "creating_line", "function_graphs", "py_function_executions", "EAGER_WHY_PYTHON",
+           "eager_why"]
 
 # Frames inside TF itself, or Keras' thin op wrappers, say nothing about why an op ran.
 _INTERNAL = re.compile(r"[/\\](tensorflow|tensorflow_core|tf_keras[/\\]src[/\\]backend|"
@@ -118,6 +120,31 @@ def _snippet(model: RunModel, first: int, path: str, line: int,
                 return {"first_line": lo, "line": line,
                         "lines": [text[:_MAX_LINE_CHARS] for text in lines[lo - 1:hi]]}
     return None
+
+
+# Why an op ran eagerly, where no tf.py_function issued it.
+EAGER_WHY_PYTHON = "called from Python outside any tf.function"
+
+
+def py_function_executions(model: RunModel, op_type: str) -> int:
+    """The eager executions of an op type issued inside a tf.py_function: their stacks
+    (a dump's, or those ``tb-opmode record``'s job counted, which mark them so) pass
+    through TF's ``script_ops.py``."""
+    return sum(n for key, n in _eager_stacks(model, op_type).items()
+               if any(is_py_function_frame(f[0]) for f in _stack_frames(model, key)))
+
+
+def eager_why(model: RunModel, op_type: str, executions: int) -> str:
+    """Why ``executions`` eager runs of an op type ran eagerly, in words: called from
+    Python outside a tf.function, run by a tf.py_function inside a graph, or both."""
+    inside = min(py_function_executions(model, op_type), executions)
+    by_py_function = ("run by a tf.py_function, whose Python function runs eagerly, op by op, "
+                      "each time its graph op (EagerPyFunc) runs, inside a tf.function or tf.data")
+    if not inside:
+        return EAGER_WHY_PYTHON
+    if inside == executions:
+        return by_py_function
+    return f"{executions - inside} {EAGER_WHY_PYTHON}, {inside} {by_py_function}"
 
 
 def _frame_json(frame: Frame) -> dict[str, Any]:

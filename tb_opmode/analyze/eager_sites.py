@@ -31,6 +31,7 @@ from ..read.tfdbg import DumpSet
 from ..vocab import EAGER, GRAPH, is_debug_kernel, is_function
 from .capture_frames import is_capture_frame
 from .eager_times import SiteTimes, join_times
+from .py_function import PY_FUNCTION_ADVICE, is_py_function_frame
 from .recording import counted_eager_lines
 
 __all__ = ["Frame", "FrameChoice", "EagerSite", "choose_frames", "eager_sites", "is_user_frame",
@@ -114,6 +115,7 @@ class EagerSite:
     scope: str = ""  # the function the line is written in (a comprehension's, its own)
     sites: Counter[Frame] = field(default_factory=Counter)
     libraries: Counter[Frame] = field(default_factory=Counter)
+    py_function_executions: int = 0  # of them, those a tf.py_function ran (in a graph)
 
     def ops_per_call(self) -> Optional[int]:
         return self.executions // self.calls if self.calls else None
@@ -137,6 +139,7 @@ class _Chosen(NamedTuple):
     site: Optional[Frame]
     library: Optional[Frame]
     scope: str  # the function the user's line is written in
+    in_py_function: bool  # issued inside a tf.py_function
 
 
 class _Stacks:
@@ -166,12 +169,13 @@ def _chosen(stack: list[Frame]) -> _Chosen:
     def at(i: Optional[int]) -> Optional[Frame]:
         return frames[i] if i is not None else None
     return _Chosen(at(user), at(site), at(library),
-                   enclosing_function(frames, user) if user is not None else "")
+                   enclosing_function(frames, user) if user is not None else "",
+                   any(is_py_function_frame(f[0]) for f in frames))
 
 
 def _add(sites: dict[tuple[str, int], EagerSite], op_type: str, n: int, chosen: _Chosen) -> None:
     """``n`` eager executions of ``op_type`` from a stack, filed under its user's line."""
-    user, site, library, scope = chosen
+    user, site, library, scope, in_py_function = chosen
     key = _user_key(user)
     entry = sites.get(key)
     if entry is None:
@@ -179,6 +183,7 @@ def _add(sites: dict[tuple[str, int], EagerSite], op_type: str, n: int, chosen: 
                                        "", "", "", "", scope=scope)
     entry.executions += n
     entry.op_types[op_type] += n
+    entry.py_function_executions += n if in_py_function else 0
     if site is not None:
         entry.sites[site] += n
     if library is not None:
@@ -280,7 +285,14 @@ _TF_DIRECT = re.compile(r"(^|[/\\])(tensorflow|tensorflow_core)[/\\]python[/\\]"
 
 
 def _calls_tf(site: EagerSite) -> bool:
-    return bool(site.user_location) and bool(_TF_DIRECT.search(site.library_location))
+    """Whether the line calls TF's ops itself, outside a tf.py_function (whose ops no
+    tf.function around the line puts in a graph)."""
+    return (bool(site.user_location) and bool(_TF_DIRECT.search(site.library_location))
+            and not site.py_function_executions)
+
+
+def _in_py_function(_ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
+    return PY_FUNCTION_ADVICE if site.py_function_executions else None
 
 
 def _many_small_ops(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
@@ -334,6 +346,7 @@ def _repeated_ops(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
 
 # Ordered rules (context, site) -> advice | None; every rule that answers is kept.
 ADVICE_RULES: list[tuple[str, Callable[[_AdviceContext, EagerSite], Optional[str]]]] = [
+    ("in_py_function", _in_py_function),
     ("many_small_ops", _many_small_ops),
     ("few_ops_many_calls", _few_ops_many_calls),
     ("summary_ops", _summary_ops),

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from ..model import KernelUse, ModeStats, RunModel
 from ..vocab import REMOVED, UNKNOWN, is_onednn
-from .call_sites import call_sites, function_graphs
+from .call_sites import EAGER_WHY_PYTHON, call_sites, eager_why, function_graphs
 from .events import eager_kernels, node_op_types, op_times
 from .kernels import is_fused
 from .kernels.grappler import DATASET_GRAPHS
@@ -259,8 +259,9 @@ def _eager_mode(facts: _OpType, stats: ModeStats) -> _Reason:
     sites = call_sites(facts.model, facts.op_type, "eager", limit=_SITES_NAMED, snippets=False)
     where = "; ".join(f"{s['function']} ({s['file'].rsplit('/', 1)[-1]}:{s['line']}) "
                       f"x{s['count']}" for s in sites)
-    text = (f"{facts.op_type} ran eagerly {_times(stats.executions)}: it was called from Python "
-            f"outside any tf.function" + (f", mostly by {where}." if where else "."))
+    why = eager_why(facts.model, facts.op_type, stats.executions)
+    text = (f"{facts.op_type} ran eagerly {_times(stats.executions)}: "
+            f"{'it was ' if why == EAGER_WHY_PYTHON else ''}{why}" + (f", mostly by {where}." if where else "."))
     return {"kind": "mode", "text": text, "call_sites": sites}
 
 

@@ -345,6 +345,10 @@ _KEPT_FRAMES = 32
 # the user's source instead, through the source map of the conversion running.
 _AUTOGRAPH_FILE = "__autograph_generated_file"
 _TF_STACK = "tensorflow.python.util.tf_stack"
+# tf.py_function's Python function runs eagerly, inside a graph's op (EagerPyFunc), through
+# EagerFunc.__call__ of this module: the walk out to the user's line stops before it, so a
+# dispatch made inside one is marked with that frame, outermost (a dump's stack has it).
+_SCRIPT_OPS = "tensorflow.python.ops.script_ops"
 
 
 class _Origin(NamedTuple):
@@ -381,6 +385,7 @@ class _EagerLines:
         self._all: list[dict[tuple[Any, ...], list[int]]] = []
         self.dropped = 0
         self._lock = threading.Lock()
+        self._py_function_frame: tuple[Any, ...] = ()
 
     def _ends_at(self, code: types.CodeType | _Origin) -> bool:
         """Whether the walk ends at ``code``: the user's, not a comprehension's."""
@@ -436,6 +441,8 @@ class _EagerLines:
             if ends:
                 break
             frame = frame.f_back
+        if getattr(self._local, "in_py_function", 0):
+            key += self._py_function_frame
         counts = self._counts()
         cell = counts.get(whole := tuple(key))
         if cell is None:
@@ -482,6 +489,23 @@ class _EagerLines:
             return result
 
         return counted_execute
+
+    def wrap_py_function(self, call: Callable[..., Any], path: str) -> Callable[..., Any]:
+        """``EagerFunc.__call__`` (of ``path``), noting in its thread that the dispatches
+        made meanwhile are tf.py_function's."""
+        local = self._local
+        self._py_function_frame = (_Origin(path, "__call__", 0), 0)
+
+        @functools.wraps(call)
+        def py_function_call(*args: Any, **kwargs: Any) -> Any:
+            depth = getattr(local, "in_py_function", 0)
+            local.in_py_function = depth + 1
+            try:
+                return call(*args, **kwargs)
+            finally:
+                local.in_py_function = depth
+
+        return py_function_call
 
     def _frame(self, item: tuple[Any, int]) -> tuple[str, int, str]:
         """(path, line, function) of a key's frame: (id(code), instruction offset), or an
@@ -681,6 +705,12 @@ class Recording:
         self._eager_lines = lines
         self._undo.append(lambda: setattr(tfe, "TFE_Py_FastPathExecute", fast))
         self._undo.append(lambda: setattr(execute_module, "execute", execute))
+        script_ops: Any = sys.modules.get(_SCRIPT_OPS)
+        eager_func = getattr(script_ops, "EagerFunc", None)
+        if eager_func is not None:
+            call = eager_func.__call__
+            eager_func.__call__ = lines.wrap_py_function(call, script_ops.__file__)
+            self._undo.append(lambda: setattr(eager_func, "__call__", call))
 
     def _start_profile(self, step: int) -> None:
         def start_profile() -> None:

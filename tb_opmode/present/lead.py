@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..analyze.call_sites import eager_why
 from ..analyze.explain import call_sites, function_graphs
 from ..analyze.recording import counted_eager_lines
 from ..analyze.rules import stock_reason
@@ -204,7 +205,7 @@ def _eager(model: RunModel, row: Row) -> str:
     stats = row["eager"]
     if not stats["executions"]:
         return "Eager: did not run eagerly."
-    return (f"Eager, {_count(stats)}: called from Python outside any tf.function"
+    return (f"Eager, {_count(stats)}: {eager_why(model, row['op_type'], stats['executions'])}"
             f"{_callers(model, row['op_type'], stats['executions'])}{_ran(row['op_type'], stats)}.")
 
 
