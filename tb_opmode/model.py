@@ -103,8 +103,8 @@ class RunModel:
     # Mode ("eager", "graph", "functions") -> how its counts were made, in words: exact, or
     # per call x calls (``analyze.per_call``), or the profiled window only.
     count_basis: dict[str, str] = field(default_factory=dict)
-    # A run counted per call x calls: (op type, kernel, executions, evidence) per kernel.
-    per_call_kernels: list[tuple[str, str, int, str]] = field(default_factory=list)
+    # A run counted per call x calls: (op type, kernel, executions, evidence, note) per kernel.
+    per_call_kernels: list[tuple[str, str, int, str, str]] = field(default_factory=list)
     # The tensor_debug_mode of a dump whose debug ops read tensors ("" if none): its
     # graph kernels are not the job's (``analyze.recording``).
     reads_tensors: str = ""

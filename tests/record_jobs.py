@@ -22,6 +22,8 @@ status; the TF jobs train for a few steps (seconds on two cores).
   not (``only``); prints TF's tracing counts of it and of the strategy's copy of it;
 - ``py_function``: a ``tf.function`` whose ``tf.py_function`` runs three TF ops eagerly
   (Mul, Relu, AddV2), called 12 times; prints how often the Python function ran;
+- ``xla``: a ``tf.function(jit_compile=True)`` of MatMul, AddV2 and Relu called 6 times;
+  prints the calls;
 - ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
   stderr (is it a terminal), then exit N;
 - ``sleep``: no TF: prints ``ready PID`` and sleeps until a signal ends it.
@@ -264,6 +266,19 @@ def _py_function() -> None:
     print(f"py_function ran {ran}", flush=True)
 
 
+def _xla() -> None:
+    import tensorflow as tf
+
+    @tf.function(jit_compile=True)
+    def dense(x: tf.Tensor, w: tf.Tensor) -> tf.Tensor:
+        return tf.nn.relu(tf.matmul(x, w) + 1.0)
+
+    x, w = tf.random.normal((16, 32), seed=1), tf.random.normal((32, 32), seed=2)
+    for _ in range(6):
+        dense(x, w)
+    print("xla calls 6", flush=True)
+
+
 def _streams(status: str = "0") -> None:
     print(f"out {os.isatty(1)} {os.getcwd()}", flush=True)
     print(f"err {os.isatty(2)}", file=sys.stderr, flush=True)
@@ -277,7 +292,7 @@ def _sleep() -> None:
 
 JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
         "retrace": _retrace, "eager": _eager, "mirrored_fit": _mirrored_fit,
-        "strategy_run": _strategy_run, "py_function": _py_function,
+        "strategy_run": _strategy_run, "py_function": _py_function, "xla": _xla,
         "eager_then_steps": _eager_then_steps, "streams": _streams,
         "sleep": _sleep}
 

@@ -121,7 +121,7 @@ def test_each_level_leaves_its_evidence(recorded: dict[tuple[str, str], tuple[Pa
     if level == "calls":
         # the user's modules kept beside ours
         assert set(doc["environment"]["set_by_record"]["TF_CPP_VMODULE"].split(",")) == \
-            {*TRUTH_VMODULE.split(","), "execute=1", "op_kernel=1"}
+            {*TRUTH_VMODULE.split(","), "execute=1", "op_kernel=1", "xla_ops=1"}
     assert "Executing op " not in proc.stderr and "Instantiating kernel" not in proc.stderr
     assert f"{job} done" in proc.stdout and f"{job} done" in (rundir / "stdout.log").read_text()
     assert f"run {rundir.name} " in proc.stdout and "tensorboard --logdir" in proc.stdout

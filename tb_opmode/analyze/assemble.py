@@ -137,8 +137,8 @@ def _apply_kernels(model: RunModel) -> None:
         _add_kernel(model.row(op.op_type).graph, op.kernel, op.executions, op.evidence,
                     op.note, op.fused_into)
     if model.per_call_kernels:
-        for op_type, kernel, n, evidence in model.per_call_kernels:
-            _add_kernel(model.row(op_type).graph, kernel, n, evidence)
+        for op_type, kernel, n, evidence, note in model.per_call_kernels:
+            _add_kernel(model.row(op_type).graph, kernel, n, evidence, note)
     elif not model.dumps:
         _graph_kernels_without_dump(model)
     model.eager_ops = assign_eager(model, model.graph_ops)

@@ -12,7 +12,10 @@ instantiated that node with that kernel, else ``profile``. A node's per call cou
 events in the window over its function's calls there, and at least one where the log
 shows it instantiated (the profile missed an event); a node the profile does not show
 (cheap ones: Const, Identity) or of a function the window did not see runs once per call
-(a node of an untaken branch is counted all the same). ``count_basis`` says so.
+(a node of an untaken branch is counted all the same). ``count_basis`` says so. A function
+XLA compiled (``jit_compile=True``: the log's XLA launches) runs its nodes inside its XLA
+cluster: the kernels the log shows instantiated for it are XLA's compilation of them, not
+TF kernels that ran, so its nodes' kernel is ``(unknown)``, with a note saying why.
 
 A graph event belongs to the call whose span holds its start (calls of one thread do not
 overlap; an inner ``tf.function`` is inlined, no call of its own), unless tf.data ran it
@@ -30,10 +33,11 @@ from dataclasses import dataclass, field
 from ..errors import Problem
 from ..model import RunModel
 from ..read.xtypes import Profile
+from ..vocab import UNKNOWN
 from .events import is_user_op, row_op
 
 __all__ = ["PerCall", "per_call", "count_per_call", "data_function_ops", "BASIS_EXACT_LOG",
-           "BASIS_PER_CALL", "BASIS_PER_CALL_UNPROFILED", "BASIS_DATA_UNCOUNTED"]
+           "BASIS_PER_CALL", "BASIS_PER_CALL_UNPROFILED", "BASIS_DATA_UNCOUNTED", "XLA_CLUSTER_NOTE"]
 
 BASIS_EXACT_LOG = "exact: one execute line per dispatch in the log"
 BASIS_PER_CALL = ("per call x calls: the nodes each call runs (the profile of {calls} calls; "
@@ -51,6 +55,9 @@ BASIS_DATA_UNCOUNTED = ("; not counted: the ops of tf.data functions (Dataset.ma
 # generator...): a run that made one ran tf.data functions, whether the profile saw them or
 # not (tf.data may have run them all before its window).
 _DATASET_WITH_FUNCTION = re.compile(r"(Map|Filter|FlatMap|Interleave|Scan|Generator|GroupBy|TakeWhile)\w*Dataset")
+# The note of a node of a function XLA compiled.
+XLA_CLUSTER_NOTE = ("compiled by XLA (jit_compile=True): it ran inside its function's XLA cluster, "
+                    "not as a TF kernel; the log's kernel for it is XLA's compilation of it")
 # How many op types the basis names; the rest are "and N more".
 _NAMED_DATA_OPS = 6
 
@@ -166,13 +173,14 @@ def _fused_ops(model: RunModel) -> dict[str, tuple[str, ...]]:
     return {node: ops for log in model.logs for node, ops in log.fused_ops.items()}
 
 
-def count_per_call(model: RunModel) -> list[tuple[str, str, int, str]]:
+def count_per_call(model: RunModel) -> list[tuple[str, str, int, str, str]]:
     """Adds the per call x calls graph executions to the model's rows and says how in
-    ``model.count_basis``; returns (op type, kernel, executions, evidence) for the kernels
-    to book. Nothing when neither the profile nor the log names a function's nodes."""
+    ``model.count_basis``; returns (op type, kernel, executions, evidence, note) for the
+    kernels to book. Nothing when neither the profile nor the log names a function's nodes."""
     seen = per_call(model)
     fused = _fused_ops(model)
-    booked: Counter[tuple[str, str, str]] = Counter()
+    compiled = {name for log in model.logs for name in log.xla_launches}
+    booked: Counter[tuple[str, str, str, str]] = Counter()
     unseen = []
     for function, calls in model.functions.items():
         nodes = _per_call_nodes(model, seen, function)
@@ -180,11 +188,12 @@ def count_per_call(model: RunModel) -> list[tuple[str, str, int, str]]:
             unseen.append(function)  # a function instantiated with no op of ours ran none
         for node, kernel, per, evidence in nodes:
             n = round(per * calls)
+            ran, note = (UNKNOWN, XLA_CLUSTER_NOTE) if function in compiled else (kernel, "")
             for op_type in (row_op(kernel), *fused.get(node, ())):
-                booked[(op_type, kernel, evidence)] += n
+                booked[(op_type, ran, evidence, note)] += n
     if not booked:
         return []
-    for (op_type, _kernel, _evidence), n in booked.items():
+    for (op_type, _kernel, _evidence, _note), n in booked.items():
         model.row(op_type).graph.executions += n
     basis = BASIS_PER_CALL.format(calls=sum(seen.window_calls.values())) if model.profiles \
         else BASIS_PER_CALL_UNPROFILED
@@ -194,4 +203,4 @@ def count_per_call(model: RunModel) -> list[tuple[str, str, int, str]]:
             f"graph counts are per call x calls; {len(unseen)} function(s) neither the profile "
             f"nor the log's instantiation lines show the nodes of are not counted: "
             f"{', '.join(sorted(unseen)[:5])}{' ...' if len(unseen) > 5 else ''}")))
-    return [(op, kernel, n, evidence) for (op, kernel, evidence), n in sorted(booked.items())]
+    return [(op, kernel, n, evidence, note) for (op, kernel, evidence, note), n in sorted(booked.items())]

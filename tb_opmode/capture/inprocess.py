@@ -64,8 +64,10 @@ DEFAULT_STEPS = (2, 4)
 EAGER_WINDOW_S = (1.0, 2.0)
 
 # The modules whose log lines we read: ``execute`` (each eager op and each call of a
-# tf.function, as dispatched) and ``op_kernel`` (each kernel, once, as instantiated).
-_VMODULE = {"execute": 1, "op_kernel": 1}
+# tf.function, as dispatched), ``op_kernel`` (each kernel, once, as instantiated) and
+# ``xla_ops`` (each launch of a function XLA compiled: its nodes' instantiations are XLA's
+# compilation of them, no TF kernel that runs).
+_VMODULE = {"execute": 1, "op_kernel": 1, "xla_ops": 1}
 _TRACE_LINE = "Creating new FuncGraph for Python function"
 # Where TF builds a trace's graph, right after printing that line.
 _TRACING_MODULE = "tensorflow.python.eager.polymorphic_function.tracing_compilation"
