@@ -222,13 +222,14 @@ def _startup_logdir(dump_only_dir: Path, out: Path) -> Path:
 
 _CPU_LINE = b"To enable the following instructions:"
 _STARTUP_LINES = 50
-# The lines ``tb-opmode record`` has TF write (TF_CPP_VMODULE=execute=1,op_kernel=1: the
-# eager dispatches and each kernel's instantiation, no line per node execution), and the
-# start-up lines TF writes at any level: a line of one of these files, or the CPU line.
+# The lines ``tb-opmode record`` has TF write (TF_CPP_VMODULE=execute=1,op_kernel=1,xla_ops=1:
+# the eager dispatches, each kernel's instantiation and each XLA launch, no line per node
+# execution), and the start-up lines TF writes at any level: a line of one of these files,
+# or the CPU line.
 # TF 2.21 writes "I0000 00:00:... 123 execute.cc:1775] ", TF 2.13 "2026-... .. I tensorflow/
 # core/common_runtime/eager/execute.cc:1247] ".
 _RECORD_LOG_LINE = re.compile(
-    rb"^\S+ \S+(?: +\d+ |: \w \S*/)(?:execute|op_kernel|port|cpu_feature_guard)\.cc:\d+\] ")
+    rb"^\S+ \S+(?: +\d+ |: \w \S*/)(?:execute|op_kernel|xla_ops|port|cpu_feature_guard)\.cc:\d+\] ")
 
 
 def _record_log_logdir(logdir: Path, out: Path) -> Path:

@@ -118,7 +118,7 @@ def test_the_job_passes_through_with_its_streams_status_and_directory(tmp_path: 
     assert doc["exit_status"] == 3 and doc["signal"] is None
     assert doc["command"] == [PY, JOBS, "streams", "3"] and doc["cwd"] == str(work)
     assert doc["evidence"] == "kernels" and doc["steps"] == [2, 4]
-    assert doc["environment"]["set_by_record"]["TF_CPP_VMODULE"] == "execute=1,op_kernel=1"
+    assert doc["environment"]["set_by_record"]["TF_CPP_VMODULE"] == "execute=1,op_kernel=1,xla_ops=1"
     assert doc["started"] and doc["ended"] and doc["duration_s"] > 0 and doc["cpu_s"] > 0
     # the end: the tab's line, and the job's status
     assert f"tensorboard --logdir {tmp_path / 'logs'}" in proc.stdout

@@ -130,10 +130,10 @@ def test_a_pipes_reader_waits_after_a_short_read_a_terminals_never() -> None:
 
 def test_the_level_adds_its_modules_to_the_users_vmodule_and_shows_info_lines() -> None:
     kernels, full = LEVELS["kernels"], LEVELS["full"]
-    assert environment(kernels, {}) == {"TF_CPP_VMODULE": "execute=1,op_kernel=1"}
+    assert environment(kernels, {}) == {"TF_CPP_VMODULE": "execute=1,op_kernel=1,xla_ops=1"}
     assert environment(kernels, {"TF_CPP_VMODULE": "executor=2,execute=3"}) == {
-        "TF_CPP_VMODULE": "executor=2,execute=3,op_kernel=1"}
-    assert environment(kernels, {"TF_CPP_VMODULE": "execute=1,op_kernel=1"}) == {}
+        "TF_CPP_VMODULE": "executor=2,execute=3,op_kernel=1,xla_ops=1"}
+    assert environment(kernels, {"TF_CPP_VMODULE": "execute=1,op_kernel=1,xla_ops=1"}) == {}
     # a higher minimum level would hide the INFO lines we read
     assert environment(kernels, {"TF_CPP_MIN_LOG_LEVEL": "2"})["TF_CPP_MIN_LOG_LEVEL"] == "0"
     assert environment(full, {}) == {"TF_CPP_MAX_VLOG_LEVEL": "2", "ONEDNN_VERBOSE": "1"}
