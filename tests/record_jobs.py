@@ -24,6 +24,8 @@ status; the TF jobs train for a few steps (seconds on two cores).
   (Mul, Relu, AddV2), called 12 times; prints how often the Python function ran;
 - ``xla``: a ``tf.function(jit_compile=True)`` of MatMul, AddV2 and Relu called 6 times;
   prints the calls;
+- ``keras_call``: a Keras model of three Dense layers called eagerly 40 times in a loop;
+  prints the calls;
 - ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
   stderr (is it a terminal), then exit N;
 - ``sleep``: no TF: prints ``ready PID`` and sleeps until a signal ends it.
@@ -279,6 +281,19 @@ def _xla() -> None:
     print("xla calls 6", flush=True)
 
 
+def _keras_call() -> None:
+    import tensorflow as tf
+
+    model = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(32, activation="relu"),
+                                 tf.keras.layers.Dense(32, activation="relu"), tf.keras.layers.Dense(1)])
+    x = tf.random.normal((8, 16), seed=1)
+    calls = 0
+    for _ in range(40):
+        model(x, training=False)  # the model's forward pass, eagerly, op by op
+        calls += 1
+    print(f"keras calls {calls}", flush=True)
+
+
 def _streams(status: str = "0") -> None:
     print(f"out {os.isatty(1)} {os.getcwd()}", flush=True)
     print(f"err {os.isatty(2)}", file=sys.stderr, flush=True)
@@ -292,7 +307,7 @@ def _sleep() -> None:
 
 JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
         "retrace": _retrace, "eager": _eager, "mirrored_fit": _mirrored_fit,
-        "strategy_run": _strategy_run, "py_function": _py_function, "xla": _xla,
+        "strategy_run": _strategy_run, "py_function": _py_function, "xla": _xla, "keras_call": _keras_call,
         "eager_then_steps": _eager_then_steps, "streams": _streams,
         "sleep": _sleep}
 

@@ -327,6 +327,29 @@ def _few_ops_many_calls(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
             f"{_around(site)} runs all those calls as one graph." + _measured(ctx, site))
 
 
+# A Keras model's or layer's ``__call__`` (in Keras 3's ``layers`` package, Keras 2's and
+# tf_keras' ``engine``): a line that calls one eagerly runs its forward pass op by op.
+_KERAS_CALL = re.compile(r"[/\\](tf_)?keras[/\\](src[/\\])?(layers|engine|models)[/\\]")
+
+
+def _keras_model_call(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
+    """A line that calls a Keras model or layer eagerly, often (several calls, as its op
+    counts tell, or the eager ops of a few): its forward pass in a tf.function (made once)
+    runs as one graph. Keras' own code in the way is why the rules for lines that call TF
+    directly do not answer here."""
+    per_call = site.ops_per_call()
+    often = (site.calls or 0) >= _FEW_CALLS if per_call is not None else site.executions >= _MANY_OPS * 4
+    if not often or site.library_function != "__call__" or not _KERAS_CALL.search(site.library_location) \
+            or site.py_function_executions:
+        return None
+    how_many = (f"{per_call} eager ops per call ({site.calls} calls, as its op counts tell)"
+                if per_call is not None else f"{site.executions} eager ops")
+    return (f"This line calls a Keras model (or layer) eagerly: {how_many}, each dispatched from "
+            f"Python one by one. Call it through a tf.function made once, outside the loop "
+            f"(infer = tf.function(lambda x: model(x, training=False))), or give model.predict "
+            f"the batches: its forward pass then runs as one graph per call." + _measured(ctx, site))
+
+
 def _summary_ops(_ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
     if "summary" not in site.location.rsplit("/", 1)[-1]:
         return None
@@ -339,8 +362,10 @@ def _summary_ops(_ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
 def _repeated_ops(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
     if site.ops_per_call() is not None or site.executions < _MANY_OPS * 4 or not _calls_tf(site):
         return None
-    return (f"{site.executions} eager ops were issued here: if this line runs in a loop, a "
-            f"tf.function around {site.scope} runs them as one graph per call."
+    graph = ("that loop moved into a function decorated with @tf.function runs them as one graph"
+             if site.scope in ("", "<module>") else
+             f"a tf.function around {site.scope} runs them as one graph per call")
+    return (f"{site.executions} eager ops were issued here: if this line runs in a loop, {graph}."
             + _measured(ctx, site))
 
 
@@ -349,6 +374,7 @@ ADVICE_RULES: list[tuple[str, Callable[[_AdviceContext, EagerSite], Optional[str
     ("in_py_function", _in_py_function),
     ("many_small_ops", _many_small_ops),
     ("few_ops_many_calls", _few_ops_many_calls),
+    ("keras_model_call", _keras_model_call),
     ("summary_ops", _summary_ops),
     ("repeated_ops", _repeated_ops),
 ]
