@@ -26,6 +26,8 @@ status; the TF jobs train for a few steps (seconds on two cores).
   prints the calls;
 - ``keras_call``: a Keras model of three Dense layers called eagerly 40 times in a loop;
   prints the calls;
+- ``eager_train``: a Keras model trained by an eager loop (GradientTape, apply_gradients)
+  of 30 steps, no ``tf.function``; prints the steps;
 - ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
   stderr (is it a terminal), then exit N;
 - ``sleep``: no TF: prints ``ready PID`` and sleeps until a signal ends it.
@@ -294,6 +296,23 @@ def _keras_call() -> None:
     print(f"keras calls {calls}", flush=True)
 
 
+def _eager_train() -> None:
+    import tensorflow as tf
+
+    model = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(32, activation="relu"),
+                                 tf.keras.layers.Dense(1)])
+    opt = tf.keras.optimizers.SGD(0.01)
+    x, y = tf.random.normal((32, 16), seed=1), tf.random.normal((32, 1), seed=2)
+    steps = 0
+    for _ in range(30):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x, training=True) - y))  # the forward pass
+        grads = tape.gradient(loss, model.trainable_variables)  # the backward pass
+        opt.apply_gradients(zip(grads, model.trainable_variables))  # the update
+        steps += 1
+    print(f"eager steps {steps}", flush=True)
+
+
 def _streams(status: str = "0") -> None:
     print(f"out {os.isatty(1)} {os.getcwd()}", flush=True)
     print(f"err {os.isatty(2)}", file=sys.stderr, flush=True)
@@ -307,7 +326,8 @@ def _sleep() -> None:
 
 JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
         "retrace": _retrace, "eager": _eager, "mirrored_fit": _mirrored_fit,
-        "strategy_run": _strategy_run, "py_function": _py_function, "xla": _xla, "keras_call": _keras_call,
+        "strategy_run": _strategy_run, "py_function": _py_function, "xla": _xla,
+        "keras_call": _keras_call, "eager_train": _eager_train,
         "eager_then_steps": _eager_then_steps, "streams": _streams,
         "sleep": _sleep}
 

@@ -1,12 +1,15 @@
-"""A Keras model called eagerly in a loop: the hot line's advice.
+"""Keras called eagerly in a loop: the hot lines' advice.
 
-In: ``tb-opmode record`` (``kernels``) of ``tests/record_jobs.py keras_call`` (this venv's
-TF and Keras): a model of three Dense layers called eagerly 40 times; the job prints its
-calls, and TF's log (the run's ``stderr.log``) has an "Executing op" line per eager
-dispatch, counted here by a regex of this test's own. Out: the model's line is the
-busiest eager line, with TF's MatMul dispatches, and it is told to
-call the model through a tf.function made once (or model.predict): it had no advice,
-since its ops go through Keras, not TF's op functions, from the user's line.
+In: ``tb-opmode record`` (``kernels``) of ``tests/record_jobs.py`` jobs (this venv's TF
+and Keras): ``keras_call``, a model of three Dense layers called eagerly 40 times, and
+``eager_train``, a model trained by an eager loop (the forward pass, the tape's
+gradient, ``apply_gradients``) for 30 steps; each job prints its count, and TF's
+log (the run's ``stderr.log``) has an "Executing op" line per eager dispatch, counted
+here by a regex of this test's own. Out: the model's line is the busiest eager line, with
+TF's MatMul dispatches, and it is told to call the model through a tf.function made once
+(or model.predict): it had no advice, since its ops go through Keras, not TF's op
+functions, from the user's line. In the training loop, the model's and the optimizer's
+lines are told to put the whole step in such a function.
 """
 from __future__ import annotations
 
@@ -31,29 +34,42 @@ PY = sys.executable
 _MATMUL = re.compile(r"\] Executing op (_Mkl)?MatMul in device ")
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], int, int]:
-    """(the run's summary JSON, the job's calls, TF's eager MatMul dispatches)."""
-    needs_tensorflow()
-    logdir = tmp_path_factory.mktemp("keras_call") / "logs"
+def _record(logdir: Path, job: str, printed: str) -> tuple[dict[str, Any], int, int]:
+    """(the run's summary JSON, the count the job printed after ``printed``, TF's eager
+    MatMul dispatches)."""
     path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
-    proc = subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", "run", "--", PY,
-                           str(JOBS), "keras_call"], env=env, capture_output=True, text=True, timeout=600,
+    proc = subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", job, "--", PY,
+                           str(JOBS), job], env=env, capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("keras calls ")]
-    text = "".join(p.read_text(errors="replace") for p in (logdir / "run").rglob("stderr.log"))
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith(printed)]
+    text = "".join(p.read_text(errors="replace") for p in (logdir / job).rglob("stderr.log"))
     out, err = io.StringIO(), io.StringIO()
-    assert main(["summary", str(logdir / "run"), "--format", "json"], out, err) == 0, err.getvalue()
+    assert main(["summary", str(logdir / job), "--format", "json"], out, err) == 0, err.getvalue()
     (run,) = json.loads(out.getvalue())["runs"]
-    return run, int(line.removeprefix("keras calls ")), len(_MATMUL.findall(text))
+    return run, int(line.removeprefix(printed)), len(_MATMUL.findall(text))
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], int, int]:
+    needs_tensorflow()
+    return _record(tmp_path_factory.mktemp("keras_call") / "logs", "keras_call", "keras calls ")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], int, int]:
+    needs_tensorflow()
+    return _record(tmp_path_factory.mktemp("eager_train") / "logs", "eager_train", "eager steps ")
+
+
+def _line_of(comment: str) -> str:
+    (n,) = [i for i, text in enumerate(JOBS.read_text().splitlines(), 1) if comment in text]
+    return f"{JOBS}:{n}"
 
 
 def _model_line() -> int:
-    (n,) = [i for i, text in enumerate(JOBS.read_text().splitlines(), 1)
-            if "# the model's forward pass, eagerly" in text]
-    return n
+    return int(_line_of("# the model's forward pass, eagerly").rsplit(":", 1)[1])
 
 
 def test_the_model_line_is_told_to_call_the_model_through_a_tf_function(
@@ -66,4 +82,23 @@ def test_the_model_line_is_told_to_call_the_model_through_a_tf_function(
     assert busiest["calls"] in (calls, None), busiest
     (advice,) = busiest["advice"]
     assert advice.startswith("This line calls a Keras model (or layer) eagerly") and \
-        "tf.function made once" in advice and "model.predict" in advice, advice
+        "made once outside the loop" in advice and "tf.function(model) or model.predict" in advice, advice
+
+
+def test_an_eager_training_loops_model_and_optimizer_lines_are_told_to_put_the_step_in_a_graph(
+        trained: tuple[dict[str, Any], int, int]) -> None:
+    run, steps, _matmuls = trained
+    by_line = {s["user_location"]: s for s in run["eager_sites"]}
+    forward, backward, update = (by_line[_line_of(c)] for c in
+                                 ("# the forward pass", "# the backward pass", "# the update"))
+    # (Keras 2's optimizer issues ops whose counts do not tell its calls)
+    assert steps == 30 and [s["calls"] for s in (forward, backward)] == [steps] * 2, by_line
+    assert update["calls"] in (steps, None), update
+    (model_advice,), (optimizer_advice,) = forward["advice"], update["advice"]
+    assert model_advice.startswith("This line calls a Keras model (or layer) eagerly") \
+        and "the whole step" in model_advice, model_advice
+    assert optimizer_advice.startswith("This line calls a Keras optimizer eagerly") \
+        and "the whole training step" in optimizer_advice, optimizer_advice
+    (gradient_advice,) = backward["advice"]  # TF's own gradient functions, called by the line
+    assert gradient_advice.startswith(f"This line issues {backward['executions'] // steps} eager ops per call") \
+        and "A tf.function around _eager_train runs them as one graph" in gradient_advice, gradient_advice

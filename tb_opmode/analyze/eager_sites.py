@@ -301,8 +301,17 @@ def _many_small_ops(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
             or not _calls_tf(site):
         return None
     return (f"This line issues {per_call} eager ops per call ({site.calls} calls, as its op "
-            f"counts tell): each is dispatched from Python one by one. A tf.function around "
-            f"{site.scope} runs them as one graph." + _measured(ctx, site))
+            f"counts tell): each is dispatched from Python one by one. {_as_one_graph(site)}."
+            + _measured(ctx, site))
+
+
+def _as_one_graph(site: EagerSite, per_call: str = "") -> str:
+    """The sentence that says what to put in a tf.function: the function the line is in,
+    or, for a line at module level (no function to wrap), its loop moved into one."""
+    if site.scope in ("", "<module>"):
+        return ("Moved into a function decorated with @tf.function (the loop around this line, "
+                f"or its body), they run as one graph{per_call}")
+    return f"A tf.function around {site.scope} runs them as one graph{per_call}"
 
 
 def _around(site: EagerSite) -> str:
@@ -327,27 +336,34 @@ def _few_ops_many_calls(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
             f"{_around(site)} runs all those calls as one graph." + _measured(ctx, site))
 
 
-# A Keras model's or layer's ``__call__`` (in Keras 3's ``layers`` package, Keras 2's and
-# tf_keras' ``engine``): a line that calls one eagerly runs its forward pass op by op.
-_KERAS_CALL = re.compile(r"[/\\](tf_)?keras[/\\](src[/\\])?(layers|engine|models)[/\\]")
+# What a user's line calls in Keras that issues a step's ops: a model's or layer's
+# ``__call__`` (in Keras 3's ``layers`` package, Keras 2's and tf_keras' ``engine``), an
+# optimizer's update.
+_KERAS_CALL = re.compile(r"[/\\](tf_)?keras[/\\](src[/\\])?(layers|engine|models|optimizers)[/\\]")
+_KERAS_CALLS = {"__call__": "a Keras model (or layer)", "apply_gradients": "a Keras optimizer",
+                "apply": "a Keras optimizer", "minimize": "a Keras optimizer"}
+_TRAINING_STEP = "the forward pass, the loss, tape.gradient and apply_gradients"
 
 
-def _keras_model_call(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
-    """A line that calls a Keras model or layer eagerly, often (several calls, as its op
-    counts tell, or the eager ops of a few): its forward pass in a tf.function (made once)
-    runs as one graph. Keras' own code in the way is why the rules for lines that call TF
-    directly do not answer here."""
+def _keras_step_call(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
+    """A line that calls a Keras model, layer or optimizer eagerly, often (several calls, as
+    its op counts tell, or the eager ops of a few): in a tf.function made once, with the
+    rest of its step, its ops run as one graph. Keras' own code in the way is why the
+    rules for lines that call TF directly do not answer here."""
     per_call = site.ops_per_call()
     often = (site.calls or 0) >= _FEW_CALLS if per_call is not None else site.executions >= _MANY_OPS * 4
-    if not often or site.library_function != "__call__" or not _KERAS_CALL.search(site.library_location) \
+    what = _KERAS_CALLS.get(site.library_function)
+    if not often or what is None or not _KERAS_CALL.search(site.library_location) \
             or site.py_function_executions:
         return None
     how_many = (f"{per_call} eager ops per call ({site.calls} calls, as its op counts tell)"
                 if per_call is not None else f"{site.executions} eager ops")
-    return (f"This line calls a Keras model (or layer) eagerly: {how_many}, each dispatched from "
-            f"Python one by one. Call it through a tf.function made once, outside the loop "
-            f"(infer = tf.function(lambda x: model(x, training=False))), or give model.predict "
-            f"the batches: its forward pass then runs as one graph per call." + _measured(ctx, site))
+    step = (f"for training, the whole step ({_TRAINING_STEP}) in one such function; for "
+            f"inference, tf.function(model) or model.predict" if site.library_function == "__call__"
+            else f"the whole training step ({_TRAINING_STEP}) in one such function")
+    return (f"This line calls {what} eagerly: {how_many}, each dispatched from Python one by "
+            f"one. In a function decorated with @tf.function, made once outside the loop, they "
+            f"run as one graph per call: {step}." + _measured(ctx, site))
 
 
 def _summary_ops(_ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
@@ -362,10 +378,7 @@ def _summary_ops(_ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
 def _repeated_ops(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
     if site.ops_per_call() is not None or site.executions < _MANY_OPS * 4 or not _calls_tf(site):
         return None
-    graph = ("that loop moved into a function decorated with @tf.function runs them as one graph"
-             if site.scope in ("", "<module>") else
-             f"a tf.function around {site.scope} runs them as one graph per call")
-    return (f"{site.executions} eager ops were issued here: if this line runs in a loop, {graph}."
+    return (f"{site.executions} eager ops were issued here. {_as_one_graph(site, ' per call')}."
             + _measured(ctx, site))
 
 
@@ -374,7 +387,7 @@ ADVICE_RULES: list[tuple[str, Callable[[_AdviceContext, EagerSite], Optional[str
     ("in_py_function", _in_py_function),
     ("many_small_ops", _many_small_ops),
     ("few_ops_many_calls", _few_ops_many_calls),
-    ("keras_model_call", _keras_model_call),
+    ("keras_step_call", _keras_step_call),
     ("summary_ops", _summary_ops),
     ("repeated_ops", _repeated_ops),
 ]
