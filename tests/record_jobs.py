@@ -28,6 +28,9 @@ status; the TF jobs train for a few steps (seconds on two cores).
   prints the calls;
 - ``eager_train``: a Keras model trained by an eager loop (GradientTape, apply_gradients)
   of 30 steps, no ``tf.function``; prints the steps;
+- ``fit_adam graph|eager``: a Keras ``fit`` of 8 steps with Adam (whose slot variables its
+  first step creates, eagerly, while the step is traced), compiled with
+  ``run_eagerly=True`` for ``eager``;
 - ``streams``: no TF: a line on stdout (is it a terminal, the working directory), one on
   stderr (is it a terminal), then exit N;
 - ``sleep``: no TF: prints ``ready PID`` and sleeps until a signal ends it.
@@ -313,6 +316,17 @@ def _eager_train() -> None:
     print(f"eager steps {steps}", flush=True)
 
 
+def _fit_adam(mode: str) -> None:
+    import tensorflow as tf
+
+    x, y = tf.random.normal((64, 8), seed=1), tf.random.normal((64, 1), seed=2)
+    model = tf.keras.Sequential([tf.keras.Input((8,)), tf.keras.layers.Dense(16, activation="relu"),
+                                 tf.keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse", run_eagerly=mode == "eager")
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)  # the fit
+    print(f"fit_adam {mode} done", flush=True)
+
+
 def _streams(status: str = "0") -> None:
     print(f"out {os.isatty(1)} {os.getcwd()}", flush=True)
     print(f"err {os.isatty(2)}", file=sys.stderr, flush=True)
@@ -327,7 +341,7 @@ def _sleep() -> None:
 JOBS = {"fit": _fit, "loop": _loop, "fail": _fail, "api": _api, "forever": _forever,
         "retrace": _retrace, "eager": _eager, "mirrored_fit": _mirrored_fit,
         "strategy_run": _strategy_run, "py_function": _py_function, "xla": _xla,
-        "keras_call": _keras_call, "eager_train": _eager_train,
+        "keras_call": _keras_call, "eager_train": _eager_train, "fit_adam": _fit_adam,
         "eager_then_steps": _eager_then_steps, "streams": _streams,
         "sleep": _sleep}
 

@@ -9,7 +9,9 @@ here by a regex of this test's own. Out: the model's line is the busiest eager l
 TF's MatMul dispatches, and it is told to call the model through a tf.function made once
 (or model.predict): it had no advice, since its ops go through Keras, not TF's op
 functions, from the user's line. In the training loop, the model's and the optimizer's
-lines are told to put the whole step in such a function.
+lines are told to put the whole step in such a function. A ``fit`` compiled with
+``run_eagerly=True`` is told so on its line (``fit_adam``), and one that traced its steps
+is not.
 """
 from __future__ import annotations
 
@@ -34,21 +36,23 @@ PY = sys.executable
 _MATMUL = re.compile(r"\] Executing op (_Mkl)?MatMul in device ")
 
 
-def _record(logdir: Path, job: str, printed: str) -> tuple[dict[str, Any], int, int]:
+def _record(logdir: Path, job: str, printed: str, *args: str) -> tuple[dict[str, Any], int, int]:
     """(the run's summary JSON, the count the job printed after ``printed``, TF's eager
     MatMul dispatches)."""
     path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
-    proc = subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", job, "--", PY,
-                           str(JOBS), job], env=env, capture_output=True, text=True, timeout=600,
+    name = "-".join((job, *args))
+    proc = subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", name, "--", PY,
+                           str(JOBS), job, *args], env=env, capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith(printed)]
-    text = "".join(p.read_text(errors="replace") for p in (logdir / job).rglob("stderr.log"))
+    text = "".join(p.read_text(errors="replace") for p in (logdir / name).rglob("stderr.log"))
     out, err = io.StringIO(), io.StringIO()
-    assert main(["summary", str(logdir / job), "--format", "json"], out, err) == 0, err.getvalue()
+    assert main(["summary", str(logdir / name), "--format", "json"], out, err) == 0, err.getvalue()
     (run,) = json.loads(out.getvalue())["runs"]
-    return run, int(line.removeprefix(printed)), len(_MATMUL.findall(text))
+    count = line.removeprefix(printed).split()[0]
+    return run, int(count) if count.isdigit() else 0, len(_MATMUL.findall(text))
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +106,20 @@ def test_an_eager_training_loops_model_and_optimizer_lines_are_told_to_put_the_s
     (gradient_advice,) = backward["advice"]  # TF's own gradient functions, called by the line
     assert gradient_advice.startswith(f"This line issues {backward['executions'] // steps} eager ops per call") \
         and "A tf.function around _eager_train runs them as one graph" in gradient_advice, gradient_advice
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_a_fit_whose_steps_ran_eagerly_is_told_of_run_eagerly(
+        tmp_path: Path, mode: str) -> None:
+    """Adam's slot variables are made eagerly while Keras traces its first step: a fit
+    that traced its steps is not told of run_eagerly, though its train_step dispatched
+    eager ops; one compiled with run_eagerly=True is, on the fit's line, and its MatMuls
+    ran eagerly (TF's log)."""
+    needs_tensorflow()
+    run, _n, matmuls = _record(tmp_path / "logs", "fit_adam", "fit_adam ", mode)
+    (site,) = [s for s in run["eager_sites"] if s["user_location"] == _line_of("# the fit")]
+    told = [a for a in site["advice"] if "run_eagerly=True" in a]
+    if mode == "eager":
+        assert matmuls >= 8 and len(told) == 1 and told[0].startswith("Keras ran its steps eagerly"), site
+    else:
+        assert matmuls == 0 and told == [], site

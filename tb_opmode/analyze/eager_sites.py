@@ -116,6 +116,7 @@ class EagerSite:
     sites: Counter[Frame] = field(default_factory=Counter)
     libraries: Counter[Frame] = field(default_factory=Counter)
     py_function_executions: int = 0  # of them, those a tf.py_function ran (in a graph)
+    keras_step_executions: int = 0  # of them, those issued under a Keras train/test/predict step
 
     def ops_per_call(self) -> Optional[int]:
         return self.executions // self.calls if self.calls else None
@@ -134,12 +135,24 @@ def enclosing_function(frames: list[Frame], index: int) -> str:
     return frames[index][2]
 
 
+# Keras's methods that run one step of fit, evaluate or predict, and Keras's code: ops
+# dispatched eagerly under one ran the step eagerly (ops made while it is traced are not
+# dispatched, but for variables created then, a few).
+_KERAS_STEP_METHODS = frozenset(("train_step", "test_step", "predict_step"))
+_KERAS_CODE = re.compile(r"[/\\](tf_)?keras[/\\]")
+# The functions Keras traces its steps as (Keras 3, Keras 2 and tf_keras).
+_KERAS_STEP_FUNCTIONS = frozenset(("one_step_on_data", "multi_step_on_iterator", "one_step_on_iterator",
+                                   "one_step_on_data_distributed", "train_function", "test_function",
+                                   "predict_function"))
+
+
 class _Chosen(NamedTuple):
     user: Optional[Frame]
     site: Optional[Frame]
     library: Optional[Frame]
     scope: str  # the function the user's line is written in
     in_py_function: bool  # issued inside a tf.py_function
+    in_keras_step: bool  # issued under Keras's train_step, test_step or predict_step
 
 
 class _Stacks:
@@ -170,12 +183,13 @@ def _chosen(stack: list[Frame]) -> _Chosen:
         return frames[i] if i is not None else None
     return _Chosen(at(user), at(site), at(library),
                    enclosing_function(frames, user) if user is not None else "",
-                   any(is_py_function_frame(f[0]) for f in frames))
+                   any(is_py_function_frame(f[0]) for f in frames),
+                   any(f[2] in _KERAS_STEP_METHODS and _KERAS_CODE.search(f[0]) for f in frames))
 
 
 def _add(sites: dict[tuple[str, int], EagerSite], op_type: str, n: int, chosen: _Chosen) -> None:
     """``n`` eager executions of ``op_type`` from a stack, filed under its user's line."""
-    user, site, library, scope, in_py_function = chosen
+    user, site, library, scope, in_py_function, in_keras_step = chosen
     key = _user_key(user)
     entry = sites.get(key)
     if entry is None:
@@ -184,6 +198,7 @@ def _add(sites: dict[tuple[str, int], EagerSite], op_type: str, n: int, chosen: 
     entry.executions += n
     entry.op_types[op_type] += n
     entry.py_function_executions += n if in_py_function else 0
+    entry.keras_step_executions += n if in_keras_step else 0
     if site is not None:
         entry.sites[site] += n
     if library is not None:
@@ -245,9 +260,18 @@ def _calls_of(site: EagerSite) -> Optional[int]:
 
 @dataclass
 class _AdviceContext:
-    """What the advice rules read: the run's per-op profiled times by mode."""
+    """What the advice rules read: the run's per-op profiled times by mode, and whether
+    Keras traced a step function in it."""
 
     mean_ns: dict[tuple[str, str], float]
+    keras_steps_traced: bool = False
+
+
+def _keras_steps_traced(model: RunModel) -> bool:
+    """Whether the run traced one of Keras's step functions (TF's line per new trace, or a
+    dump's graphs)."""
+    return any(line.name in _KERAS_STEP_FUNCTIONS for line in model.trace_lines) or any(
+        graph.name in _KERAS_STEP_FUNCTIONS for dump in model.dumps for graph in dump.graphs.values())
 
 
 def _mean_times(model: RunModel) -> dict[tuple[str, str], float]:
@@ -293,6 +317,18 @@ def _calls_tf(site: EagerSite) -> bool:
 
 def _in_py_function(_ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
     return PY_FUNCTION_ADVICE if site.py_function_executions else None
+
+
+def _keras_run_eagerly(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
+    """Keras's own steps dispatched their ops eagerly, and the run traced no step function
+    of Keras: the steps ran eagerly, as they do with ``run_eagerly=True``."""
+    if site.keras_step_executions < _MANY_OPS * 4 or ctx.keras_steps_traced:
+        return None
+    return (f"Keras ran its steps eagerly here, op by op ({site.keras_step_executions} eager ops "
+            f"issued by its train_step, test_step or predict_step; no step function of Keras was "
+            f"traced): the model was compiled with run_eagerly=True, or "
+            f"tf.config.run_functions_eagerly(True) is on. Without it, Keras runs each step as a "
+            f"tf.function graph." + _measured(ctx, site))
 
 
 def _many_small_ops(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
@@ -385,6 +421,7 @@ def _repeated_ops(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
 # Ordered rules (context, site) -> advice | None; every rule that answers is kept.
 ADVICE_RULES: list[tuple[str, Callable[[_AdviceContext, EagerSite], Optional[str]]]] = [
     ("in_py_function", _in_py_function),
+    ("keras_run_eagerly", _keras_run_eagerly),
     ("many_small_ops", _many_small_ops),
     ("few_ops_many_calls", _few_ops_many_calls),
     ("keras_step_call", _keras_step_call),
@@ -438,7 +475,7 @@ def eager_sites(model: RunModel) -> list[EagerSite]:
     if not sites:
         return []
     _add_times(sites, times, source)
-    ctx = _AdviceContext(_mean_times(model))
+    ctx = _AdviceContext(_mean_times(model), _keras_steps_traced(model))
     for site in sites.values():
         _name_places(site)
         site.calls = _calls_of(site)

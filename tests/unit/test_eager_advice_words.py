@@ -47,3 +47,15 @@ def test_keras_calls_are_told_to_put_the_step_in_a_tf_function() -> None:
     assert "tf.function(model) or model.predict" in model
     assert optimizer.startswith("This line calls a Keras optimizer eagerly: 5 eager ops per call")
     assert "the whole training step" in optimizer and "model.predict" not in optimizer
+
+
+def test_keras_steps_run_eagerly_are_told_of_run_eagerly_only_where_no_step_was_traced() -> None:
+    site = _site("<module>", "/venv/lib/python3.11/site-packages/keras/src/backend/tensorflow/trainer.py:399",
+                 "fit", MatMul=64, Relu=32)
+    site.keras_step_executions = 96
+    rules = dict(ADVICE_RULES)
+    assert rules["keras_run_eagerly"](_AdviceContext({}, keras_steps_traced=True), site) is None
+    told = rules["keras_run_eagerly"](_AdviceContext({}, keras_steps_traced=False), site)
+    assert told is not None and told.startswith("Keras ran its steps eagerly here, op by op (96 eager ops")
+    site.keras_step_executions = 12  # a few, as a traced step's variables make eagerly
+    assert rules["keras_run_eagerly"](_AdviceContext({}, keras_steps_traced=False), site) is None
