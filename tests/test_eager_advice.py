@@ -11,7 +11,7 @@ TF's MatMul dispatches, and it is told to call the model through a tf.function m
 functions, from the user's line. In the training loop, the model's and the optimizer's
 lines are told to put the whole step in such a function. A ``fit`` compiled with
 ``run_eagerly=True`` is told so on its line (``fit_adam``), and one that traced its steps
-is not.
+is not; the answer for its MatMul says why it ran eagerly.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tb_opmode.analyze.keras_steps import RUN_EAGERLY_WHY
 from tb_opmode.cli import main
 
 from .conftest import needs_tensorflow
@@ -119,7 +120,11 @@ def test_a_fit_whose_steps_ran_eagerly_is_told_of_run_eagerly(
     run, _n, matmuls = _record(tmp_path / "logs", "fit_adam", "fit_adam ", mode)
     (site,) = [s for s in run["eager_sites"] if s["user_location"] == _line_of("# the fit")]
     told = [a for a in site["advice"] if "run_eagerly=True" in a]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["explain", str(tmp_path / "logs" / f"fit_adam-{mode}"), "MatMul"], out, err) == 0, err.getvalue()
+    said = " ".join(out.getvalue().split())
     if mode == "eager":
         assert matmuls >= 8 and len(told) == 1 and told[0].startswith("Keras ran its steps eagerly"), site
+        assert f"Eager, {matmuls}×: {RUN_EAGERLY_WHY}" in said, said
     else:
-        assert matmuls == 0 and told == [], site
+        assert matmuls == 0 and told == [] and RUN_EAGERLY_WHY not in said, site

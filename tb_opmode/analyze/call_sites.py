@@ -20,6 +20,7 @@ from typing import Any, Optional
 from ..model import RunModel
 from ..read.tfdbg import DumpSet, GraphInfo
 from .capture_frames import is_capture_frame
+from .keras_steps import RUN_EAGERLY_WHY, in_keras_step, keras_steps_traced
 from .py_function import is_py_function_frame
 from .recording import counted_eager_lines
 
@@ -134,17 +135,29 @@ def py_function_executions(model: RunModel, op_type: str) -> int:
                if any(is_py_function_frame(f[0]) for f in _stack_frames(model, key)))
 
 
+def _run_eagerly_executions(model: RunModel, op_type: str) -> int:
+    """The eager executions of an op type that Keras's steps, run eagerly, issued."""
+    if keras_steps_traced(model):
+        return 0
+    return sum(n for key, n in _eager_stacks(model, op_type).items()
+               if in_keras_step(_stack_frames(model, key)))
+
+
+_BY_PY_FUNCTION = ("run by a tf.py_function, whose Python function runs eagerly, op by op, each "
+                   "time its graph op (EagerPyFunc) runs, inside a tf.function or tf.data")
+
+
 def eager_why(model: RunModel, op_type: str, executions: int) -> str:
-    """Why ``executions`` eager runs of an op type ran eagerly, in words: called from
-    Python outside a tf.function, run by a tf.py_function inside a graph, or both."""
+    """Why ``executions`` eager runs of an op type ran eagerly, in words: run by a
+    tf.py_function inside a graph, by Keras's steps run eagerly, called from Python
+    outside a tf.function; each with its count where they are several."""
     inside = min(py_function_executions(model, op_type), executions)
-    by_py_function = ("run by a tf.py_function, whose Python function runs eagerly, op by op, "
-                      "each time its graph op (EagerPyFunc) runs, inside a tf.function or tf.data")
-    if not inside:
-        return EAGER_WHY_PYTHON
-    if inside == executions:
-        return by_py_function
-    return f"{executions - inside} {EAGER_WHY_PYTHON}, {inside} {by_py_function}"
+    keras = min(_run_eagerly_executions(model, op_type), executions - inside)
+    whys = [(n, why) for n, why in ((inside, _BY_PY_FUNCTION), (keras, RUN_EAGERLY_WHY),
+                                    (executions - inside - keras, EAGER_WHY_PYTHON)) if n]
+    if len(whys) == 1:
+        return whys[0][1]
+    return ", ".join(f"{n} {why}" for n, why in whys)
 
 
 def _frame_json(frame: Frame) -> dict[str, Any]:

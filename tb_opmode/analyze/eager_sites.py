@@ -31,6 +31,7 @@ from ..read.tfdbg import DumpSet
 from ..vocab import EAGER, GRAPH, is_debug_kernel, is_function
 from .capture_frames import is_capture_frame
 from .eager_times import SiteTimes, join_times
+from .keras_steps import in_keras_step, keras_steps_traced
 from .py_function import PY_FUNCTION_ADVICE, is_py_function_frame
 from .recording import counted_eager_lines
 
@@ -135,17 +136,6 @@ def enclosing_function(frames: list[Frame], index: int) -> str:
     return frames[index][2]
 
 
-# Keras's methods that run one step of fit, evaluate or predict, and Keras's code: ops
-# dispatched eagerly under one ran the step eagerly (ops made while it is traced are not
-# dispatched, but for variables created then, a few).
-_KERAS_STEP_METHODS = frozenset(("train_step", "test_step", "predict_step"))
-_KERAS_CODE = re.compile(r"[/\\](tf_)?keras[/\\]")
-# The functions Keras traces its steps as (Keras 3, Keras 2 and tf_keras).
-_KERAS_STEP_FUNCTIONS = frozenset(("one_step_on_data", "multi_step_on_iterator", "one_step_on_iterator",
-                                   "one_step_on_data_distributed", "train_function", "test_function",
-                                   "predict_function"))
-
-
 class _Chosen(NamedTuple):
     user: Optional[Frame]
     site: Optional[Frame]
@@ -184,7 +174,7 @@ def _chosen(stack: list[Frame]) -> _Chosen:
     return _Chosen(at(user), at(site), at(library),
                    enclosing_function(frames, user) if user is not None else "",
                    any(is_py_function_frame(f[0]) for f in frames),
-                   any(f[2] in _KERAS_STEP_METHODS and _KERAS_CODE.search(f[0]) for f in frames))
+                   in_keras_step(frames))
 
 
 def _add(sites: dict[tuple[str, int], EagerSite], op_type: str, n: int, chosen: _Chosen) -> None:
@@ -266,12 +256,6 @@ class _AdviceContext:
     mean_ns: dict[tuple[str, str], float]
     keras_steps_traced: bool = False
 
-
-def _keras_steps_traced(model: RunModel) -> bool:
-    """Whether the run traced one of Keras's step functions (TF's line per new trace, or a
-    dump's graphs)."""
-    return any(line.name in _KERAS_STEP_FUNCTIONS for line in model.trace_lines) or any(
-        graph.name in _KERAS_STEP_FUNCTIONS for dump in model.dumps for graph in dump.graphs.values())
 
 
 def _mean_times(model: RunModel) -> dict[tuple[str, str], float]:
@@ -475,7 +459,7 @@ def eager_sites(model: RunModel) -> list[EagerSite]:
     if not sites:
         return []
     _add_times(sites, times, source)
-    ctx = _AdviceContext(_mean_times(model), _keras_steps_traced(model))
+    ctx = _AdviceContext(_mean_times(model), keras_steps_traced(model))
     for site in sites.values():
         _name_places(site)
         site.calls = _calls_of(site)
