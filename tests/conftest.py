@@ -56,6 +56,28 @@ def make_logdir(out: Path, *args: str) -> Path:
     return out
 
 
+RECORD_JOBS = ROOT / "tests" / "record_jobs.py"
+
+
+def record_job(logdir: Path, name: str, job: str, *args: str, level: str = "kernels") -> str:
+    """``tb-opmode record`` of ``tests/record_jobs.py JOB ARGS`` at ``level`` into
+    ``logdir/name`` (this venv's TF); the job's stdout. Fails the test if it fails."""
+    needs_tensorflow()
+    path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
+    proc = subprocess.run([sys.executable, "-m", "tb_opmode.cli", "record", str(logdir), "--name", name,
+                           "--evidence", level, "--", sys.executable, str(RECORD_JOBS), job, *args],
+                          env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def printed(stdout: str, prefix: str) -> str:
+    """What the job printed after ``prefix`` on its one line starting so."""
+    (line,) = [x for x in stdout.splitlines() if x.startswith(prefix)]
+    return line.removeprefix(prefix)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Keep the summary cache of the whole suite out of the user's ~/.cache."""

@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,42 +26,31 @@ import pytest
 from tb_opmode.analyze.keras_steps import RUN_EAGERLY_WHY
 from tb_opmode.cli import main
 
-from .conftest import needs_tensorflow
+from .conftest import RECORD_JOBS as JOBS
+from .conftest import printed, record_job
 
-ROOT = Path(__file__).resolve().parent.parent
-JOBS = ROOT / "tests" / "record_jobs.py"
-PY = sys.executable
 _MATMUL = re.compile(r"\] Executing op (_Mkl)?MatMul in device ")
 
 
-def _record(logdir: Path, job: str, printed: str, *args: str) -> tuple[dict[str, Any], int, int]:
-    """(the run's summary JSON, the count the job printed after ``printed``, TF's eager
+def _record(logdir: Path, job: str, prefix: str, *args: str) -> tuple[dict[str, Any], int, int]:
+    """(the run's summary JSON, the count the job printed after ``prefix``, TF's eager
     MatMul dispatches)."""
-    path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
     name = "-".join((job, *args))
-    proc = subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", name, "--", PY,
-                           str(JOBS), job, *args], env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith(printed)]
+    count = printed(record_job(logdir, name, job, *args), prefix).split()[0]
     text = "".join(p.read_text(errors="replace") for p in (logdir / name).rglob("stderr.log"))
     out, err = io.StringIO(), io.StringIO()
     assert main(["summary", str(logdir / name), "--format", "json"], out, err) == 0, err.getvalue()
     (run,) = json.loads(out.getvalue())["runs"]
-    count = line.removeprefix(printed).split()[0]
     return run, int(count) if count.isdigit() else 0, len(_MATMUL.findall(text))
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], int, int]:
-    needs_tensorflow()
     return _record(tmp_path_factory.mktemp("keras_call") / "logs", "keras_call", "keras calls ")
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], int, int]:
-    needs_tensorflow()
     return _record(tmp_path_factory.mktemp("eager_train") / "logs", "eager_train", "eager steps ")
 
 
@@ -116,7 +102,6 @@ def test_a_fit_whose_steps_ran_eagerly_is_told_of_run_eagerly(
     that traced its steps is not told of run_eagerly, though its train_step dispatched
     eager ops; one compiled with run_eagerly=True is, on the fit's line, and its MatMuls
     ran eagerly (TF's log)."""
-    needs_tensorflow()
     run, _n, matmuls = _record(tmp_path / "logs", "fit_adam", "fit_adam ", mode)
     (site,) = [s for s in run["eager_sites"] if s["user_location"] == _line_of("# the fit")]
     told = [a for a in site["advice"] if "run_eagerly=True" in a]

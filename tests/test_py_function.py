@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,27 +26,17 @@ from tb_opmode.analyze.call_sites import EAGER_WHY_PYTHON
 from tb_opmode.analyze.py_function import PY_FUNCTION_ADVICE
 from tb_opmode.cli import main
 
-from .conftest import needs_tensorflow
+from .conftest import printed, record_job
 
-ROOT = Path(__file__).resolve().parent.parent
-JOBS = str(ROOT / "tests" / "record_jobs.py")
-PY = sys.executable
 _EXECUTING = re.compile(r"\] Executing op (\w+) in device ")
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     """(run directory, how often the job's tf.py_function ran)."""
-    needs_tensorflow()
     logdir = tmp_path_factory.mktemp("py_function") / "logs"
-    path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
-    proc = subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", "run", "--", PY,
-                           JOBS, "py_function"], env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("py_function ran ")]
-    return logdir / "run", int(line.removeprefix("py_function ran "))
+    stdout = record_job(logdir, "run", "py_function")
+    return logdir / "run", int(printed(stdout, "py_function ran "))
 
 
 def _cli(*args: str) -> str:

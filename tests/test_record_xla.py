@@ -14,11 +14,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,26 +23,16 @@ from tb_opmode.analyze.per_call import XLA_CLUSTER_NOTE
 from tb_opmode.cli import main
 from tb_opmode.vocab import UNKNOWN
 
-from .conftest import needs_tensorflow
+from .conftest import printed, record_job
 
-ROOT = Path(__file__).resolve().parent.parent
-JOBS = str(ROOT / "tests" / "record_jobs.py")
-PY = sys.executable
 _LAUNCH = re.compile(r"xla_ops\.cc:\d+\] XlaLocalLaunchOpBase::Compute (__inference_dense_\d+)\[")
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], int, dict[str, int]]:
     """(the run's summary JSON, the job's calls, TF's launches per function in its log)."""
-    needs_tensorflow()
     logdir = tmp_path_factory.mktemp("xla") / "logs"
-    path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
-    proc = subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", "run", "--", PY,
-                           JOBS, "xla"], env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("xla calls ")]
+    calls = int(printed(record_job(logdir, "run", "xla"), "xla calls "))
     text = "".join(p.read_text(errors="replace") for p in (logdir / "run").rglob("stderr.log"))
     launches: dict[str, int] = {}
     for name in _LAUNCH.findall(text):
@@ -54,7 +40,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], 
     out, err = io.StringIO(), io.StringIO()
     assert main(["summary", str(logdir / "run"), "--format", "json"], out, err) == 0, err.getvalue()
     (run,) = json.loads(out.getvalue())["runs"]
-    return run, int(line.removeprefix("xla calls ")), launches
+    return run, calls, launches
 
 
 def test_the_function_is_named_xla_compiled_with_tfs_launches(

@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,31 +23,20 @@ import pytest
 from tb_opmode.analyze.traces_causes import STRATEGY_COPY_NOTE
 from tb_opmode.cli import main
 
-from .conftest import needs_tensorflow
+from .conftest import printed, record_job
 
-ROOT = Path(__file__).resolve().parent.parent
-JOBS = str(ROOT / "tests" / "record_jobs.py")
-PY = sys.executable
 RUNS = (("direct", "kernels"), ("direct", "calls"), ("only", "kernels"))
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, int]]]:
     """(run directory, TF's counts the job printed) per ``<variant>-<level>``."""
-    needs_tensorflow()
     logdir = tmp_path_factory.mktemp("strategy") / "logs"
-    path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TB_OPMODE_CACHE": "off"}
     runs = {}
     for variant, level in RUNS:
         name = f"{variant}-{level}"
-        proc = subprocess.run([PY, "-m", "tb_opmode.cli", "record", str(logdir), "--name", name,
-                               "--evidence", level, "--", PY, JOBS, "strategy_run", variant],
-                              env=env, capture_output=True, text=True, timeout=600,
-                              stdin=subprocess.DEVNULL)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        (line,) = [x for x in proc.stdout.splitlines() if x.startswith("strategy traces ")]
-        runs[name] = (logdir / name, json.loads(line.removeprefix("strategy traces ")))
+        stdout = record_job(logdir, name, "strategy_run", variant, level=level)
+        runs[name] = (logdir / name, json.loads(printed(stdout, "strategy traces ")))
     return runs
 
 
