@@ -26,7 +26,8 @@ status; the TF jobs train for a few steps (seconds on two cores).
   prints the calls;
 - ``keras_call``: a Keras model of three Dense layers called eagerly 40 times in a loop;
   prints the calls;
-- ``eager_train``: a Keras model trained by an eager loop (GradientTape, apply_gradients)
+- ``eager_train``: a Keras model trained by an eager loop (GradientTape, apply_gradients,
+  a metric's update_state)
   of 30 steps, no ``tf.function``; prints the steps;
 - ``fit_adam graph|eager``: a Keras ``fit`` of 8 steps with Adam (whose slot variables its
   first step creates, eagerly, while the step is traced), compiled with
@@ -305,6 +306,7 @@ def _eager_train() -> None:
     model = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(32, activation="relu"),
                                  tf.keras.layers.Dense(1)])
     opt = tf.keras.optimizers.SGD(0.01)
+    metric = tf.keras.metrics.Mean()
     x, y = tf.random.normal((32, 16), seed=1), tf.random.normal((32, 1), seed=2)
     steps = 0
     for _ in range(30):
@@ -312,6 +314,7 @@ def _eager_train() -> None:
             loss = tf.reduce_mean(tf.square(model(x, training=True) - y))  # the forward pass
         grads = tape.gradient(loss, model.trainable_variables)  # the backward pass
         opt.apply_gradients(zip(grads, model.trainable_variables))  # the update
+        metric.update_state(loss)  # the metric
         steps += 1
     print(f"eager steps {steps}", flush=True)
 

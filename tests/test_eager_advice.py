@@ -3,13 +3,13 @@
 In: ``tb-opmode record`` (``kernels``) of ``tests/record_jobs.py`` jobs (this venv's TF
 and Keras): ``keras_call``, a model of three Dense layers called eagerly 40 times, and
 ``eager_train``, a model trained by an eager loop (the forward pass, the tape's
-gradient, ``apply_gradients``) for 30 steps; each job prints its count, and TF's
+gradient, ``apply_gradients``, a metric's ``update_state``) for 30 steps; each job prints its count, and TF's
 log (the run's ``stderr.log``) has an "Executing op" line per eager dispatch, counted
 here by a regex of this test's own. Out: the model's line is the busiest eager line, with
 TF's MatMul dispatches, and it is told to call the model through a tf.function made once
 (or model.predict): it had no advice, since its ops go through Keras, not TF's op
-functions, from the user's line. In the training loop, the model's and the optimizer's
-lines are told to put the whole step in such a function. A ``fit`` compiled with
+functions, from the user's line. In the training loop, the model's, the optimizer's and
+the metric's lines are told to put the whole step in such a function. A ``fit`` compiled with
 ``run_eagerly=True`` is told so on its line (``fit_adam``), and one that traced its steps
 is not; the answer for its MatMul says why it ran eagerly.
 """
@@ -90,6 +90,9 @@ def test_an_eager_training_loops_model_and_optimizer_lines_are_told_to_put_the_s
         and "the whole step" in model_advice, model_advice
     assert optimizer_advice.startswith("This line calls a Keras optimizer eagerly") \
         and "the whole training step" in optimizer_advice, optimizer_advice
+    (metric_advice,) = by_line[_line_of("# the metric")]["advice"]
+    assert metric_advice.startswith("This line calls a Keras metric eagerly") \
+        and "update_state in the step's tf.function" in metric_advice, metric_advice
     (gradient_advice,) = backward["advice"]  # TF's own gradient functions, called by the line
     assert gradient_advice.startswith(f"This line issues {backward['executions'] // steps} eager ops per call") \
         and "A tf.function around _eager_train runs them as one graph" in gradient_advice, gradient_advice

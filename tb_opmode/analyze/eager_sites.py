@@ -356,31 +356,43 @@ def _few_ops_many_calls(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
             f"{_around(site)} runs all those calls as one graph." + _measured(ctx, site))
 
 
-# What a user's line calls in Keras that issues a step's ops: a model's or layer's
-# ``__call__`` (in Keras 3's ``layers`` package, Keras 2's and tf_keras' ``engine``), an
-# optimizer's update.
-_KERAS_CALL = re.compile(r"[/\\](tf_)?keras[/\\](src[/\\])?(layers|engine|models|optimizers)[/\\]")
-_KERAS_CALLS = {"__call__": "a Keras model (or layer)", "apply_gradients": "a Keras optimizer",
-                "apply": "a Keras optimizer", "minimize": "a Keras optimizer"}
+# What a user's line calls in Keras that issues a step's ops, by the library frame it
+# called into (its file, its function): a model's or layer's ``__call__`` (in Keras 3's
+# ``layers`` package, Keras 2's and tf_keras' ``engine``), an optimizer's update, a
+# metric's (Keras 2 wraps update_state in metrics_utils' ``decorated``). Each with what it
+# is and what to put in the tf.function.
 _TRAINING_STEP = "the forward pass, the loss, tape.gradient and apply_gradients"
+_KERAS = r"[/\\](tf_)?keras[/\\](src[/\\])?"
+_KERAS_CALLS: tuple[tuple[re.Pattern[str], frozenset[str], str, str], ...] = (
+    (re.compile(_KERAS + r"(layers|engine|models)[/\\]"), frozenset({"__call__"}),
+     "a Keras model (or layer)", f"for training, the whole step ({_TRAINING_STEP}) in one such "
+     f"function; for inference, tf.function(model) or model.predict"),
+    (re.compile(_KERAS + r"optimizers[/\\]"), frozenset({"apply_gradients", "apply", "minimize"}),
+     "a Keras optimizer", f"the whole training step ({_TRAINING_STEP}) in one such function"),
+    (re.compile(_KERAS + r"(metrics[/\\]|utils[/\\]metrics_utils\.py)"), frozenset({"update_state", "decorated"}),
+     "a Keras metric", "its update_state in the step's tf.function, with the rest of the step"),
+)
+
+
+def _keras_called(site: EagerSite) -> Optional[tuple[str, str]]:
+    """(what the line called in Keras, what to put in the tf.function), None if none."""
+    return next(((what, step) for path, functions, what, step in _KERAS_CALLS
+                 if site.library_function in functions and path.search(site.library_location)), None)
 
 
 def _keras_step_call(ctx: _AdviceContext, site: EagerSite) -> Optional[str]:
-    """A line that calls a Keras model, layer or optimizer eagerly, often (several calls, as
-    its op counts tell, or the eager ops of a few): in a tf.function made once, with the
-    rest of its step, its ops run as one graph. Keras' own code in the way is why the
-    rules for lines that call TF directly do not answer here."""
+    """A line that calls a Keras model, layer, optimizer or metric eagerly, often (several
+    calls, as its op counts tell, or the eager ops of a few): in a tf.function made once,
+    with the rest of its step, its ops run as one graph. Keras' own code in the way is why
+    the rules for lines that call TF directly do not answer here."""
     per_call = site.ops_per_call()
     often = (site.calls or 0) >= _FEW_CALLS if per_call is not None else site.executions >= _MANY_OPS * 4
-    what = _KERAS_CALLS.get(site.library_function)
-    if not often or what is None or not _KERAS_CALL.search(site.library_location) \
-            or site.py_function_executions:
+    called = _keras_called(site)
+    if not often or called is None or site.py_function_executions:
         return None
+    what, step = called
     how_many = (f"{per_call} eager ops per call ({site.calls} calls, as its op counts tell)"
                 if per_call is not None else f"{site.executions} eager ops")
-    step = (f"for training, the whole step ({_TRAINING_STEP}) in one such function; for "
-            f"inference, tf.function(model) or model.predict" if site.library_function == "__call__"
-            else f"the whole training step ({_TRAINING_STEP}) in one such function")
     return (f"This line calls {what} eagerly: {how_many}, each dispatched from Python one by "
             f"one. In a function decorated with @tf.function, made once outside the loop, they "
             f"run as one graph per call: {step}." + _measured(ctx, site))

@@ -3,8 +3,8 @@ done: a line at module level has no function to wrap ("a tf.function around <mod
 was the advice), so its loop is to be moved into one.
 
 In: ``EagerSite``s as ``eager_sites`` makes them (a line that calls TF's op functions
-itself; one that calls a Keras model, one a Keras optimizer). Out: each advice rule's
-text (``ADVICE_RULES``).
+itself; one that calls a Keras model, optimizer or metric; one under Keras's steps run
+eagerly). Out: each advice rule's text (``ADVICE_RULES``).
 """
 from __future__ import annotations
 
@@ -47,6 +47,10 @@ def test_keras_calls_are_told_to_put_the_step_in_a_tf_function() -> None:
     assert "tf.function(model) or model.predict" in model
     assert optimizer.startswith("This line calls a Keras optimizer eagerly: 5 eager ops per call")
     assert "the whole training step" in optimizer and "model.predict" not in optimizer
+    metrics = "/venv/lib/python3.11/site-packages/keras/src/metrics/reduction_metrics.py:142"
+    (metric,) = _advice(_site("<module>", metrics, "update_state", AddV2=60, ReadVariableOp=30))
+    assert metric.startswith("This line calls a Keras metric eagerly: 3 eager ops per call")
+    assert "its update_state in the step's tf.function" in metric
 
 
 def test_keras_steps_run_eagerly_are_told_of_run_eagerly_only_where_no_step_was_traced() -> None:
