@@ -21,11 +21,10 @@ from ..model import RunModel
 from ..read.tfdbg import DumpSet, GraphInfo
 from .capture_frames import is_capture_frame
 from .keras_steps import RUN_EAGERLY_WHY, in_keras_step, keras_steps_traced
-from .py_function import is_py_function_frame
+from .py_function import in_py_function
 from .recording import counted_eager_lines
 
-__all__ = ["call_sites", "creating_line", "function_graphs", "py_function_executions", "EAGER_WHY_PYTHON",
-           "eager_why"]
+__all__ = ["call_sites", "creating_line", "function_graphs", "EAGER_WHY_PYTHON", "eager_why"]
 
 # Frames inside TF itself, or Keras' thin op wrappers, say nothing about why an op ran.
 _INTERNAL = re.compile(r"[/\\](tensorflow|tensorflow_core|tf_keras[/\\]src[/\\]backend|"
@@ -127,32 +126,32 @@ def _snippet(model: RunModel, first: int, path: str, line: int,
 EAGER_WHY_PYTHON = "called from Python outside any tf.function"
 
 
-def py_function_executions(model: RunModel, op_type: str) -> int:
-    """The eager executions of an op type issued inside a tf.py_function: their stacks
-    (a dump's, or those ``tb-opmode record``'s job counted, which mark them so) pass
-    through TF's ``script_ops.py``."""
-    return sum(n for key, n in _eager_stacks(model, op_type).items()
-               if any(is_py_function_frame(f[0]) for f in _stack_frames(model, key)))
-
-
-def _run_eagerly_executions(model: RunModel, op_type: str) -> int:
-    """The eager executions of an op type that Keras's steps, run eagerly, issued."""
-    if keras_steps_traced(model):
-        return 0
-    return sum(n for key, n in _eager_stacks(model, op_type).items()
-               if in_keras_step(_stack_frames(model, key)))
-
-
 _BY_PY_FUNCTION = ("run by a tf.py_function, whose Python function runs eagerly, op by op, each "
                    "time its graph op (EagerPyFunc) runs, inside a tf.function or tf.data")
+
+
+def _eager_issuers(model: RunModel, op_type: str) -> tuple[int, int]:
+    """The eager executions of an op type issued inside a tf.py_function (their stacks, a
+    dump's or those ``tb-opmode record``'s job counted, which mark them so, pass through
+    TF's ``script_ops.py``), and those Keras's steps, run eagerly, issued."""
+    keras_eager = not keras_steps_traced(model)
+    inside = keras = 0
+    for key, n in _eager_stacks(model, op_type).items():
+        frames = _stack_frames(model, key)
+        if in_py_function(frames):
+            inside += n
+        elif keras_eager and in_keras_step(frames):
+            keras += n
+    return inside, keras
 
 
 def eager_why(model: RunModel, op_type: str, executions: int) -> str:
     """Why ``executions`` eager runs of an op type ran eagerly, in words: run by a
     tf.py_function inside a graph, by Keras's steps run eagerly, called from Python
     outside a tf.function; each with its count where they are several."""
-    inside = min(py_function_executions(model, op_type), executions)
-    keras = min(_run_eagerly_executions(model, op_type), executions - inside)
+    inside, keras = _eager_issuers(model, op_type)
+    inside = min(inside, executions)
+    keras = min(keras, executions - inside)
     whys = [(n, why) for n, why in ((inside, _BY_PY_FUNCTION), (keras, RUN_EAGERLY_WHY),
                                     (executions - inside - keras, EAGER_WHY_PYTHON)) if n]
     if len(whys) == 1:

@@ -32,7 +32,7 @@ from ..vocab import EAGER, GRAPH, is_debug_kernel, is_function
 from .capture_frames import is_capture_frame
 from .eager_times import SiteTimes, join_times
 from .keras_steps import in_keras_step, keras_steps_traced
-from .py_function import PY_FUNCTION_ADVICE, is_py_function_frame
+from .py_function import PY_FUNCTION_ADVICE, in_py_function
 from .recording import counted_eager_lines
 
 __all__ = ["Frame", "FrameChoice", "EagerSite", "choose_frames", "eager_sites", "is_user_frame",
@@ -173,8 +173,7 @@ def _chosen(stack: list[Frame]) -> _Chosen:
         return frames[i] if i is not None else None
     return _Chosen(at(user), at(site), at(library),
                    enclosing_function(frames, user) if user is not None else "",
-                   any(is_py_function_frame(f[0]) for f in frames),
-                   in_keras_step(frames))
+                   in_py_function(frames), in_keras_step(frames))
 
 
 def _add(sites: dict[tuple[str, int], EagerSite], op_type: str, n: int, chosen: _Chosen) -> None:
@@ -255,7 +254,6 @@ class _AdviceContext:
 
     mean_ns: dict[tuple[str, str], float]
     keras_steps_traced: bool = False
-
 
 
 def _mean_times(model: RunModel) -> dict[tuple[str, str], float]:
