@@ -89,12 +89,17 @@ def _is_trace(frames: list[Frame]) -> bool:
     return all(frames[i - 1][2] in _TRACE_ENTRIES for i in graphs)
 
 
+def _innermost_call(frames: list[Frame], methods: tuple[str, ...] = ("__call__", "get_concrete_function")
+                    ) -> int:
+    """The index of the innermost tf.function method of ``methods`` on a stack, -1 if none."""
+    return max((i for i, f in enumerate(frames) if f[2] in methods
+                and os.path.basename(f[0]) in _CALL_FILES), default=-1)
+
+
 def _call_frames(frames: list[Frame]) -> list[Frame]:
     """The frames between the innermost tf.function ``__call__`` (or
     ``get_concrete_function``) and the tracing entry below it."""
-    starts = [i for i, f in enumerate(frames)
-              if f[2] in ("__call__", "get_concrete_function") and os.path.basename(f[0]) in _CALL_FILES]
-    start = starts[-1] if starts else 0
+    start = max(_innermost_call(frames), 0)
     end = _last(frames, _TRACE_CALLS | _TRACE_ENTRIES)
     return frames[start:end + 1] if end >= start else frames[start:]
 
@@ -110,11 +115,10 @@ def _strategy_copy(frames: list[Frame]) -> bool:
     """Whether the tf.function call that traced is call_for_each_replica's call of its
     clone: the frame that made the call (past TF's error-handling wrapper and
     ``tb-opmode record``'s of ``Function.__call__``) is that one."""
-    starts = [i for i, f in enumerate(frames)
-              if f[2] == "__call__" and os.path.basename(f[0]) in _CALL_FILES]
-    if not starts:
+    call = _innermost_call(frames, ("__call__",))
+    if call < 0:
         return False
-    caller = next((f for f in reversed(frames[:starts[-1]])
+    caller = next((f for f in reversed(frames[:call])
                    if os.path.basename(f[0]) not in _CALL_WRAPPERS and not is_capture_frame(f[0])), None)
     return caller is not None and (os.path.basename(caller[0]), caller[2]) == _STRATEGY_COPIER
 
