@@ -55,13 +55,14 @@ def _users(line: TraceLine) -> bool:
     return not any(test(line.qualname) for _what, test in _NOT_THE_USERS)
 
 
-_CONCRETE = re.compile(r"__inference_(.+)_\d+")
+# A concrete function's name: its Python function's name and its uid, after the last
+# underscore (a Python name with digits after an underscore, ``step_1``, stays whole).
+_CONCRETE = re.compile(r"__inference_(.+)_(\d+)")
 
 
 def _concrete_calls(name: str, functions: Counter[str]) -> list[tuple[str, int]]:
     """(concrete function, calls) of the Python function ``name`` that ran, in uid order."""
-    pattern = re.compile(rf"__inference_{re.escape(name)}_(\d+)")
-    ran = [(int(m.group(1)), f) for f in functions if (m := pattern.fullmatch(f))]
+    ran = [(int(m.group(2)), f) for f in functions if (m := _CONCRETE.fullmatch(f)) and m.group(1) == name]
     return [(f, functions[f]) for _uid, f in sorted(ran)]
 
 
