@@ -8,8 +8,8 @@ be read). ``analyze.assemble.build_run`` builds a run from a ``Partial``.
 A unit of work (``Unit``) is one source: a dump set, a profile, a log. ``read_unit``
 reads one, through the cache (``cache.cached_dump_set`` & co.), and returns the
 ``Partial`` of that one source; it is the only code that reads sources for a run,
-whether in this process (``read_serial``; a big local log there is read meanwhile
-by a forked child, on another core), on a local process pool
+whether in this process (``read_serial``; a big local log there, or else a big local
+profile, is read meanwhile by a forked child, on another core), on a local process pool
 (``read_pool``, ``tb-opmode summary --workers N``) or on a Dask cluster
 (``daskread.read_dask``, ``--dask ADDRESS``). ``merge`` joins two partials: a union of the
 sources each holds, so it is associative and commutative (a source read twice gives
@@ -48,6 +48,10 @@ logger = logging.getLogger(__name__)
 # A local log at least this big is read by a forked child while this process reads the
 # other sources (a log's facts are small to send back; its reading is all CPU).
 FORK_LOG_BYTES = 16 << 20
+# With no log so read, a local profile at least this big is (its events go back as
+# columns, a few ms to pickle). Not beside a forked log: that child reads the log's
+# halves on both cores already, and a third reader only takes turns with them.
+FORK_PROFILE_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -153,10 +157,11 @@ def merge_all(partials: Iterable[Partial]) -> Partial:
 
 
 def read_serial(units: list[Unit]) -> Partial:
-    """Each unit in this process, one after the other; but big local logs, when there
-    is something else to read, another core and no other thread, each in a forked
-    child meanwhile (its result sent back pickled; if it fails, it is read here)."""
-    forked = _fork_big_logs(units) if _can_fork_beside(units) else []
+    """Each unit in this process, one after the other; but big local logs (or, if there
+    is none, the biggest local profile), when there is something else to read, another
+    core and no other thread, each in a forked child meanwhile (its result sent back
+    pickled; if it fails, it is read here)."""
+    forked = _fork_big_units(units) if _can_fork_beside(units) else []
     skip = {unit.key for unit, _child in forked}
     try:
         merged = merge_all(read_unit(u) for u in units if u.key not in skip)
@@ -176,15 +181,25 @@ def _can_fork_beside(units: list[Unit]) -> bool:
             and threading.active_count() == 1)
 
 
-def _fork_big_logs(units: list[Unit]) -> list[tuple[Unit, tuple[int, int]]]:
-    """The big local logs among ``units``, each being read by a forked child: (unit, child)."""
+def _fork_big_units(units: list[Unit]) -> list[tuple[Unit, tuple[int, int]]]:
+    """The units among ``units`` being read by forked children: (unit, child)."""
     forked = []
-    for unit in units:
-        if unit.kind == "log" and not fs.is_remote(unit.path) and unit.size() >= FORK_LOG_BYTES:
-            child = _fork_unit(unit)
-            if child is not None:
-                forked.append((unit, child))
+    for unit in _to_fork(units):
+        child = _fork_unit(unit)
+        if child is not None:
+            forked.append((unit, child))
     return forked
+
+
+def _to_fork(units: list[Unit]) -> list[Unit]:
+    """The big local logs; if there are none, the biggest big local profile."""
+    local = [u for u in units if not fs.is_remote(u.path)]
+    logs = [u for u in local if u.kind == "log" and u.size() >= FORK_LOG_BYTES]
+    if logs:
+        return logs
+    profiles = [(u.size(), u) for u in local if u.kind == "profile"]
+    size, biggest = max(profiles, key=lambda sized: sized[0], default=(0, None))
+    return [biggest] if biggest is not None and size >= FORK_PROFILE_BYTES else []
 
 
 def _fork_unit(unit: Unit) -> tuple[int, int] | None:

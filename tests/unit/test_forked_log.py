@@ -1,9 +1,11 @@
-"""``partials.read_serial`` reads a big local log in a forked child beside the dump.
+"""``partials.read_serial`` reads a big local log (with none, the biggest big profile) in
+a forked child beside the dump.
 
 In: the committed FULL_HEALTH run of ``tests/data`` (dump, profile and the TF 2.21 log
-of a Keras fit), read with the log forked (the size threshold lowered to 0) and without.
-Out: the same summary JSON either way; a child that fails is logged and its log read
-again in this process, with the same result.
+of a Keras fit), read with the log or the profile forked (a size threshold lowered to
+0) and without. Out: the same summary JSON either way; the profile is not forked beside
+a forked log; a child that fails is logged and its source read again in this process,
+with the same result.
 """
 from __future__ import annotations
 
@@ -48,6 +50,48 @@ def test_forked_log_gives_the_same_summary(full_health: Fixture, monkeypatch: py
     # the run's two logs (TF's stderr, oneDNN's stdout), each in a child of its own
     assert sorted(forked) == [str(full_health.log("stderr")), str(full_health.log("stdout"))]
     assert '"onednn_verbose"' in plain and full_health.log().name in plain
+
+
+def _spy_forks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths ``read_serial`` forks a child for, from now on."""
+    forked: list[str] = []
+    fork_unit = partials._fork_unit
+
+    def spy(unit: Unit) -> tuple[int, int] | None:
+        child = fork_unit(unit)
+        assert child is not None
+        forked.append(unit.path)
+        return child
+
+    monkeypatch.setattr(partials, "_fork_unit", spy)
+    return forked
+
+
+def test_forked_profile_gives_the_same_summary(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
+                                               forks: list[int]) -> None:
+    """With no log big enough to fork, the profile is read beside the dump."""
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 1 << 60)
+    monkeypatch.setattr(partials, "FORK_PROFILE_BYTES", 1 << 60)
+    plain = _summary_json(full_health.directory)
+    monkeypatch.setattr(partials, "FORK_PROFILE_BYTES", 0)
+    forked = _spy_forks(monkeypatch)
+    assert _summary_json(full_health.directory) == plain
+    (profile,) = full_health.directory.glob("plugins/profile/*/*.xplane.pb")
+    assert forked == [str(profile)]
+    run = json.loads(plain)["runs"][0]
+    assert run["sources"]["profile"] and run["time_share"]  # the profile's times are in it
+    assert_reaped(forks)
+
+
+def test_no_profile_forked_beside_a_forked_log(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
+                                               forks: list[int]) -> None:
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 0)
+    monkeypatch.setattr(partials, "FORK_PROFILE_BYTES", 0)
+    forked = _spy_forks(monkeypatch)
+    _summary_json(full_health.directory)
+    assert sorted(forked) == [str(full_health.log("stderr")), str(full_health.log("stdout"))]
 
 
 def test_failed_child_is_logged_and_the_log_read_here(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
