@@ -30,28 +30,6 @@ def _summary_json(logdir: Path) -> str:
     return json.dumps(summary(load(str(logdir)), str(logdir)), sort_keys=True)
 
 
-def test_forked_log_gives_the_same_summary(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
-                                           forks: list[int]) -> None:
-    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
-    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 1 << 60)
-    plain = _summary_json(full_health.directory)
-    forked: list[str] = []
-    fork_unit = partials._fork_unit
-
-    def spy(unit: Unit) -> tuple[int, int] | None:
-        child = fork_unit(unit)
-        assert child is not None
-        forked.append(unit.path)
-        return child
-
-    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 0)
-    monkeypatch.setattr(partials, "_fork_unit", spy)
-    assert _summary_json(full_health.directory) == plain
-    # the run's two logs (TF's stderr, oneDNN's stdout), each in a child of its own
-    assert sorted(forked) == [str(full_health.log("stderr")), str(full_health.log("stdout"))]
-    assert '"onednn_verbose"' in plain and full_health.log().name in plain
-
-
 def _spy_forks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths ``read_serial`` forks a child for, from now on."""
     forked: list[str] = []
@@ -65,6 +43,19 @@ def _spy_forks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(partials, "_fork_unit", spy)
     return forked
+
+
+def test_forked_log_gives_the_same_summary(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
+                                           forks: list[int]) -> None:
+    monkeypatch.setenv("TB_OPMODE_CACHE", "off")
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 1 << 60)
+    plain = _summary_json(full_health.directory)
+    monkeypatch.setattr(partials, "FORK_LOG_BYTES", 0)
+    forked = _spy_forks(monkeypatch)
+    assert _summary_json(full_health.directory) == plain
+    # the run's two logs (TF's stderr, oneDNN's stdout), each in a child of its own
+    assert sorted(forked) == [str(full_health.log("stderr")), str(full_health.log("stdout"))]
+    assert '"onednn_verbose"' in plain and full_health.log().name in plain
 
 
 def test_forked_profile_gives_the_same_summary(full_health: Fixture, monkeypatch: pytest.MonkeyPatch,
