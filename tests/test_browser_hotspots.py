@@ -90,12 +90,10 @@ class Page(OpModePage):
             arg=run, timeout=45000)
 
     def scroll_to_section(self) -> dict[str, float]:
-        self.frame.evaluate("() => document.querySelector('#opm-hotspots-card').scrollIntoView()")
-        self.frame.wait_for_timeout(400)
-        return self.frame.eval_on_selector("#opm-hotspots-card", "e => { const r = "
-                                           "e.getBoundingClientRect(); return {x: r.x, y: r.y, "
-                                           "width: r.width, height: r.height, scroll: "
-                                           "e.scrollWidth, client: e.clientWidth}; }")
+        """The card scrolled into view until the layout above it stops moving (a panel
+        above that filled in after one scroll moved the card 37 px out of view in a CI
+        run), and where it then is."""
+        return self.frame.eval_on_selector("#opm-hotspots-card", _SCROLL_UNTIL_STILL)
 
     def rows(self) -> list[dict[str, str]]:
         return self.frame.eval_on_selector_all(
@@ -112,6 +110,24 @@ class Page(OpModePage):
 
     def close(self) -> None:
         self.context.close()
+
+
+# Scroll the card into view until two looks 150 ms apart find it at the same place (at
+# most 20 tries), then its box and whether it is wider than it shows.
+_SCROLL_UNTIL_STILL = """async (e) => {
+    const still = () => new Promise(r => requestAnimationFrame(() => setTimeout(r, 150)));
+    let last = null;
+    for (let i = 0; i < 20; i++) {
+        e.scrollIntoView();
+        await still();
+        const y = e.getBoundingClientRect().y;
+        if (y === last) break;
+        last = y;
+    }
+    const r = e.getBoundingClientRect();
+    return {x: r.x, y: r.y, width: r.width, height: r.height,
+            scroll: e.scrollWidth, client: e.clientWidth};
+}"""
 
 
 def _in_window(box: dict[str, float], width: int, height: int) -> bool:
