@@ -8,7 +8,9 @@ XPlane, ``make_profile.py``, alone in its logdir). Out: the ``users`` rows of th
 each against its reference in the same run (interleaved, medians):
 
 - the bert-base run: cold summary with its log vs ``DebugDataReader`` on the dump alone
-  (>= 4x), its memory (<= 1/3), and our counts against ``DebugDataReader``'s;
+  (>= 4x), its memory (<= 1/3), and our counts against ``DebugDataReader``'s; and, not
+  judged, the same run without its log (the dump and profile hard-linked into a logdir
+  of their own): the floor that the log's reading adds to;
 - the profile alone: the whole summary, cold, in MB of profile per second (>= 100 MB/s)
   against the reference code (``bench.REFERENCE_COMMIT``), and its peak memory, the
   larger of the tree's PSS and ``ru_maxrss`` (<= 2x the file + 200 MB).
@@ -19,6 +21,7 @@ and resolving them is the work the seed user's run has and ours had not.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -53,12 +56,15 @@ def _bert_rows(reps: int, work: Path) -> list[Row]:
     dump_mb = sum(p.stat().st_size for p in run.glob("tfdbg_events.*")) / 1e6
     label = f"HuggingFace bert-base, 1 step ({dump_mb:.0f} MB dump, {log.stat().st_size / 1e6:.0f} MB log)"
     bench._cache_in_page_cache(log)
-    ours, ddr = Series(), Series()
+    bare = _without_log(run)
+    ours, ddr, no_log = Series(), Series(), Series()
     for _ in range(reps):
         cold = work / "users_cold"
         shutil.rmtree(cold, ignore_errors=True)
         ours.runs.append(bench.run_measured(bench.ours_cmd(run), bench._env(str(cold))))
         ddr.runs.append(bench.run_measured(bench.ddr_cmd(run), bench._env(None)))
+        shutil.rmtree(cold, ignore_errors=True)
+        no_log.runs.append(bench.run_measured(bench.ours_cmd(bare), bench._env(str(cold))))
     speed = ddr.median() / ours.median()
     mem = ours.maxrss_mb() / ddr.maxrss_mb()
     same = bench.our_counts(json.loads(ours.runs[-1].stdout)) == json.loads(ddr.runs[-1].stdout)
@@ -70,7 +76,20 @@ def _bert_rows(reps: int, work: Path) -> list[Row]:
             f"{ddr.maxrss_mb():.0f} MB", f"{mem:.2f} of it", "<= 1/3", mem <= 1 / 3),
         Row("users", f"{label}: counts == DebugDataReader's", "equal" if same else "DIFFER",
             "DebugDataReader", "", "equal", same),
+        Row("users", f"{label}: the same run without its log (dump and profile), cold summary",
+            f"{no_log.median():.2f} s", f"{ddr.median():.2f} s",
+            f"{ddr.median() / no_log.median():.1f}x faster", "none (the floor under the log's cost)",
+            None, "for reference"),
     ]
+
+
+def _without_log(run: Path) -> Path:
+    """A logdir beside ``run`` holding its dump and profile, hard-linked, and not its log."""
+    bare = run.parent / f"{run.name}_no_log"
+    shutil.rmtree(bare, ignore_errors=True)
+    shutil.copytree(run, bare, copy_function=os.link,
+                    ignore=shutil.ignore_patterns("tf_log.txt", ".*"))
+    return bare
 
 
 def _profile_rows(reps: int, ref: Path | None) -> list[Row]:
