@@ -194,12 +194,17 @@ def _fork_big_units(units: list[Unit]) -> list[tuple[Unit, tuple[int, int]]]:
 def _to_fork(units: list[Unit]) -> list[Unit]:
     """The big local logs; if there are none, the biggest big local profile."""
     local = [u for u in units if not fs.is_remote(u.path)]
-    logs = [u for u in local if u.kind == "log" and u.size() >= FORK_LOG_BYTES]
-    if logs:
-        return logs
-    profiles = [(u.size(), u) for u in local if u.kind == "profile"]
-    size, biggest = max(profiles, key=lambda sized: sized[0], default=(0, None))
-    return [biggest] if biggest is not None and size >= FORK_PROFILE_BYTES else []
+    return _big_logs(local) or _biggest_big_profile(local)
+
+
+def _big_logs(units: list[Unit]) -> list[Unit]:
+    return [u for u in units if u.kind == "log" and u.size() >= FORK_LOG_BYTES]
+
+
+def _biggest_big_profile(units: list[Unit]) -> list[Unit]:
+    sizes = {u: u.size() for u in units if u.kind == "profile"}  # one stat each
+    big = [u for u, size in sizes.items() if size >= FORK_PROFILE_BYTES]
+    return [max(big, key=sizes.__getitem__)] if big else []
 
 
 def _fork_unit(unit: Unit) -> tuple[int, int] | None:
